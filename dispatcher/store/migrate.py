@@ -1,0 +1,79 @@
+"""Numbered schema migrations for the task store.
+
+Files `migrations/NNN_name.sql` are applied in order, each once, and recorded in
+`schema_migrations`. Statements are separated by `;` at the end of a line.
+Run it as `python -m dispatcher.store.migrate --host ... --port ... --database ...`.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+
+import pymysql
+
+MIGRATIONS_DIR = pathlib.Path(__file__).with_name("migrations")
+_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+def migration_files() -> list[pathlib.Path]:
+    files = sorted(p for p in MIGRATIONS_DIR.iterdir() if _NAME.match(p.name))
+    numbers = [int(_NAME.match(p.name).group(1)) for p in files]
+    if numbers != list(range(1, len(files) + 1)):
+        raise RuntimeError(f"migrations must be numbered 001.. without gaps, found {numbers}")
+    return files
+
+
+def _statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in re.split(r";\s*$", body, flags=re.M) if s.strip()]
+
+
+def migrate(conn: pymysql.connections.Connection, database: str) -> list[str]:
+    """Create `database` if needed and apply pending migrations; returns the names applied."""
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4")
+        cur.execute(f"USE `{database}`")
+        cur.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INT UNSIGNED PRIMARY KEY, name VARCHAR(255) NOT NULL,"
+            " applied_at DATETIME(3) NOT NULL)"
+        )
+        cur.execute("SELECT version FROM schema_migrations")
+        done = {row[0] for row in cur.fetchall()}
+    applied = []
+    for path in migration_files():
+        version = int(path.name[:3])
+        if version in done:
+            continue
+        with conn.cursor() as cur:
+            # DDL commits implicitly in MySQL, so a migration is not atomic; each
+            # file is kept to CREATE/ALTER statements that are safe to re-run by hand.
+            for statement in _statements(path.read_text()):
+                cur.execute(statement)
+            cur.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, UTC_TIMESTAMP(3))",
+                (version, path.name),
+            )
+        conn.commit()
+        applied.append(path.name)
+    return applied
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=23306)
+    parser.add_argument("--user", default="root")
+    parser.add_argument("--database", default="taskring")
+    args = parser.parse_args(argv)
+    conn = pymysql.connect(host=args.host, port=args.port, user=args.user, autocommit=False)
+    try:
+        applied = migrate(conn, args.database)
+    finally:
+        conn.close()
+    print(f"database {args.database}: applied {applied or 'nothing (up to date)'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""taskring: the client and executor library for business services."""

@@ -1,0 +1,243 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Priority(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRIORITY_UNSPECIFIED: _ClassVar[Priority]
+    PRIORITY_LOW: _ClassVar[Priority]
+    PRIORITY_NORMAL: _ClassVar[Priority]
+    PRIORITY_HIGH: _ClassVar[Priority]
+
+class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_STATE_UNSPECIFIED: _ClassVar[TaskState]
+    TASK_STATE_ACCEPTED: _ClassVar[TaskState]
+    TASK_STATE_QUEUED: _ClassVar[TaskState]
+    TASK_STATE_DISPATCHED: _ClassVar[TaskState]
+    TASK_STATE_RUNNING: _ClassVar[TaskState]
+    TASK_STATE_RETRY_WAIT: _ClassVar[TaskState]
+    TASK_STATE_SUCCEEDED: _ClassVar[TaskState]
+    TASK_STATE_FAILED: _ClassVar[TaskState]
+    TASK_STATE_DEAD_LETTERED: _ClassVar[TaskState]
+    TASK_STATE_CANCELLED: _ClassVar[TaskState]
+
+class OutcomeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OUTCOME_KIND_UNSPECIFIED: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_SUCCEEDED: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_RETRYABLE_FAILURE: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_NON_RETRYABLE_FAILURE: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_TIMED_OUT: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_NO_HANDLER: _ClassVar[OutcomeKind]
+PRIORITY_UNSPECIFIED: Priority
+PRIORITY_LOW: Priority
+PRIORITY_NORMAL: Priority
+PRIORITY_HIGH: Priority
+TASK_STATE_UNSPECIFIED: TaskState
+TASK_STATE_ACCEPTED: TaskState
+TASK_STATE_QUEUED: TaskState
+TASK_STATE_DISPATCHED: TaskState
+TASK_STATE_RUNNING: TaskState
+TASK_STATE_RETRY_WAIT: TaskState
+TASK_STATE_SUCCEEDED: TaskState
+TASK_STATE_FAILED: TaskState
+TASK_STATE_DEAD_LETTERED: TaskState
+TASK_STATE_CANCELLED: TaskState
+OUTCOME_KIND_UNSPECIFIED: OutcomeKind
+OUTCOME_KIND_SUCCEEDED: OutcomeKind
+OUTCOME_KIND_RETRYABLE_FAILURE: OutcomeKind
+OUTCOME_KIND_NON_RETRYABLE_FAILURE: OutcomeKind
+OUTCOME_KIND_TIMED_OUT: OutcomeKind
+OUTCOME_KIND_NO_HANDLER: OutcomeKind
+
+class RetryPolicy(_message.Message):
+    __slots__ = ("initial_backoff_ms", "max_backoff_ms", "multiplier", "schedule_ms")
+    INITIAL_BACKOFF_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BACKOFF_MS_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_MS_FIELD_NUMBER: _ClassVar[int]
+    initial_backoff_ms: int
+    max_backoff_ms: int
+    multiplier: float
+    schedule_ms: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., schedule_ms: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "trace_id", "created_at")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_TIME_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    RETRY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    RETRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    namespace: str
+    task_type: str
+    payload_json: str
+    payload_version: int
+    schedule_time: str
+    delay_ms: int
+    timeout_ms: int
+    max_retries: int
+    retry_policy: RetryPolicy
+    retry_count: int
+    priority: Priority
+    unique_key: str
+    trace_id: str
+    created_at: str
+    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
+
+class SubmitRequest(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class SubmitResponse(_message.Message):
+    __slots__ = ("task_id", "duplicate", "state", "due_at", "slot")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DUE_AT_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    duplicate: bool
+    state: TaskState
+    due_at: str
+    slot: int
+    def __init__(self, task_id: _Optional[str] = ..., duplicate: _Optional[bool] = ..., state: _Optional[_Union[TaskState, str]] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ...) -> None: ...
+
+class SubmitBatchRequest(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
+
+class SubmitBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[SubmitResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[SubmitResponse, _Mapping]]] = ...) -> None: ...
+
+class CancelRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class CancelResponse(_message.Message):
+    __slots__ = ("task_id", "state")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    state: TaskState
+    def __init__(self, task_id: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ...) -> None: ...
+
+class GetTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class TaskEvent(_message.Message):
+    __slots__ = ("state", "at", "node", "attempt", "detail")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    state: TaskState
+    at: str
+    node: str
+    attempt: int
+    detail: str
+    def __init__(self, state: _Optional[_Union[TaskState, str]] = ..., at: _Optional[str] = ..., node: _Optional[str] = ..., attempt: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class GetTaskResponse(_message.Message):
+    __slots__ = ("task", "state", "attempts", "due_at", "slot", "last_error", "last_stack_trace", "history")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    DUE_AT_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_STACK_TRACE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    state: TaskState
+    attempts: int
+    due_at: str
+    slot: int
+    last_error: str
+    last_stack_trace: str
+    history: _containers.RepeatedCompositeFieldContainer[TaskEvent]
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ...) -> None: ...
+
+class Delivery(_message.Message):
+    __slots__ = ("task", "attempt", "epoch", "timeout_ms")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    attempt: int
+    epoch: int
+    timeout_ms: int
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class ExecuteRequest(_message.Message):
+    __slots__ = ("deliveries", "dispatcher_node")
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    DISPATCHER_NODE_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[Delivery]
+    dispatcher_node: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., dispatcher_node: _Optional[str] = ...) -> None: ...
+
+class Outcome(_message.Message):
+    __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STACK_TRACE_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    attempt: int
+    kind: OutcomeKind
+    error: str
+    stack_trace: str
+    started_at_ms: int
+    finished_at_ms: int
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ...) -> None: ...
+
+class ExecuteResponse(_message.Message):
+    __slots__ = ("outcomes",)
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[Outcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ...) -> None: ...
+
+class QueuedTask(_message.Message):
+    __slots__ = ("task", "attempt", "due_at_ms")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    DUE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    attempt: int
+    due_at_ms: int
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., due_at_ms: _Optional[int] = ...) -> None: ...
