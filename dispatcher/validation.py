@@ -1,0 +1,418 @@
+"""Checking a submitted envelope, before anything is written.
+
+`validate_task` turns a `pb.Task` from the wire into a `ValidTask`: every field
+checked, defaults filled in, the payload canonicalised, the due time resolved
+against an injected `now`. Any problem raises `InvalidArgument` naming the field by
+its path in the request ("task.namespace", "tasks[3].payload_json") so a caller can
+fix the request without reading our logs. `validate_batch` checks a whole batch
+before returning, so a batch is accepted whole or not at all (DESIGN.md, "Bad input").
+
+Pure: no I/O, no clock; the only randomness is the task id generator, which is
+injectable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+import re
+from typing import Any, Callable, Sequence
+
+from taskring.wire import pb
+
+from dispatcher.errors import InvalidArgument
+from dispatcher.ids import new_task_id
+from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
+
+NAMESPACE_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+TASK_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+_DAY_MS = 24 * 3600 * 1000
+_PRIORITIES = frozenset(pb.Priority.values())
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_ONE_MS = dt.timedelta(milliseconds=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What the API accepts, and the defaults it fills in."""
+
+    max_payload_bytes: int = 65_536
+    """Size of payload_json as UTF-8, as sent and once canonicalised."""
+    max_payload_depth: int = 32
+    """Nesting of objects/arrays; the top-level object is depth 1."""
+    max_delay_ms: int = 90 * _DAY_MS
+    """Furthest a task may be scheduled ahead (delay_ms, schedule_time, retry backoffs)."""
+    max_retries_limit: int = 50
+    """max_retries must be in [0, this]."""
+    default_max_retries: int = 3
+    default_timeout_ms: int = 30_000
+    max_timeout_ms: int = 3_600_000
+    max_batch: int = 1000
+    """Most tasks in one SubmitBatch."""
+    max_key_chars: int = 128
+    """Longest unique_key and trace_id, in characters."""
+    retry_policies: RetryPolicies = dataclasses.field(default_factory=RetryPolicies)
+    """Server default retry policy and per (namespace, task_type) defaults."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_payload_bytes", "max_payload_depth", "max_delay_ms", "default_timeout_ms",
+                     "max_timeout_ms", "max_batch", "max_key_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Limits.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.max_payload_depth > 500:
+            # Parsing and re-serialising recurse; stay far below Python's recursion limit.
+            raise ValueError(f"Limits.max_payload_depth must be <= 500, got {self.max_payload_depth}")
+        if self.max_retries_limit < 0:
+            raise ValueError(f"Limits.max_retries_limit must be >= 0, got {self.max_retries_limit}")
+        if not 0 <= self.default_max_retries <= self.max_retries_limit:
+            raise ValueError(f"Limits.default_max_retries must be in [0, max_retries_limit], "
+                             f"got {self.default_max_retries}")
+        if self.default_timeout_ms > self.max_timeout_ms:
+            raise ValueError(f"Limits.default_timeout_ms must be <= max_timeout_ms, got {self.default_timeout_ms}")
+
+    @property
+    def default_retry_policy(self) -> RetryPolicy:
+        return self.retry_policies.server_default
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidTask:
+    """A checked envelope with every default filled in. Times are UTC, millisecond precision."""
+
+    task_id: str
+    namespace: str
+    task_type: str
+    payload_json: str
+    """Canonical JSON text of an object: compact, keys sorted, non-ASCII kept as UTF-8."""
+    payload_version: int
+    due_at: dt.datetime
+    """schedule_time (never earlier than created_at), or created_at + delay_ms."""
+    timeout_ms: int
+    max_retries: int
+    retry_policy: RetryPolicy
+    """Resolved: the task's own fields over its type's policy over the server default."""
+    priority: int
+    """A pb.Priority value; UNSPECIFIED is normalised to NORMAL."""
+    unique_key: str
+    trace_id: str
+    created_at: dt.datetime
+
+    @property
+    def due_at_ms(self) -> int:
+        return to_unix_ms(self.due_at)
+
+    def to_pb(self) -> pb.Task:
+        """The normalised envelope, as stored and delivered (schedule_time = due_at)."""
+        return pb.Task(
+            task_id=self.task_id,
+            namespace=self.namespace,
+            task_type=self.task_type,
+            payload_json=self.payload_json,
+            payload_version=self.payload_version,
+            schedule_time=format_rfc3339_ms(self.due_at),
+            timeout_ms=self.timeout_ms,
+            max_retries=self.max_retries,
+            retry_policy=self.retry_policy.to_pb(),
+            priority=self.priority,
+            unique_key=self.unique_key,
+            trace_id=self.trace_id,
+            created_at=format_rfc3339_ms(self.created_at),
+        )
+
+
+def validate_task(
+    task: pb.Task,
+    *,
+    now: dt.datetime,
+    limits: Limits,
+    field_prefix: str = "task",
+    new_id: Callable[[], str] = new_task_id,
+) -> ValidTask:
+    """Check one envelope; raise InvalidArgument naming the first bad field.
+
+    `now` must be timezone-aware. Server-owned fields (retry_count, created_at) are
+    ignored, not rejected.
+    """
+    now = _utc_ms(now)
+    p = field_prefix
+
+    task_id = task.task_id
+    if task_id:
+        if not TASK_ID_RE.fullmatch(task_id):
+            raise InvalidArgument(f"{p}.task_id", f"must be 1 to 64 characters of [A-Za-z0-9._:-], got {_show(task_id)}")
+    else:
+        task_id = new_id()
+
+    namespace = _named(task.namespace, NAMESPACE_RE, f"{p}.namespace")
+    task_type = _named(task.task_type, TASK_TYPE_RE, f"{p}.task_type")
+    payload_json = _canonical_payload(task.payload_json, limits, f"{p}.payload_json")
+    due_at = _due_at(task, now, limits, p)
+
+    priority = task.priority
+    if priority not in _PRIORITIES:
+        raise InvalidArgument(f"{p}.priority", f"unknown priority {priority}; use LOW (1), NORMAL (2) or HIGH (3)")
+    if priority == pb.PRIORITY_UNSPECIFIED:
+        priority = pb.PRIORITY_NORMAL
+
+    max_retries = limits.default_max_retries
+    if task.HasField("max_retries"):
+        max_retries = task.max_retries
+        if not 0 <= max_retries <= limits.max_retries_limit:
+            raise InvalidArgument(f"{p}.max_retries", f"must be in [0, {limits.max_retries_limit}], got {max_retries}")
+
+    timeout_ms = limits.default_timeout_ms
+    if task.HasField("timeout_ms"):
+        timeout_ms = task.timeout_ms
+        if not 1 <= timeout_ms <= limits.max_timeout_ms:
+            raise InvalidArgument(f"{p}.timeout_ms", f"must be in [1, {limits.max_timeout_ms}], got {timeout_ms}")
+
+    retry_policy = _retry_policy(task, namespace, task_type, limits, p)
+
+    for name in ("unique_key", "trace_id"):
+        value = getattr(task, name)
+        if len(value) > limits.max_key_chars:
+            raise InvalidArgument(f"{p}.{name}", f"is {len(value)} characters, more than the maximum {limits.max_key_chars}")
+
+    return ValidTask(
+        task_id=task_id,
+        namespace=namespace,
+        task_type=task_type,
+        payload_json=payload_json,
+        payload_version=task.payload_version,
+        due_at=due_at,
+        timeout_ms=timeout_ms,
+        max_retries=max_retries,
+        retry_policy=retry_policy,
+        priority=priority,
+        unique_key=task.unique_key,
+        trace_id=task.trace_id,
+        created_at=now,
+    )
+
+
+def validate_batch(
+    tasks: Sequence[pb.Task],
+    *,
+    now: dt.datetime,
+    limits: Limits,
+    new_id: Callable[[], str] = new_task_id,
+) -> list[ValidTask]:
+    """Check a whole batch (items as "tasks[i]"); the first problem found is raised.
+
+    Two items with the same task_id are rejected: within one batch the outcome of
+    the second would otherwise depend on write order.
+    """
+    if not tasks:
+        raise InvalidArgument("tasks", "must contain at least one task")
+    if len(tasks) > limits.max_batch:
+        raise InvalidArgument("tasks", f"has {len(tasks)} tasks, more than the maximum {limits.max_batch}")
+    valid: list[ValidTask] = []
+    seen: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        v = validate_task(task, now=now, limits=limits, field_prefix=f"tasks[{i}]", new_id=new_id)
+        first = seen.setdefault(v.task_id, i)
+        if first != i:
+            raise InvalidArgument(f"tasks[{i}].task_id", f"{v.task_id!r} is also the task_id of tasks[{first}]")
+        valid.append(v)
+    return valid
+
+
+# ---- Times ----
+
+_RFC3339_RE = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
+    r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))?"
+)
+
+
+def parse_rfc3339(text: str) -> dt.datetime:
+    """An RFC 3339 timestamp with an explicit offset ('Z' or ±hh:mm), as an aware UTC datetime.
+
+    Sub-microsecond digits are dropped. Raises ValueError with a message fit for a caller.
+    """
+    m = _RFC3339_RE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"is not an RFC 3339 timestamp (like 2030-01-02T03:04:05.678Z), got {_show(text)}")
+    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = m.groups()
+    if not zulu and not sign:
+        raise ValueError(f"has no UTC offset; RFC 3339 requires 'Z' or ±hh:mm, got {_show(text)}")
+    offset = dt.timedelta(0)
+    if sign:
+        if int(off_h) > 23 or int(off_m) > 59:
+            raise ValueError(f"has an invalid UTC offset, got {_show(text)}")
+        offset = dt.timedelta(hours=int(off_h), minutes=int(off_m))
+        if sign == "-":
+            offset = -offset
+    micros = int((frac or "0").ljust(6, "0")[:6])
+    try:
+        local = dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros,
+                            tzinfo=dt.timezone(offset))
+        return local.astimezone(dt.timezone.utc)
+    except (ValueError, OverflowError):
+        raise ValueError(f"is not a valid date and time, got {_show(text)}") from None
+
+
+def format_rfc3339_ms(t: dt.datetime) -> str:
+    """UTC, millisecond precision, 'Z' suffix: 2030-01-02T03:04:05.678Z."""
+    t = _utc_ms(t)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def to_unix_ms(t: dt.datetime) -> int:
+    return (t - _EPOCH) // _ONE_MS
+
+
+def _utc_ms(t: dt.datetime) -> dt.datetime:
+    if t.tzinfo is None or t.utcoffset() is None:
+        raise ValueError("a naive datetime was passed where a timezone-aware one is required")
+    t = t.astimezone(dt.timezone.utc)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
+def _due_at(task: pb.Task, now: dt.datetime, limits: Limits, p: str) -> dt.datetime:
+    if task.schedule_time and task.delay_ms:
+        raise InvalidArgument(f"{p}.delay_ms", "cannot be combined with schedule_time; give one or the other")
+    if task.delay_ms:
+        if task.delay_ms > limits.max_delay_ms:
+            raise InvalidArgument(f"{p}.delay_ms", f"{task.delay_ms} is beyond the maximum delay of {limits.max_delay_ms} ms")
+        return now + dt.timedelta(milliseconds=task.delay_ms)
+    if task.schedule_time:
+        try:
+            at = _utc_ms(parse_rfc3339(task.schedule_time))
+        except ValueError as e:
+            raise InvalidArgument(f"{p}.schedule_time", str(e)) from None
+        latest = now + dt.timedelta(milliseconds=limits.max_delay_ms)
+        if at > latest:
+            raise InvalidArgument(f"{p}.schedule_time", f"{task.schedule_time} is beyond the maximum delay of "
+                                  f"{limits.max_delay_ms} ms (latest {format_rfc3339_ms(latest)})")
+        # In the past: due now. Clamping keeps an old timestamp from jumping the
+        # queue and keeps year-0001 values out of DATETIME columns.
+        return max(at, now)
+    return now
+
+
+# ---- Names ----
+
+def _named(value: str, pattern: re.Pattern[str], field: str) -> str:
+    if not value:
+        raise InvalidArgument(field, "is required")
+    if not pattern.fullmatch(value):
+        raise InvalidArgument(field, f"must match ^{pattern.pattern}$, got {_show(value)}")
+    return value
+
+
+def _show(value: str, limit: int = 80) -> str:
+    """repr for error messages, cut short so a huge bad value does not flood a log line."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
+
+
+# ---- Payload ----
+
+class _BadPayload(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _BadPayload(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadPayload(f"number {text[:40]} is out of range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _BadPayload(f"duplicate key {_show(key, 40)}")
+            seen.add(key)
+    return obj
+
+
+def _canonical_payload(text: str, limits: Limits, field: str) -> str:
+    if not text:
+        return "{}"
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(field, "is not valid UTF-8") from None
+    if size > limits.max_payload_bytes:
+        raise InvalidArgument(field, f"is {size} bytes, more than the maximum {limits.max_payload_bytes}")
+    try:
+        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant,
+                         parse_float=_finite_float)
+    except RecursionError:
+        # The C decoder recurses per level; thousands of levels end here.
+        raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)") from None
+    except _BadPayload as e:
+        raise InvalidArgument(field, f"is not valid JSON: {e}") from None
+    except ValueError as e:  # JSONDecodeError, and over-long integers
+        raise InvalidArgument(field, f"is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise InvalidArgument(field, f"must be a JSON object, got a JSON {_json_kind(obj)}")
+    # Every level opens with '{' or '['; when there are not enough of them in the
+    # whole text, no walk is needed (the common case on the hot path).
+    if text.count("{") + text.count("[") > limits.max_payload_depth and _too_deep(obj, limits.max_payload_depth):
+        raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)")
+    canonical = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    try:
+        size = len(canonical.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(field, "contains a string with an unpaired surrogate (\\ud800-\\udfff)") from None
+    if size > limits.max_payload_bytes:
+        raise InvalidArgument(field, f"is {size} bytes once canonicalised, more than the maximum {limits.max_payload_bytes}")
+    return canonical
+
+
+def _too_deep(obj: Any, limit: int) -> bool:
+    """True when containers nest more than `limit` levels; iterative, stops early."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _json_kind(obj: Any) -> str:
+    if isinstance(obj, list):
+        return "array"
+    if isinstance(obj, str):
+        return "string"
+    if isinstance(obj, bool):
+        return "boolean"
+    if obj is None:
+        return "null"
+    return "number"
+
+
+# ---- Retry policy ----
+
+def _retry_policy(task: pb.Task, namespace: str, task_type: str, limits: Limits, p: str) -> RetryPolicy:
+    registry = limits.retry_policies
+    own: RetryPolicy | None = None
+    if task.HasField("retry_policy"):
+        try:
+            own = RetryPolicy.from_pb(task.retry_policy, registry.for_type(namespace, task_type))
+        except InvalidRetryPolicy as e:
+            raise InvalidArgument(f"{p}.retry_policy.{e.field}", e.problem) from None
+        if own.max_backoff_ms > limits.max_delay_ms:
+            raise InvalidArgument(f"{p}.retry_policy.max_backoff_ms",
+                                  f"{own.max_backoff_ms} is beyond the maximum delay of {limits.max_delay_ms} ms")
+        for i, wait in enumerate(own.schedule_ms):
+            if wait > limits.max_delay_ms:
+                raise InvalidArgument(f"{p}.retry_policy.schedule_ms[{i}]",
+                                      f"{wait} is beyond the maximum delay of {limits.max_delay_ms} ms")
+    return registry.resolve(own, namespace, task_type)
