@@ -1,0 +1,154 @@
+"""The task service: validate, route, write durably, answer.
+
+Routing: a task due within the route threshold is written to MySQL as
+`enqueued` and produced to its priority's topic (partition = slot) with
+acks=all; a later one is written as `pending` for the slot owner's poller. The
+row is written first so that every accepted task has a state; if Kafka then
+refuses, the task is moved to the MySQL path and still accepted. A crash between
+the two is caught by the owner's sweeper (see engine.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import Sequence
+
+import grpc
+from taskring.wire import pb, pb_grpc
+
+from cluster.slots import slot_of
+from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
+from dispatcher.config import NodeConfig
+from dispatcher.engine import queued_message
+from dispatcher.errors import InvalidArgument, TaskringError
+from dispatcher.kafka_log import TaskProducer
+from dispatcher.metrics import NodeMetrics
+from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
+from dispatcher.validation import Limits, ValidTask, validate_batch, validate_task
+
+log = logging.getLogger(__name__)
+
+_STATE = {
+    r.CLAIMED: pb.TASK_STATE_QUEUED,
+    r.DISPATCHED: pb.TASK_STATE_DISPATCHED,
+    r.SUCCEEDED: pb.TASK_STATE_SUCCEEDED,
+    r.DEAD_LETTERED: pb.TASK_STATE_DEAD_LETTERED,
+    r.CANCELLED: pb.TASK_STATE_CANCELLED,
+}
+_EVENT_STATE = {name.removeprefix("TASK_STATE_").lower(): value for name, value in pb.TaskState.items()}
+
+
+def api_state(status: str, attempts: int, trigger_at: dt.datetime | None, now: dt.datetime) -> int:
+    """The API's lifecycle state of a stored row."""
+    if status in (r.PENDING, r.ENQUEUED):
+        waiting_retry = attempts > 0 and trigger_at is not None and trigger_at > now
+        return pb.TASK_STATE_RETRY_WAIT if waiting_retry else pb.TASK_STATE_QUEUED
+    return _STATE[status]
+
+
+def _guarded(method):
+    """Map the error tree to gRPC status codes at the edge."""
+    async def wrapper(self, request, context):
+        try:
+            return await method(self, request, context)
+        except InvalidArgument as exc:
+            self._metrics.rejected.labels(exc.field.split(".")[-1]).inc()
+            await context.abort(exc.code, str(exc))
+        except TaskringError as exc:
+            await context.abort(exc.code, str(exc))
+    wrapper.__name__ = method.__name__
+    return wrapper
+
+
+class TaskApi(pb_grpc.TaskServiceServicer):
+    def __init__(self, *, config: NodeConfig, store: TaskStore, producer: TaskProducer,
+                 metrics: NodeMetrics, limits: Limits, clock: Clock | None = None):
+        self._config = config
+        self._store = store
+        self._producer = producer
+        self._metrics = metrics
+        self._limits = limits
+        self._clock = clock or Clock()
+
+    @_guarded
+    async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:
+        now_ms = self._clock.now_ms()
+        valid = validate_task(request.task, now=_aware(now_ms), limits=self._limits)
+        return (await self._accept([valid], now_ms))[0]
+
+    @_guarded
+    async def SubmitBatch(self, request: pb.SubmitBatchRequest, context) -> pb.SubmitBatchResponse:
+        now_ms = self._clock.now_ms()
+        valid = validate_batch(request.tasks, now=_aware(now_ms), limits=self._limits)
+        return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
+
+    async def _accept(self, valid: Sequence[ValidTask], now_ms: int) -> list[pb.SubmitResponse]:
+        created = ms_to_datetime(now_ms)
+        rows, envelopes = [], {}
+        for v in valid:
+            slot = slot_of(v.namespace, v.task_type, self._config.slot_count)
+            short = v.due_at_ms - now_ms <= self._config.route_threshold_ms
+            envelope = v.to_pb()
+            envelopes[v.task_id] = envelope
+            rows.append(r.NewTask(task_id=v.task_id, slot=slot, namespace=v.namespace, task_type=v.task_type,
+                                  priority=v.priority, status=r.ENQUEUED if short else r.PENDING,
+                                  trigger_at=ms_to_datetime(v.due_at_ms), envelope=envelope.SerializeToString(),
+                                  created_at=created))
+        existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._config.node_id)
+        fresh_kafka = [row for row in rows if row.task_id not in existing and row.status == r.ENQUEUED]
+        if fresh_kafka:
+            messages = [queued_message(self._config.kafka.topic_for(row.priority), envelopes[row.task_id], row.slot,
+                                       1, datetime_to_ms(row.trigger_at)) for row in fresh_kafka]
+            errors = await self._producer.send(messages)
+            failed = [row.task_id for row, e in zip(fresh_kafka, errors) if e is not None]
+            if failed:
+                log.warning("kafka refused %d tasks (%s); they take the MySQL path", len(failed),
+                            next(e for e in errors if e))
+                await asyncio.to_thread(self._store.reroute_to_mysql, failed, created)
+        results = []
+        for row in rows:
+            if row.task_id in existing:
+                self._metrics.duplicates.inc()
+                results.append(pb.SubmitResponse(task_id=row.task_id, duplicate=True,
+                                                  state=api_state(existing[row.task_id], 0, None, created),
+                                                  slot=row.slot))
+            else:
+                self._metrics.submitted.labels("kafka" if row.status == r.ENQUEUED else "mysql").inc()
+                results.append(pb.SubmitResponse(task_id=row.task_id, state=pb.TASK_STATE_QUEUED,
+                                                  due_at=rfc3339(row.trigger_at), slot=row.slot))
+        return results
+
+    @_guarded
+    async def Cancel(self, request: pb.CancelRequest, context) -> pb.CancelResponse:
+        if not request.task_id:
+            raise InvalidArgument("task_id", "is required")
+        await asyncio.to_thread(self._store.cancel, request.task_id, self._config.node_id, self._clock.now())
+        return pb.CancelResponse(task_id=request.task_id, state=pb.TASK_STATE_CANCELLED)
+
+    @_guarded
+    async def GetTask(self, request: pb.GetTaskRequest, context) -> pb.GetTaskResponse:
+        if not request.task_id:
+            raise InvalidArgument("task_id", "is required")
+        row, events = await asyncio.to_thread(self._store.get_task, request.task_id)
+        task = pb.Task.FromString(row.envelope)
+        task.retry_count = row.attempts
+        return pb.GetTaskResponse(
+            task=task, state=api_state(row.status, row.attempts, row.trigger_at, self._clock.now()),
+            attempts=row.attempts, due_at=rfc3339(row.trigger_at), slot=row.slot,
+            last_error=row.last_error or "", last_stack_trace=row.last_stack_trace or "",
+            history=[pb.TaskEvent(state=_EVENT_STATE[e.state], at=rfc3339(e.at), node=e.node, attempt=e.attempt,
+                                  detail=e.detail or "") for e in events])
+
+
+def _aware(now_ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.timezone.utc)
+
+
+async def serve_api(api: TaskApi, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+    pb_grpc.add_TaskServiceServicer_to_server(api, server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    await server.start()
+    return server, bound

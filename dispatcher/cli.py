@@ -1,0 +1,86 @@
+"""The `taskring` command.
+
+    taskring node [--single] [--node-id ID] [--grpc-port N] [--admin-port N]
+    taskring ring [--admin URL]          the ring as a table (cluster issue)
+    taskring demo [--nodes 3]            a local cluster doing real work
+    taskring stack up|down|status        the local stack (deploy/local/stack.sh)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import pathlib
+import sys
+
+
+def _repo_root() -> pathlib.Path:
+    return pathlib.Path(__file__).resolve().parent.parent
+
+
+def _cmd_node(args: argparse.Namespace) -> int:
+    from dispatcher.config import NodeConfig
+    from dispatcher.node import run_node
+    overrides = {"cluster": not args.single}
+    for name in ("node_id", "grpc_port", "admin_port"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    if args.no_admin_token:
+        overrides["admin_token"] = None
+    config = NodeConfig.from_env(**overrides)
+    asyncio.run(run_node(config))
+    return 0
+
+
+def _cmd_stack(args: argparse.Namespace) -> int:
+    script = _repo_root() / "deploy" / "local" / "stack.sh"
+    os.execvp("bash", ["bash", str(script), args.action])
+    return 0  # not reached
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from dispatcher.demo import run_demo
+    return run_demo(nodes=args.nodes)
+
+
+def _cmd_ring(args: argparse.Namespace) -> int:
+    from cluster.ring_cli import print_ring
+    return print_ring(args.admin, token=args.token)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="taskring", description="taskring dispatcher and tools")
+    parser.add_argument("--log-level", default=os.environ.get("TASKRING_LOG_LEVEL", "INFO"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    node = sub.add_parser("node", help="run a dispatcher node (config from TASKRING_* variables)")
+    node.add_argument("--single", action="store_true", help="own every slot; no cluster membership")
+    node.add_argument("--node-id")
+    node.add_argument("--grpc-port", type=int)
+    node.add_argument("--admin-port", type=int)
+    node.add_argument("--no-admin-token", action="store_true",
+                      help="serve the admin endpoint without a token (local use only)")
+    node.set_defaults(run=_cmd_node)
+
+    stack = sub.add_parser("stack", help="the local ZooKeeper, Kafka and MariaDB")
+    stack.add_argument("action", choices=["up", "down", "status"])
+    stack.set_defaults(run=_cmd_stack)
+
+    demo = sub.add_parser("demo", help="a local cluster running real tasks")
+    demo.add_argument("--nodes", type=int, default=3)
+    demo.set_defaults(run=_cmd_demo)
+
+    ring = sub.add_parser("ring", help="print the ring: who owns which slot")
+    ring.add_argument("--admin", default=os.environ.get("TASKRING_ADMIN_URL", "http://127.0.0.1:7080"))
+    ring.add_argument("--token", default=os.environ.get("TASKRING_ADMIN_TOKEN"))
+    ring.set_defaults(run=_cmd_ring)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

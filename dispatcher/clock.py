@@ -1,0 +1,31 @@
+"""Time, injected: the node asks a Clock, so tests can hold time still."""
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+
+class Clock:
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def now(self) -> dt.datetime:
+        return ms_to_datetime(self.now_ms())
+
+
+def ms_to_datetime(ms: int) -> dt.datetime:
+    """UTC, naive (as stored in DATETIME(3) columns), millisecond precision."""
+    return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
+
+
+def datetime_to_ms(value: dt.datetime) -> int:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+
+def rfc3339(value: dt.datetime) -> str:
+    """A stored (naive UTC) or aware time as RFC 3339 UTC with milliseconds."""
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"

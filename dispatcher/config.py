@@ -1,0 +1,124 @@
+"""Node configuration: frozen dataclasses, units in the names, validated on construction.
+
+The environment is read in exactly one place, `NodeConfig.from_env`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+
+PRIORITY_TOPICS = {1: "low", 2: "normal", 3: "high"}
+
+
+def _positive(obj: object, *names: str) -> None:
+    for name in names:
+        if getattr(obj, name) <= 0:
+            raise ValueError(f"{type(obj).__name__}.{name} must be > 0, got {getattr(obj, name)!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class MySQLConfig:
+    host: str = "127.0.0.1"
+    port: int = 23306
+    user: str = "root"
+    password: str = dataclasses.field(default="", repr=False)  # never printed
+    database: str = "taskring"
+    pool_size: int = 4
+    """Connections, one per worker thread of the store."""
+
+    def __post_init__(self) -> None:
+        _positive(self, "port", "pool_size")
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaConfig:
+    bootstrap_servers: str = "127.0.0.1:29092"
+    topic_prefix: str = "taskring.tasks"
+    """Topics are `<prefix>.<priority>` for priority in low, normal, high."""
+    linger_ms: int = 5
+
+    def topic_for(self, priority: int) -> str:
+        return f"{self.topic_prefix}.{PRIORITY_TOPICS[priority]}"
+
+    def topics(self) -> list[str]:
+        return [self.topic_for(p) for p in sorted(PRIORITY_TOPICS, reverse=True)]
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooKeeperConfig:
+    hosts: str = "127.0.0.1:22181/taskring"
+    """Hosts with the cluster's chroot."""
+    session_timeout_ms: int = 6000
+
+    def __post_init__(self) -> None:
+        _positive(self, "session_timeout_ms")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeConfig:
+    node_id: str = dataclasses.field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    grpc_host: str = "127.0.0.1"
+    grpc_port: int = 7070
+    admin_port: int = 7080
+    admin_token: str | None = dataclasses.field(default=None, repr=False)
+    slot_count: int = 16
+    """P: the Kafka partition count of every task topic; fixed at cluster creation."""
+    route_threshold_ms: int = 600_000
+    """Due within this goes through Kafka, later through MySQL. It also bounds how
+    far back a new owner replays a partition (the watermark cannot pass a task
+    waiting in the heap)."""
+    heap_capacity: int = 200_000
+    poll_interval_ms: int = 250
+    poll_lookahead_ms: int = 2_000
+    """The poller claims rows due within this, so they sit in the heap before due."""
+    poll_batch: int = 500
+    dispatch_batch: int = 200
+    """Most tasks in one Execute call."""
+    enqueued_grace_ms: int = 30_000
+    """A Kafka-routed row still `enqueued` this long after its due time is swept
+    into the MySQL path: the safety net for a produce lost to a crash."""
+    offset_commit_interval_ms: int = 500
+    max_submit_batch: int = 1000
+    mysql: MySQLConfig = dataclasses.field(default_factory=MySQLConfig)
+    kafka: KafkaConfig = dataclasses.field(default_factory=KafkaConfig)
+    zookeeper: ZooKeeperConfig = dataclasses.field(default_factory=ZooKeeperConfig)
+    cluster: bool = True
+    """False: a single node owns every slot without ZooKeeper claims."""
+
+    def __post_init__(self) -> None:
+        _positive(self, "slot_count", "route_threshold_ms", "heap_capacity", "poll_interval_ms",
+                  "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch")
+        if not self.node_id:
+            raise ValueError("NodeConfig.node_id must not be empty")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> "NodeConfig":
+        """Build from TASKRING_* variables; explicit overrides win."""
+        env = os.environ if environ is None else environ
+        mysql = MySQLConfig(
+            host=env.get("TASKRING_MYSQL_HOST", "127.0.0.1"),
+            port=int(env.get("TASKRING_MYSQL_PORT", "23306")),
+            user=env.get("TASKRING_MYSQL_USER", "root"),
+            password=env.get("TASKRING_MYSQL_PASSWORD", ""),
+            database=env.get("TASKRING_MYSQL_DATABASE", "taskring"),
+        )
+        kafka = KafkaConfig(
+            bootstrap_servers=env.get("TASKRING_KAFKA", "127.0.0.1:29092"),
+            topic_prefix=env.get("TASKRING_TOPIC_PREFIX", "taskring.tasks"),
+        )
+        zookeeper = ZooKeeperConfig(
+            hosts=env.get("TASKRING_ZK", "127.0.0.1:22181/taskring"),
+            session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", "6000")),
+        )
+        values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
+        if "TASKRING_NODE_ID" in env:
+            values["node_id"] = env["TASKRING_NODE_ID"]
+        if "TASKRING_ADMIN_TOKEN" in env:
+            values["admin_token"] = env["TASKRING_ADMIN_TOKEN"]
+        for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),
+                          ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS")):
+            if var in env:
+                values[name] = int(env[var])
+        values.update(overrides)
+        return cls(**values)

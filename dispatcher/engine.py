@@ -1,0 +1,487 @@
+"""What a node does with the slots it owns.
+
+Intake (Kafka partitions of owned slots, and the MySQL poller's claims) feeds
+one bounded ETA heap; the dispatch loop pops what is due (never earlier), makes
+the conditional `-> dispatched` transition in MySQL, hands batches to executors,
+records outcomes and schedules retries. Ownership tells the engine, through
+`slot_assigned` / `slot_revoked`, which slots it may act on and under which
+epoch; every store write carries that epoch, and a write refused as stale makes
+the engine drop the slot at once.
+
+Kafka progress: for every owned partition an OffsetTracker holds the offsets
+taken in whose task is not yet settled (terminal, skipped, or durably re-queued
+as a new message or a MySQL row). Only the low watermark is committed, to MySQL,
+under the epoch, so a new owner replays from the oldest unsettled task.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import random
+from typing import Callable
+
+from taskring.wire import pb
+
+from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
+from dispatcher.config import NodeConfig
+from dispatcher.executor_pool import ExecutorPool
+from dispatcher.heap import EtaHeap
+from dispatcher.intake import KafkaIntake
+from dispatcher.kafka_log import InMessage, OutMessage, TaskProducer
+from dispatcher.metrics import NodeMetrics
+from dispatcher.retry import RetryPolicy, next_delay_ms
+from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
+from dispatcher.watermark import OffsetTracker
+
+log = logging.getLogger(__name__)
+
+KAFKA, MYSQL = "kafka", "mysql"
+_NO_EXECUTOR_RETRY_MS = 1000
+_SWEEP_INTERVAL_MS = 5000
+
+
+@dataclasses.dataclass(slots=True)
+class Due:
+    """One attempt of a task waiting in the heap."""
+
+    task: pb.Task
+    slot: int
+    attempt: int
+    due_ms: int
+    source: str
+    epoch: int
+    topic: str | None = None
+    offset: int = -1
+
+
+@dataclasses.dataclass
+class SlotState:
+    epoch: int
+    active: bool = True          # False while draining for a clean handoff
+    in_flight: int = 0
+    committed: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def queued_message(topic: str, task: pb.Task, slot: int, attempt: int, due_ms: int) -> OutMessage:
+    value = pb.QueuedTask(task=task, attempt=attempt, due_at_ms=due_ms).SerializeToString()
+    return OutMessage(topic=topic, partition=slot, key=task.task_id.encode(), value=value)
+
+
+class Engine:
+    def __init__(self, *, config: NodeConfig, store: TaskStore, producer: TaskProducer,
+                 intake_factory: Callable[[Callable, Callable], KafkaIntake], executors: ExecutorPool,
+                 metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
+                 on_slot_lost: Callable[[int], None] | None = None):
+        self._config = config
+        self._store = store
+        self._producer = producer
+        self._executors = executors
+        self._metrics = metrics
+        self._clock = clock or Clock()
+        self._rng = rng or random.Random()
+        self._on_slot_lost = on_slot_lost or (lambda slot: None)
+        self._heap: EtaHeap[Due] = EtaHeap(config.heap_capacity)
+        self._overflow: collections.deque[Due] = collections.deque()
+        self._slots: dict[int, SlotState] = {}
+        self._trackers: dict[tuple[str, int], OffsetTracker] = {}
+        self._intake = intake_factory(self._deliver_from_thread, self._may_read)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._poll_now: asyncio.Event | None = None
+        self._batch_gate: asyncio.Semaphore | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._batches: set[asyncio.Task] = set()
+        self._stopping = False
+        self._held = False
+        # Observations for the admin view and for tests.
+        self.types_by_slot: dict[int, set[str]] = collections.defaultdict(set)
+        self.claimed_slots_seen: set[int] = set()
+        self.consumed_partitions_seen: set[int] = set()
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._poll_now = asyncio.Event()
+        self._batch_gate = asyncio.Semaphore(4)
+        self._executors.start()
+        self._intake.start()
+        self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
+            ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
+            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()))]
+
+    async def stop(self) -> None:
+        """Stop intake, finish what is in flight, commit progress. Safe twice."""
+        if self._loop is None or self._stopping:
+            return
+        self._stopping = True
+        for slot in list(self._slots):
+            await self.slot_revoked(slot, clean=True)
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._batches, return_exceptions=True)
+        await asyncio.to_thread(self._intake.stop)
+        await self._executors.stop()
+
+    async def _db(self, fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    # ---- ownership ----
+
+    def hold(self, held: bool) -> None:
+        """Held: take no new work (no pops, no polls, no Kafka reads) while ownership
+        is in doubt (ZooKeeper SUSPENDED); attempts already in flight finish."""
+        self._held = held
+        if not held and self._wake is not None:
+            self._wake.set()
+            self._poll_now.set()
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def owned(self) -> dict[int, int]:
+        return {s: st.epoch for s, st in self._slots.items() if st.active}
+
+    async def slot_assigned(self, slot: int, epoch: int) -> None:
+        """Start acting on `slot` under `epoch` (already claimed in the store)."""
+        self._slots[slot] = SlotState(epoch=epoch)
+        topics = self._config.kafka.topics()
+        offsets = await self._db(self._store.load_offsets, [(t, slot) for t in topics])
+        starts = {}
+        for t in topics:
+            start = offsets.get((t, slot))
+            self._trackers[(t, slot)] = OffsetTracker(start or 0)
+            self._slots[slot].committed[t] = start if start is not None else -1
+            starts[(t, slot)] = start
+        await asyncio.to_thread(self._intake.assign(starts).wait, 10)
+        self._metrics.owned_slots.set(len(self.owned()))
+        self._poll_now.set()
+
+    async def slot_revoked(self, slot: int, *, clean: bool, drain_timeout_s: float = 30.0) -> None:
+        """Stop acting on `slot`. Clean: finish in-flight work, commit the watermark and
+        give the heap's rows back; not clean (ownership lost): drop everything now,
+        writing nothing more for the slot."""
+        state = self._slots.get(slot)
+        if state is None:
+            return
+        state.active = False
+        topics = self._config.kafka.topics()
+        await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait, 10)
+        if clean:
+            deadline = self._loop.time() + drain_timeout_s
+            while state.in_flight > 0 and self._loop.time() < deadline:
+                await asyncio.sleep(0.01)
+        self._heap.drop_slots({slot})
+        self._overflow = collections.deque(d for d in self._overflow if d.slot != slot)
+        if clean:
+            await self._commit_offsets(only_slot=slot)
+            try:
+                await self._db(self._store.release_slot, slot, state.epoch, self._clock.now())
+            except Exception:
+                log.exception("slot %d: release failed; the next owner resets its rows", slot)
+        for t in topics:
+            self._trackers.pop((t, slot), None)
+        if self._slots.get(slot) is state:
+            del self._slots[slot]
+        self._metrics.owned_slots.set(len(self.owned()))
+
+    async def _lose(self, slots: set[int]) -> None:
+        """The store refused our epoch for these slots: someone else owns them."""
+        for slot in slots:
+            if slot in self._slots:
+                log.warning("slot %d: epoch %d superseded; dropping the slot", slot, self._slots[slot].epoch)
+                self._metrics.fenced.inc()
+                await self.slot_revoked(slot, clean=False)
+                self._on_slot_lost(slot)
+
+    # ---- intake ----
+
+    def _may_read(self) -> bool:
+        return not self._held and self._heap.free() > 2 * self._config.poll_batch and not self._overflow
+
+    def _deliver_from_thread(self, messages: list[InMessage]) -> None:
+        self._loop.call_soon_threadsafe(self._take_kafka, messages)
+
+    def _take_kafka(self, messages: list[InMessage]) -> None:
+        for m in messages:
+            state = self._slots.get(m.partition)
+            tracker = self._trackers.get((m.topic, m.partition))
+            if state is None or not state.active or tracker is None:
+                continue  # arrived after the slot left; the next owner replays it
+            if tracker.last_tracked is not None and m.offset <= tracker.last_tracked:
+                continue
+            queued = pb.QueuedTask.FromString(m.value)
+            tracker.track(m.offset)
+            self.consumed_partitions_seen.add(m.partition)
+            self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,
+                           source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
+
+    def _push(self, due: Due) -> None:
+        self.types_by_slot[due.slot].add(f"{due.task.namespace}/{due.task.task_type}")
+        nxt = self._heap.next_eta_ms()
+        if not self._heap.push(due.due_ms, due.task.priority, due.slot, due):
+            self._overflow.append(due)
+        elif nxt is None or due.due_ms < nxt:
+            self._wake.set()
+        self._metrics.heap_size.set(len(self._heap))
+
+    def _settle(self, due: Due) -> None:
+        """The task of a Kafka message needs nothing more from this message."""
+        if due.source == KAFKA:
+            tracker = self._trackers.get((due.topic, due.slot))
+            if tracker is not None and self._slots.get(due.slot) is not None \
+                    and self._slots[due.slot].epoch == due.epoch:
+                tracker.finish(due.offset)
+
+    async def _poll_loop(self) -> None:
+        interval = self._config.poll_interval_ms / 1000
+        while True:
+            more = False
+            for slot, epoch in ([] if self._held else list(self.owned().items())):
+                free = self._heap.free() - len(self._overflow) - self._config.poll_batch
+                if free <= 0:
+                    break
+                limit = min(self._config.poll_batch, free)
+                now = self._clock.now_ms()
+                try:
+                    ok, rows = await self._db(self._store.claim_due, slot, epoch,
+                                              ms_to_datetime(now + self._config.poll_lookahead_ms), limit,
+                                              ms_to_datetime(now))
+                except Exception:
+                    log.exception("slot %d: poll failed", slot)
+                    continue
+                if not ok:
+                    await self._lose({slot})
+                    continue
+                state = self._slots.get(slot)
+                if state is None or state.epoch != epoch:
+                    continue  # revoked meanwhile; release_slot/claim_slot resets these rows
+                self.claimed_slots_seen.add(slot)
+                for row in rows:
+                    self._push(Due(task=pb.Task.FromString(row.envelope), slot=slot, attempt=row.attempts + 1,
+                                   due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))
+                more = more or len(rows) == limit
+            if more:
+                continue
+            self._poll_now.clear()
+            try:
+                await asyncio.wait_for(self._poll_now.wait(), interval)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_SWEEP_INTERVAL_MS / 1000)
+            for slot, epoch in ([] if self._held else list(self.owned().items())):
+                now = self._clock.now_ms()
+                try:
+                    moved = await self._db(self._store.sweep_enqueued, slot, epoch,
+                                           ms_to_datetime(now - self._config.enqueued_grace_ms), 1000,
+                                           ms_to_datetime(now))
+                except Exception:
+                    log.exception("slot %d: sweep failed", slot)
+                    continue
+                if moved:
+                    log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
+                    self._poll_now.set()
+
+    # ---- Kafka progress ----
+
+    async def _commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.offset_commit_interval_ms / 1000)
+            try:
+                await self._commit_offsets()
+            except Exception:
+                log.exception("offset commit failed")
+
+    async def _commit_offsets(self, only_slot: int | None = None) -> None:
+        commits, epochs = [], {}
+        for (topic, slot), tracker in list(self._trackers.items()):
+            if only_slot is not None and slot != only_slot:
+                continue
+            state = self._slots.get(slot)
+            offset = tracker.committable()
+            if state is None or offset is None or state.committed.get(topic) == offset:
+                continue
+            commits.append((topic, slot, offset))
+            epochs[slot] = state.epoch
+        if not commits:
+            return
+        stale = await self._db(self._store.commit_offsets, commits, epochs, self._clock.now())
+        for topic, slot, offset in commits:
+            if slot not in stale and slot in self._slots:
+                self._slots[slot].committed[topic] = offset
+        if stale and only_slot is None:
+            await self._lose(stale)
+
+    # ---- dispatch ----
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            await self._batch_gate.acquire()
+            while self._overflow and self._heap.free() > 0:
+                d = self._overflow.popleft()
+                self._heap.push(d.due_ms, d.task.priority, d.slot, d)
+            now = self._clock.now_ms()
+            entries = [] if self._held else self._heap.pop_due(now, self._config.dispatch_batch)
+            if not entries:
+                self._batch_gate.release()
+                nxt = self._heap.next_eta_ms()
+                timeout = 0.05 if nxt is None else min(0.05, max(0.0, (nxt - now) / 1000))
+                self._wake.clear()
+                if timeout > 0:
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+                    except asyncio.TimeoutError:
+                        pass
+                continue
+            self._metrics.heap_size.set(len(self._heap))
+            batch = asyncio.create_task(self._run_batch([e.item for e in entries], now))
+            self._batches.add(batch)
+            batch.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task) -> None:
+        self._batches.discard(task)
+        self._batch_gate.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("dispatch batch failed", exc_info=task.exception())
+
+    async def _run_batch(self, items: list[Due], now_ms: int) -> None:
+        ready: list[Due] = []
+        for d in items:
+            state = self._slots.get(d.slot)
+            if state is None or not state.active or state.epoch != d.epoch:
+                continue  # the slot moved on; its new owner has this task
+            if not self._executors.has_executor(d.task.namespace):
+                self._metrics.no_executor.labels(d.task.namespace).inc()
+                d.due_ms = now_ms + _NO_EXECUTOR_RETRY_MS  # postponed, no attempt spent
+                self._push(d)
+                continue
+            ready.append(d)
+        if not ready:
+            return
+        epochs = {d.slot: d.epoch for d in ready}
+        claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
+                  for d in ready]
+        for d in ready:
+            self._slots[d.slot].in_flight += 1
+        try:
+            try:
+                dispatched, stale = await self._db(self._store.begin_dispatch, claims, epochs,
+                                                   self._config.node_id, ms_to_datetime(now_ms))
+            except Exception:
+                log.exception("begin_dispatch failed; tasks go back to the heap")
+                for d in ready:
+                    d.due_ms = now_ms + 500
+                    self._push(d)
+                return
+            await self._lose(stale)
+            go: dict[str, list[Due]] = collections.defaultdict(list)
+            for d in ready:
+                if d.task.task_id in dispatched:
+                    go[d.task.namespace].append(d)
+                    self._metrics.lateness.labels(d.source).observe(max(0, now_ms - d.due_ms) / 1000)
+                elif d.slot not in stale:
+                    self._metrics.skipped.inc()
+                    self._settle(d)
+            self._metrics.dispatched.inc(len(dispatched))
+            await asyncio.gather(*(self._deliver(ns, ds) for ns, ds in go.items()))
+        finally:
+            for d in ready:
+                state = self._slots.get(d.slot)
+                if state is not None:
+                    state.in_flight -= 1
+
+    async def _deliver(self, namespace: str, items: list[Due]) -> None:
+        deliveries = []
+        for d in items:
+            task = pb.Task()
+            task.CopyFrom(d.task)
+            task.retry_count = d.attempt - 1
+            deliveries.append(pb.Delivery(task=task, attempt=d.attempt, epoch=d.epoch, timeout_ms=task.timeout_ms))
+        self._metrics.in_flight.inc(len(items))
+        try:
+            outcomes = await self._executors.execute(namespace, deliveries)
+        finally:
+            self._metrics.in_flight.dec(len(items))
+        by_id = {(o.task_id, o.attempt): o for o in outcomes}
+        now_ms = self._clock.now_ms()
+        now = ms_to_datetime(now_ms)
+        writes, retry_messages = [], {}
+        for d in items:
+            o = by_id[(d.task.task_id, d.attempt)]
+            write, message = self._decide(d, o, now_ms)
+            writes.append(write)
+            if message is not None:
+                retry_messages[d.task.task_id] = message
+        epochs = {d.slot: d.epoch for d in items}
+        try:
+            stale = await self._db(self._store.record_outcomes, writes, epochs, now)
+        except Exception:
+            # The rows stay `dispatched`; the slot's next claim re-runs them.
+            log.exception("record_outcomes failed for %d tasks", len(writes))
+            return
+        await self._lose(stale)
+        live = [d for d in items if d.slot not in stale]
+        to_send = [retry_messages[d.task.task_id] for d in live if d.task.task_id in retry_messages]
+        if to_send:
+            errors = await self._producer.send(to_send)
+            failed = [m.key.decode() for m, e in zip(to_send, errors) if e is not None]
+            if failed:
+                log.warning("%d retries could not be produced; moving them to the MySQL path", len(failed))
+                await self._db(self._store.reroute_to_mysql, failed, now)
+        for d in live:
+            self._settle(d)
+
+    def _decide(self, d: Due, o: pb.Outcome, now_ms: int) -> tuple[r.OutcomeWrite, OutMessage | None]:
+        """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
+        node = self._config.node_id
+        now = ms_to_datetime(now_ms)
+        started = ms_to_datetime(o.started_at_ms) if o.started_at_ms else None
+        events = [r.Event(d.task.task_id, "running", started, node, d.attempt)] if started else []
+        kind = pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
+        self._metrics.outcomes.labels(kind).inc()
+        base = dict(task_id=d.task.task_id, slot=d.slot, attempt=d.attempt)
+        if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
+            events.append(r.Event(d.task.task_id, "succeeded", now, node, d.attempt))
+            return r.OutcomeWrite(result=r.SUCCEEDED, events=tuple(events), **base), None
+        error = o.error or kind
+        retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
+        if retryable and d.attempt <= d.task.max_retries:
+            policy = RetryPolicy.from_pb(d.task.retry_policy, RetryPolicy())
+            delay = next_delay_ms(policy, d.attempt, self._rng)
+            due_ms = now_ms + delay
+            short = delay <= self._config.route_threshold_ms
+            events.append(r.Event(d.task.task_id, "retry_wait", now, node, d.attempt,
+                                  f"{kind}: {error}; retry in {delay} ms"))
+            self._metrics.retries.labels(KAFKA if short else MYSQL).inc()
+            message = None
+            if short:
+                message = queued_message(self._config.kafka.topic_for(d.task.priority), d.task, d.slot,
+                                         d.attempt + 1, due_ms)
+            return r.OutcomeWrite(result="retry", events=tuple(events), retry_status=r.ENQUEUED if short else r.PENDING,
+                                  retry_at=ms_to_datetime(due_ms), error=error, stack_trace=o.stack_trace or None,
+                                  **base), message
+        events.append(r.Event(d.task.task_id, "failed", now, node, d.attempt, f"{kind}: {error}"))
+        events.append(r.Event(d.task.task_id, "dead_lettered", now, node, d.attempt,
+                              "non-retryable failure" if not retryable else f"gave up after {d.attempt} attempts"))
+        self._metrics.dead_lettered.inc()
+        return r.OutcomeWrite(result=r.DEAD_LETTERED, events=tuple(events), error=error,
+                              stack_trace=o.stack_trace or None, **base), None
+
+    # ---- observation ----
+
+    def heap_size(self) -> int:
+        return len(self._heap)
+
+    def kafka_lag(self) -> dict[tuple[str, int], int]:
+        return self._intake.lag()

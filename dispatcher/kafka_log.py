@@ -1,0 +1,188 @@
+"""Kafka as the short-delay path: a producer that acknowledges only durable writes,
+and a consumer of explicitly assigned partitions (no group management: ownership
+decides which partitions a node reads, and progress lives in MySQL under the
+slot's epoch, so Kafka's own group commits are not used).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from typing import Sequence
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from dispatcher.config import KafkaConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class OutMessage:
+    topic: str
+    partition: int
+    key: bytes
+    value: bytes
+
+
+class TaskProducer:
+    """Produces with acks=all and idempotence; `send` resolves once every message is
+    durable (or failed), so the API acknowledges only what Kafka has kept."""
+
+    def __init__(self, config: KafkaConfig):
+        self._config = config
+        self._producer: Producer | None = None
+        self._poller: threading.Thread | None = None
+        self._running = False
+
+    def start(self) -> None:
+        if self._producer is not None:
+            return
+        self._producer = Producer({
+            "bootstrap.servers": self._config.bootstrap_servers,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": self._config.linger_ms,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 500000,
+            "message.timeout.ms": 15000,
+            "compression.type": "lz4",
+        })
+        self._running = True
+        self._poller = threading.Thread(target=self._poll_loop, name="kafka-producer-poll", daemon=True)
+        self._poller.start()
+
+    def _poll_loop(self) -> None:
+        # Delivery callbacks run here, never on the event loop.
+        while self._running:
+            self._producer.poll(0.05)
+
+    def stop(self) -> None:
+        if self._producer is None:
+            return
+        self._producer.flush(10)
+        self._running = False
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+        self._producer = None
+
+    async def send(self, messages: Sequence[OutMessage]) -> list[str | None]:
+        """Produce all; returns per message None (durable) or an error text."""
+        if not messages:
+            return []
+        if self._producer is None:
+            return ["kafka producer is not running"] * len(messages)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        results: list[str | None] = [None] * len(messages)
+        remaining = [len(messages)]
+        lock = threading.Lock()
+
+        def on_delivery(index: int):
+            def callback(err, _msg):
+                if err is not None:
+                    results[index] = str(err)
+                with lock:
+                    remaining[0] -= 1
+                    last = remaining[0] == 0
+                if last:
+                    loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+            return callback
+
+        for i, m in enumerate(messages):
+            while True:
+                try:
+                    self._producer.produce(m.topic, value=m.value, key=m.key, partition=m.partition,
+                                           on_delivery=on_delivery(i))
+                    break
+                except BufferError:
+                    await asyncio.sleep(0.005)  # local queue full: let the poll thread drain it
+                except KafkaException as exc:
+                    on_delivery(i)(exc, None)
+                    break
+        await done
+        return results
+
+
+@dataclasses.dataclass(frozen=True)
+class InMessage:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes
+
+
+class PartitionReader:
+    """A consumer of assigned partitions. Not thread-safe: one thread drives it."""
+
+    def __init__(self, config: KafkaConfig, group_id: str):
+        self._config = config
+        self._group_id = group_id
+        self._consumer: Consumer | None = None
+        self._assigned: dict[tuple[str, int], int] = {}
+
+    def start(self) -> None:
+        if self._consumer is None:
+            self._consumer = Consumer({
+                "bootstrap.servers": self._config.bootstrap_servers,
+                "group.id": self._group_id,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 50,
+                "enable.partition.eof": False,
+            })
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        self._assigned.clear()
+
+    def assign(self, starts: dict[tuple[str, int], int | None]) -> None:
+        """Add partitions, each from a next-offset (None: from the beginning)."""
+        tps = [TopicPartition(t, p, OFFSET_BEGINNING if o is None else o) for (t, p), o in starts.items()]
+        if tps:
+            self._consumer.incremental_assign(tps)
+            self._assigned.update({k: 0 for k in starts})
+
+    def unassign(self, pairs: Sequence[tuple[str, int]]) -> None:
+        pairs = [p for p in pairs if p in self._assigned]
+        if pairs:
+            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in pairs])
+            for p in pairs:
+                self._assigned.pop(p, None)
+
+    def assigned(self) -> set[tuple[str, int]]:
+        return set(self._assigned)
+
+    def pause(self) -> None:
+        if self._assigned:
+            self._consumer.pause([TopicPartition(t, p) for t, p in self._assigned])
+
+    def resume(self) -> None:
+        if self._assigned:
+            self._consumer.resume([TopicPartition(t, p) for t, p in self._assigned])
+
+    def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
+        if not self._assigned:
+            return []
+        out = []
+        for msg in self._consumer.consume(max_messages, timeout_s):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(err)
+            out.append(InMessage(msg.topic(), msg.partition(), msg.offset(), msg.value()))
+        return out
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        """High watermark minus position, per assigned partition (for the admin view)."""
+        if not self._assigned:
+            return {}
+        tps = [TopicPartition(t, p) for t, p in self._assigned]
+        out = {}
+        for tp in self._consumer.position(tps):
+            _low, high = self._consumer.get_watermark_offsets(tp, cached=True) or (0, 0)
+            pos = tp.offset if tp.offset >= 0 else 0
+            out[(tp.topic, tp.partition)] = max(0, high - pos) if high >= 0 else 0
+        return out

@@ -1,0 +1,31 @@
+"""Prometheus metrics of one node, on a registry the node owns (no process globals,
+so several nodes can live in one test process)."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class NodeMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.submitted = Counter("taskring_tasks_submitted", "Tasks accepted by the API", ["route"], registry=r)
+        self.duplicates = Counter("taskring_submit_duplicates", "Submits of an existing task_id", registry=r)
+        self.rejected = Counter("taskring_submit_rejected", "Submits rejected as bad input", ["field"], registry=r)
+        self.dispatched = Counter("taskring_tasks_dispatched", "Attempts handed to executors", registry=r)
+        self.skipped = Counter("taskring_tasks_skipped", "Due tasks not dispatched (cancelled, done, re-routed)",
+                               registry=r)
+        self.outcomes = Counter("taskring_task_outcomes", "Finished attempts", ["kind"], registry=r)
+        self.retries = Counter("taskring_task_retries", "Attempts scheduled for retry", ["route"], registry=r)
+        self.dead_lettered = Counter("taskring_tasks_dead_lettered", "Tasks dead-lettered", registry=r)
+        self.fenced = Counter("taskring_fenced_writes", "Writes refused because the slot's epoch moved on",
+                              registry=r)
+        self.no_executor = Counter("taskring_no_executor", "Due tasks postponed: no executor registered",
+                                   ["namespace"], registry=r)
+        self.heap_size = Gauge("taskring_heap_size", "Tasks waiting in the ETA heap", registry=r)
+        self.in_flight = Gauge("taskring_in_flight", "Attempts awaiting an executor's outcome", registry=r)
+        self.owned_slots = Gauge("taskring_owned_slots", "Slots this node owns", registry=r)
+        self.lateness = Histogram("taskring_dispatch_lateness_seconds", "Dispatch time minus due time",
+                                  ["source"], buckets=_LATENESS_BUCKETS, registry=r)

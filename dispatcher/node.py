@@ -1,0 +1,135 @@
+"""The composition root: one dispatcher node built from its parts, in an order
+you can read. Start brings parts up from the bottom (store, ZooKeeper, Kafka)
+to the top (ownership, API); stop takes them down in reverse, handing slots off
+cleanly before anything they need goes away."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+
+from cluster.admin import AdminServer
+from cluster.ring_view import RingView
+from dispatcher.api import TaskApi, serve_api
+from dispatcher.clock import Clock
+from dispatcher.config import NodeConfig
+from dispatcher.engine import Engine
+from dispatcher.executor_pool import ExecutorPool
+from dispatcher.intake import KafkaIntake
+from dispatcher.kafka_log import PartitionReader, TaskProducer
+from dispatcher.metrics import NodeMetrics
+from dispatcher.store.mysql import TaskStore
+from dispatcher.validation import Limits
+from membership.executors import ExecutorDirectory
+from membership.session import ZkSession
+
+log = logging.getLogger(__name__)
+
+
+class Node:
+    def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None):
+        self.config = config
+        self.clock = clock or Clock()
+        self.metrics = NodeMetrics()
+        self.store = TaskStore(config.mysql)
+        self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
+        self.executors_directory = ExecutorDirectory(self.session)
+        self.producer = TaskProducer(config.kafka)
+        self.engine = Engine(
+            config=config, store=self.store, producer=self.producer,
+            intake_factory=lambda deliver, may_read: KafkaIntake(
+                PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
+            executors=ExecutorPool(self.executors_directory, config.node_id),
+            metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost)
+        self.ownership = self._build_ownership()
+        self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
+                           limits=limits or Limits(max_batch=config.max_submit_batch), clock=self.clock)
+        self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
+                                  node_status=self._status)
+        self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
+                                 ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
+                                 registry=self.metrics.registry)
+        self._grpc: grpc.aio.Server | None = None
+        self.grpc_port: int | None = None
+        self._started = False
+        self._serving = False
+
+    def _build_ownership(self):
+        from cluster.static import StaticOwnership
+        if not self.config.cluster:
+            return StaticOwnership(store=self.store, listener=self.engine, node_id=self.config.node_id,
+                                   slot_count=self.config.slot_count, clock=self.clock)
+        from cluster.coordinator import ClusterOwnership
+        return ClusterOwnership(config=self.config, session=self.session, store=self.store,
+                                listener=self.engine, clock=self.clock)
+
+    def _slot_lost(self, slot: int) -> None:
+        self.ownership.slot_lost(slot)
+
+    # ---- probes and status (called from the admin server's threads) ----
+
+    def _status(self) -> dict:
+        return {"node_id": self.config.node_id, "grpc_port": self.grpc_port, "held": self.engine.held,
+                "owned_slots": sorted(self.engine.owned()), "heap_size": self.engine.heap_size(),
+                "serving": self._serving}
+
+    def _alive(self) -> tuple[bool, str]:
+        return (True, "serving") if self._serving else (False, "not serving")
+
+    def _ready(self) -> tuple[bool, str]:
+        if not self._serving:
+            return False, "not serving"
+        if self.session.state != "connected":
+            return False, f"zookeeper session {self.session.state}"
+        if self.engine.held:
+            return False, "holding: ownership in doubt"
+        return True, "ready"
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        await asyncio.to_thread(self.store.start)
+        await asyncio.to_thread(self.store.ensure_slots, self.config.slot_count)
+        await asyncio.to_thread(self.session.start)
+        await asyncio.to_thread(self.executors_directory.start)
+        self.producer.start()
+        await self.engine.start()
+        await self.ownership.start()
+        self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port)
+        self.admin.start()
+        self._serving = True
+        log.info("node %s serving on %s:%s", self.config.node_id, self.config.grpc_host, self.grpc_port)
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self._serving = False
+        self.admin.stop()
+        if self._grpc is not None:
+            await self._grpc.stop(grace=2)
+        await self.ownership.stop()
+        await self.engine.stop()
+        await asyncio.to_thread(self.producer.stop)
+        await asyncio.to_thread(self.executors_directory.stop)
+        await asyncio.to_thread(self.session.stop)
+        await asyncio.to_thread(self.ring_view.close)
+        await asyncio.to_thread(self.store.stop)
+
+
+async def run_node(config: NodeConfig) -> None:
+    """Run until SIGTERM/SIGINT, then hand slots off and stop."""
+    node = Node(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await node.start()
+    print(f"taskring node {config.node_id} ready: grpc {config.grpc_host}:{node.grpc_port}"
+          f" admin http://{config.grpc_host}:{node.admin.port}/", flush=True)
+    await stop.wait()
+    log.info("node %s stopping", config.node_id)
+    await node.stop()

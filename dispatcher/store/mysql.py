@@ -1,0 +1,407 @@
+"""The task store on MySQL (MariaDB): the source of truth for every task's state.
+
+Fencing. Every write made on behalf of a slot's owner (claiming rows, starting
+a dispatch, recording outcomes, committing Kafka progress) runs in a transaction
+that first reads the slot's row in `slot_owners` under a shared lock and checks
+the epoch the caller holds. A claim bumps that epoch under an exclusive lock, so
+it waits for in-flight writes of the old owner and every later one sees the new
+epoch and writes nothing. A node that was paused or cut off therefore cannot
+act on a slot it lost: the store reports the slot stale and the node drops it.
+
+Transitions are conditional (`status`, `attempts`), so a task that reaches the
+owner twice (replayed Kafka message, swept row) is dispatched once.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import queue
+import threading
+from typing import Iterable, Iterator, Sequence
+
+import pymysql
+
+from dispatcher.config import MySQLConfig
+from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
+from dispatcher.store import records as r
+
+_RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
+_TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch, "
+                 "envelope, last_error, last_stack_trace, created_at, updated_at")
+
+
+def _marks(n: int) -> str:
+    return ",".join(["%s"] * n)
+
+
+class TaskStore:
+    def __init__(self, config: MySQLConfig):
+        self._config = config
+        self._pool: queue.LifoQueue[pymysql.connections.Connection] = queue.LifoQueue()
+        self._lock = threading.Lock()
+        self._opened = 0
+        self._stopped = False
+
+    # ---- lifecycle ----
+
+    def start(self) -> None:
+        with self.transaction() as cur:
+            cur.execute("SELECT 1")
+
+    def stop(self) -> None:
+        self._stopped = True
+        while True:
+            try:
+                conn = self._pool.get_nowait()
+            except queue.Empty:
+                return
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _connect(self) -> pymysql.connections.Connection:
+        c = self._config
+        try:
+            return pymysql.connect(
+                host=c.host, port=c.port, user=c.user, password=c.password, database=c.database,
+                autocommit=False, connect_timeout=5,
+                # READ COMMITTED: no gap locks, so concurrent batch inserts and
+                # SKIP LOCKED claims do not block one another.
+                init_command="SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'",
+            )
+        except pymysql.err.OperationalError as exc:
+            raise Unavailable(f"mysql {c.host}:{c.port}/{c.database}: {exc.args[-1]}") from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[pymysql.cursors.Cursor]:
+        """One transaction on a pooled connection. A deadlock or lock-wait timeout
+        rolls back and surfaces as Unavailable("... rolled back ..."); `run` retries those."""
+        try:
+            conn = self._pool.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+        ok = False
+        try:
+            cur = conn.cursor()
+            yield cur
+            conn.commit()
+            ok = True
+        except pymysql.err.OperationalError as exc:
+            with contextlib.suppress(Exception):
+                conn.rollback()
+            code = exc.args[0] if exc.args else None
+            if code in _RETRYABLE_MYSQL:
+                ok = True  # the connection is fine
+                raise Unavailable(f"mysql: transaction rolled back ({code}): {exc.args[-1]}") from exc
+            raise Unavailable(f"mysql: {exc.args[-1] if exc.args else exc}") from exc
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.rollback()
+                ok = True
+            raise
+        finally:
+            if ok and not self._stopped:
+                self._pool.put(conn)
+            else:
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+    def run(self, body, attempts: int = 5):
+        """Run `body(cur)` in a transaction, retrying deadlocks and lock waits."""
+        for i in range(attempts):
+            try:
+                with self.transaction() as cur:
+                    return body(cur)
+            except Unavailable as exc:
+                if "rolled back" not in str(exc) or i == attempts - 1:
+                    raise
+
+    # ---- fencing ----
+
+    @staticmethod
+    def _stale_slots(cur, epochs: dict[int, int]) -> set[int]:
+        """Lock the slots' ownership rows (shared) and return those whose epoch moved on."""
+        if not epochs:
+            return set()
+        slots = sorted(epochs)
+        cur.execute(f"SELECT slot, epoch FROM slot_owners WHERE slot IN ({_marks(len(slots))}) LOCK IN SHARE MODE",
+                    slots)
+        current = dict(cur.fetchall())
+        return {s for s in slots if current.get(s) != epochs[s]}
+
+    def ensure_slots(self, slot_count: int) -> None:
+        def body(cur):
+            cur.executemany("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')",
+                            [(s,) for s in range(slot_count)])
+        self.run(body)
+
+    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
+        """Take the slot under a new epoch and return it.
+
+        Rows the previous owner held in its heap (claimed) or had handed to an
+        executor without recording the outcome (dispatched) go back to pending:
+        they run again, which is the price of at-least-once after a crash.
+        """
+        def body(cur):
+            cur.execute("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')", (slot,))
+            cur.execute("UPDATE slot_owners SET epoch = epoch + 1, owner = %s, claimed_at = %s WHERE slot = %s",
+                        (node, now, slot))
+            cur.execute("SELECT epoch FROM slot_owners WHERE slot = %s", (slot,))
+            epoch = cur.fetchone()[0]
+            for status in (r.CLAIMED, r.DISPATCHED):
+                cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s WHERE slot = %s AND status = %s",
+                            (r.PENDING, epoch, now, slot, status))
+            return epoch
+        return self.run(body)
+
+    def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
+        """Give the slot up after a clean handoff: rows in our heap go back to pending."""
+        def body(cur):
+            if self._stale_slots(cur, {slot: epoch}):
+                return False
+            cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s",
+                        (r.PENDING, now, slot, r.CLAIMED))
+            cur.execute("UPDATE slot_owners SET owner = '' WHERE slot = %s AND epoch = %s", (slot, epoch))
+            return True
+        return self.run(body)
+
+    def slot_owners(self) -> dict[int, tuple[int, str]]:
+        def body(cur):
+            cur.execute("SELECT slot, epoch, owner FROM slot_owners")
+            return {s: (e, o) for s, e, o in cur.fetchall()}
+        return self.run(body)
+
+    # ---- the API's writes ----
+
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+        """Insert new tasks with their accepted/queued events in one transaction.
+
+        Returns {task_id: status} for ids that already existed: a retried Submit
+        gets the existing task back and nothing new is written for it.
+        """
+        def body(cur):
+            ids = [t.task_id for t in tasks]
+            cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({_marks(len(ids))})", ids)
+            existing = dict(cur.fetchall())
+            fresh = [t for t in tasks if t.task_id not in existing]
+            if fresh:
+                cur.executemany(
+                    "INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status, trigger_at,"
+                    " attempts, epoch, envelope, created_at, updated_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, 0, 0, %s, %s, %s)",
+                    [(t.task_id, t.slot, t.namespace, t.task_type, t.priority, t.status, t.trigger_at,
+                      t.envelope, t.created_at, t.created_at) for t in fresh])
+                events = []
+                for t in fresh:
+                    events.append(r.Event(t.task_id, "accepted", t.created_at, node, 0))
+                    events.append(r.Event(t.task_id, "queued", t.created_at, node, 0,
+                                          "kafka" if t.status == r.ENQUEUED else "mysql"))
+                self._append_events(cur, events)
+                types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
+                cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
+                                " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
+            return existing
+        return self.run(body)
+
+    def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
+        """Kafka refused: the tasks stay accepted and wait in MySQL instead."""
+        if not task_ids:
+            return 0
+        def body(cur):
+            return cur.execute(
+                f"UPDATE tasks SET status = %s, updated_at = %s WHERE status = %s AND task_id IN ({_marks(len(task_ids))})",
+                [r.PENDING, now, r.ENQUEUED, *task_ids])
+        return self.run(body)
+
+    def get_task(self, task_id: str) -> tuple[r.TaskRow, list[r.Event]]:
+        def body(cur):
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = %s", (task_id,))
+            row = cur.fetchone()
+            if row is None:
+                raise TaskNotFound(task_id)
+            cur.execute("SELECT task_id, state, at, node, attempt, detail FROM task_events WHERE task_id = %s"
+                        " ORDER BY id", (task_id,))
+            return r.TaskRow(*row), [r.Event(*e) for e in cur.fetchall()]
+        return self.run(body)
+
+    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+        def body(cur):
+            cur.execute("SELECT status, attempts FROM tasks WHERE task_id = %s FOR UPDATE", (task_id,))
+            row = cur.fetchone()
+            if row is None:
+                raise TaskNotFound(task_id)
+            status, attempts = row
+            if status not in r.CANCELLABLE:
+                shown = "running" if status == r.DISPATCHED else status
+                raise TaskAlreadyFinished(task_id, shown)
+            cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s",
+                        (r.CANCELLED, now, task_id))
+            self._append_events(cur, [r.Event(task_id, "cancelled", now, node, attempts, "cancelled by request")])
+        self.run(body)
+
+    # ---- the owner's writes (fenced) ----
+
+    def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,
+                  now: dt.datetime) -> tuple[bool, list[r.TaskRow]]:
+        """Claim pending rows of one slot due by `until`; (False, []) if the slot was lost."""
+        def body(cur):
+            if self._stale_slots(cur, {slot: epoch}):
+                return False, []
+            # Equality on slot and status, range on trigger_at: the index serves it
+            # without a filesort, and SKIP LOCKED keeps concurrent claimers apart.
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
+                        " WHERE slot = %s AND status = %s AND trigger_at <= %s"
+                        " ORDER BY trigger_at, task_id LIMIT %s FOR UPDATE SKIP LOCKED",
+                        (slot, r.PENDING, until, limit))
+            rows = [r.TaskRow(*row) for row in cur.fetchall()]
+            if rows:
+                ids = [row.task_id for row in rows]
+                cur.execute(f"UPDATE tasks SET status = %s, epoch = %s, updated_at = %s"
+                            f" WHERE task_id IN ({_marks(len(ids))})", [r.CLAIMED, epoch, now, *ids])
+            return True, rows
+        return self.run(body)
+
+    def sweep_enqueued(self, slot: int, epoch: int, older_than: dt.datetime, limit: int,
+                       now: dt.datetime) -> int:
+        """Move Kafka-routed rows long past due into the MySQL path (lost produce)."""
+        def body(cur):
+            if self._stale_slots(cur, {slot: epoch}):
+                return 0
+            cur.execute("SELECT task_id FROM tasks FORCE INDEX (idx_slot_status_trigger)"
+                        " WHERE slot = %s AND status = %s AND trigger_at < %s"
+                        " ORDER BY trigger_at LIMIT %s FOR UPDATE SKIP LOCKED", (slot, r.ENQUEUED, older_than, limit))
+            ids = [row[0] for row in cur.fetchall()]
+            if ids:
+                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({_marks(len(ids))})",
+                            [r.PENDING, now, *ids])
+            return len(ids)
+        return self.run(body)
+
+    def begin_dispatch(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                       now: dt.datetime) -> tuple[set[str], set[int]]:
+        """Move eligible tasks to dispatched; returns (dispatched task ids, stale slots).
+
+        Eligible: the row still expects this attempt on this path. A cancelled,
+        finished or already re-routed task is skipped, so duplicates are harmless.
+        """
+        def body(cur):
+            stale = self._stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
+            live = [c for c in claims if c.slot not in stale]
+            if not live:
+                return set(), stale
+            ids = [c.task_id for c in live]
+            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
+                        ids)
+            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
+            ok = [c for c in live
+                  if rows.get(c.task_id) == (want[c.source], c.attempt - 1)]
+            if ok:
+                cur.executemany("UPDATE tasks SET status = %s, attempts = %s, epoch = %s, updated_at = %s"
+                                " WHERE task_id = %s",
+                                [(r.DISPATCHED, c.attempt, epochs[c.slot], now, c.task_id) for c in ok])
+                events = []
+                for c in ok:
+                    if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
+                        events.append(r.Event(c.task_id, "queued", min(c.due_at, now), node, c.attempt))
+                    events.append(r.Event(c.task_id, "dispatched", now, node, c.attempt))
+                self._append_events(cur, events)
+            return {c.task_id for c in ok}, stale
+        return self.run(body)
+
+    def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
+                        now: dt.datetime) -> set[int]:
+        """Record finished attempts; returns the stale slots whose writes were refused."""
+        def body(cur):
+            stale = self._stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
+            live = [w for w in writes if w.slot not in stale]
+            if not live:
+                return stale
+            ids = [w.task_id for w in live]
+            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
+                        ids)
+            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            live = [w for w in live if rows.get(w.task_id) == (r.DISPATCHED, w.attempt)]
+            done = [w for w in live if w.result == r.SUCCEEDED]
+            retry = [w for w in live if w.result == "retry"]
+            dead = [w for w in live if w.result == r.DEAD_LETTERED]
+            if done:
+                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({_marks(len(done))})",
+                            [r.SUCCEEDED, now, *[w.task_id for w in done]])
+            if retry:
+                cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, last_error = %s,"
+                                " last_stack_trace = %s, updated_at = %s WHERE task_id = %s",
+                                [(w.retry_status, w.retry_at, w.error, w.stack_trace, now, w.task_id) for w in retry])
+            if dead:
+                cur.executemany("UPDATE tasks SET status = %s, last_error = %s, last_stack_trace = %s,"
+                                " updated_at = %s WHERE task_id = %s",
+                                [(r.DEAD_LETTERED, w.error, w.stack_trace, now, w.task_id) for w in dead])
+                ids = [w.task_id for w in dead]
+                cur.execute(
+                    "INSERT IGNORE INTO dead_letters (task_id, slot, namespace, task_type, envelope, attempts,"
+                    " last_error, last_stack_trace, first_attempt_at, dead_lettered_at)"
+                    " SELECT t.task_id, t.slot, t.namespace, t.task_type, t.envelope, t.attempts, t.last_error,"
+                    " t.last_stack_trace, (SELECT MIN(e.at) FROM task_events e WHERE e.task_id = t.task_id"
+                    "  AND e.state = 'dispatched'), %s"
+                    f" FROM tasks t WHERE t.task_id IN ({_marks(len(ids))})", [now, *ids])
+            self._append_events(cur, [e for w in live for e in w.events])
+            return stale
+        return self.run(body)
+
+    # ---- Kafka progress (fenced) ----
+
+    def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        pairs = list(pairs)
+        if not pairs:
+            return {}
+        def body(cur):
+            where = " OR ".join(["(topic = %s AND kpartition = %s)"] * len(pairs))
+            cur.execute(f"SELECT topic, kpartition, next_offset FROM kafka_offsets WHERE {where}",
+                        [v for p in pairs for v in p])
+            return {(t, p): o for t, p, o in cur.fetchall()}
+        return self.run(body)
+
+    def commit_offsets(self, commits: Sequence[tuple[str, int, int]], epochs: dict[int, int],
+                       now: dt.datetime) -> set[int]:
+        """commits: (topic, partition = slot, next_offset); returns the stale slots."""
+        def body(cur):
+            stale = self._stale_slots(cur, {p: epochs[p] for _, p, _ in commits})
+            rows = [(t, p, o, epochs[p], now) for t, p, o in commits if p not in stale]
+            if rows:
+                cur.executemany(
+                    "INSERT INTO kafka_offsets (topic, kpartition, next_offset, epoch, updated_at)"
+                    " VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                    " next_offset = VALUES(next_offset), epoch = VALUES(epoch), updated_at = VALUES(updated_at)",
+                    rows)
+            return stale
+        return self.run(body)
+
+    # ---- observation ----
+
+    def pending_by_slot(self) -> dict[int, int]:
+        def body(cur):
+            cur.execute("SELECT slot, COUNT(*) FROM tasks WHERE status IN (%s, %s, %s) GROUP BY slot",
+                        (r.PENDING, r.ENQUEUED, r.CLAIMED))
+            return dict(cur.fetchall())
+        return self.run(body)
+
+    def task_types_by_slot(self) -> dict[int, list[str]]:
+        def body(cur):
+            cur.execute("SELECT slot, namespace, task_type FROM slot_task_types ORDER BY slot, namespace, task_type")
+            out: dict[int, list[str]] = {}
+            for slot, ns, tt in cur.fetchall():
+                out.setdefault(slot, []).append(f"{ns}/{tt}")
+            return out
+        return self.run(body)
+
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        def body(cur):
+            cur.execute("SELECT topic, kpartition, next_offset FROM kafka_offsets")
+            return {(t, p): o for t, p, o in cur.fetchall()}
+        return self.run(body)
+
+    @staticmethod
+    def _append_events(cur, events: Sequence[r.Event]) -> None:
+        if events:
+            cur.executemany("INSERT INTO task_events (task_id, state, at, node, attempt, detail)"
+                            " VALUES (%s, %s, %s, %s, %s, %s)",
+                            [(e.task_id, e.state, e.at, e.node, e.attempt, e.detail) for e in events])
