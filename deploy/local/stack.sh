@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# taskring's local stack: ZooKeeper, Kafka (KRaft) and MariaDB, on 127.0.0.1 only.
+#
+#   bash deploy/local/stack.sh up       install what is missing, start, wait until ready,
+#                                       create database `taskring` and the taskring.tasks.* topics
+#   bash deploy/local/stack.sh down     stop what `up` started (by PID), wait for exit
+#   bash deploy/local/stack.sh status   each server: port, PID, health
+#
+# Every command is idempotent. State and logs live in .stack/ at the repo root
+# (TASKRING_STACK_DIR overrides). Ports: TASKRING_ZK_PORT (22181), TASKRING_KAFKA_PORT (29092),
+# TASKRING_KAFKA_CONTROLLER_PORT (29093), TASKRING_MYSQL_PORT (23306). Topic partitions:
+# TASKRING_PARTITIONS (16). Kafka's jars are cached in ~/.cache/taskring/kafka-<version>/libs
+# (TASKRING_CACHE_DIR overrides ~/.cache/taskring). Readiness deadline: TASKRING_READY_TIMEOUT (120 s).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+STACK_DIR="${TASKRING_STACK_DIR:-$ROOT/.stack}"
+LOGS="$STACK_DIR/logs"
+export TASKRING_ZK_PORT="${TASKRING_ZK_PORT:-22181}"
+export TASKRING_KAFKA_PORT="${TASKRING_KAFKA_PORT:-29092}"
+export TASKRING_KAFKA_CONTROLLER_PORT="${TASKRING_KAFKA_CONTROLLER_PORT:-29093}"
+export TASKRING_MYSQL_PORT="${TASKRING_MYSQL_PORT:-23306}"
+export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-16}"
+READY_TIMEOUT="${TASKRING_READY_TIMEOUT:-120}"
+CACHE_ROOT="${TASKRING_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/taskring}"
+KAFKA_POM="$HERE/kafka/pom.xml"
+KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM" | head -1)"
+KAFKA_LIBS="$CACHE_ROOT/kafka-$KAFKA_VERSION/libs"
+PY="$ROOT/.venv/bin/python"
+ZK_CLASSPATH="/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+MARIADBD=/usr/sbin/mariadbd
+MARIADB_INSTALL_DB=/usr/bin/mariadb-install-db
+if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA=java; fi
+
+SERVERS=(zookeeper kafka mariadb)
+
+say() { echo "stack: $*"; }
+die() { echo "stack: ERROR: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+port_of() {
+    case "$1" in
+        zookeeper) echo "$TASKRING_ZK_PORT" ;;
+        kafka) echo "$TASKRING_KAFKA_PORT" ;;
+        mariadb) echo "$TASKRING_MYSQL_PORT" ;;
+    esac
+}
+pidfile_of() { echo "$STACK_DIR/$1.pid"; }
+log_of() { echo "$LOGS/$1.log"; }
+# A string that only the command line of *our* instance of the server contains (guards against PID reuse).
+marker_of() {
+    case "$1" in
+        zookeeper) echo "$STACK_DIR/zookeeper/zoo.cfg" ;;
+        kafka) echo "$STACK_DIR/kafka/server.properties" ;;
+        mariadb) echo "$STACK_DIR/mariadb/my.cnf" ;;
+    esac
+}
+
+# Prints the PID if the server we started is alive, else nothing (exit 1).
+running_pid() {
+    local f pid state
+    f="$(pidfile_of "$1")"
+    [[ -f "$f" ]] || return 1
+    pid="$(cat "$f")"
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r "/proc/$pid/cmdline" ]] || return 1
+    state="$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null || true)"
+    [[ "$state" != Z && "$state" != X && -n "$state" ]] || return 1
+    tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$(marker_of "$1")" || return 1
+    echo "$pid"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+lock_stack() {
+    mkdir -p "$STACK_DIR" "$LOGS"
+    exec 9>"$STACK_DIR/.lock"
+    flock -w 900 9 || die "another stack.sh holds $STACK_DIR/.lock"
+}
+
+# ---------------------------------------------------------------- install
+
+POLICY_RC=/usr/sbin/policy-rc.d
+POLICY_RC_OURS=0
+cleanup_policy_rc() {
+    if [[ "$POLICY_RC_OURS" == 1 ]]; then rm -f "$POLICY_RC"; POLICY_RC_OURS=0; fi
+}
+trap cleanup_policy_rc EXIT
+
+apt_install() {
+    local pkgs=("$@") p missing=0
+    export DEBIAN_FRONTEND=noninteractive
+    for p in "${pkgs[@]}"; do
+        if ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then missing=1; fi
+    done
+    if [[ "$missing" == 1 ]]; then
+        say "apt-get update (a package was not in the lists)"
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+    fi
+    # Keep Debian's postinst from starting a system MariaDB on 3306 (or anything else).
+    if [[ ! -e "$POLICY_RC" ]]; then
+        printf '#!/bin/sh\n# temporary, written by taskring deploy/local/stack.sh during apt-get install\nexit 101\n' > "$POLICY_RC"
+        chmod 755 "$POLICY_RC"
+        POLICY_RC_OURS=1
+    fi
+    say "apt-get install ${pkgs[*]}"
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${pkgs[@]}" > "$LOGS/apt.log" 2>&1 \
+        || { tail -30 "$LOGS/apt.log" >&2; cleanup_policy_rc; die "apt-get install ${pkgs[*]} failed; log: $LOGS/apt.log"; }
+    cleanup_policy_rc
+}
+
+ensure_debian_packages() {
+    local pkgs=()
+    [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)
+    [[ -f /usr/share/java/slf4j-simple.jar ]] || pkgs+=(libslf4j-java)
+    [[ -x "$MARIADBD" && -x "$MARIADB_INSTALL_DB" ]] || pkgs+=(mariadb-server)
+    command -v mariadb >/dev/null 2>&1 || pkgs+=(mariadb-client)
+    if ((${#pkgs[@]})); then apt_install "${pkgs[@]}"; fi
+}
+
+kafka_jars_complete() {
+    [[ -f "$KAFKA_LIBS/.complete" && "$(cat "$KAFKA_LIBS/.complete")" == "$(sha256sum "$KAFKA_POM" | cut -d' ' -f1)" ]]
+}
+
+# Resolves org.apache.kafka:kafka_2.13:$KAFKA_VERSION, its runtime dependencies and the logging
+# binding from Maven Central into $KAFKA_LIBS, once per machine (per pom content).
+ensure_kafka_jars() {
+    mkdir -p "$CACHE_ROOT"
+    exec 7>"$CACHE_ROOT/.kafka.lock"
+    flock -w 900 7 || die "could not lock $CACHE_ROOT/.kafka.lock"
+    if kafka_jars_complete; then exec 7>&-; return 0; fi
+    command -v mvn >/dev/null || die "mvn not found: Maven is needed once to fetch Kafka's jars"
+    local tmp="$KAFKA_LIBS.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    say "resolving org.apache.kafka:kafka_2.13:$KAFKA_VERSION + runtime deps from Maven Central into $KAFKA_LIBS"
+    if ! mvn -q -B -f "$KAFKA_POM" dependency:copy-dependencies -DoutputDirectory="$tmp" > "$LOGS/mvn.log" 2>&1; then
+        cat "$LOGS/mvn.log" >&2
+        rm -rf "$tmp"
+        die "Maven could not resolve Kafka's jars (see above; log: $LOGS/mvn.log)"
+    fi
+    [[ -f "$tmp/kafka_2.13-$KAFKA_VERSION.jar" ]] || die "kafka_2.13-$KAFKA_VERSION.jar missing after mvn"
+    rm -rf "$KAFKA_LIBS"
+    mv "$tmp" "$KAFKA_LIBS"
+    sha256sum "$KAFKA_POM" | cut -d' ' -f1 > "$KAFKA_LIBS/.complete"
+    say "cached $(ls "$KAFKA_LIBS" | grep -c '\.jar$') jars in $KAFKA_LIBS"
+    exec 7>&-
+}
+
+install_all() {
+    local mvn_pid="" rc=0
+    if ! kafka_jars_complete; then
+        # Maven runs while apt-get does; its messages go to $LOGS/mvn-run.log.
+        ( ensure_kafka_jars ) > "$LOGS/mvn-run.log" 2>&1 &
+        mvn_pid=$!
+    fi
+    ensure_debian_packages
+    if [[ -n "$mvn_pid" ]]; then
+        wait "$mvn_pid" || rc=$?
+        cat "$LOGS/mvn-run.log"
+        ((rc == 0)) || die "fetching Kafka's jars failed"
+    fi
+}
+
+# ---------------------------------------------------------------- start
+
+check_port_free() {
+    local name="$1" port="$2" var="$3"
+    if port_open "$port"; then
+        die "$name: port $port on 127.0.0.1 is taken by a process this stack did not start; stop it or set $var"
+    fi
+}
+
+start_zookeeper() {
+    local d="$STACK_DIR/zookeeper"
+    mkdir -p "$d/data"
+    cat > "$d/zoo.cfg" <<EOF
+# written by deploy/local/stack.sh
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$d/data
+clientPort=$TASKRING_ZK_PORT
+clientPortAddress=127.0.0.1
+minSessionTimeout=1000
+maxSessionTimeout=60000
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,envi,conf
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+EOF
+    check_port_free zookeeper "$TASKRING_ZK_PORT" TASKRING_ZK_PORT
+    echo "=== $(date -Is) start" >> "$(log_of zookeeper)"
+    nohup "$JAVA" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+        -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg" \
+        >> "$(log_of zookeeper)" 2>&1 < /dev/null 9>&- &
+    echo $! > "$(pidfile_of zookeeper)"
+}
+
+start_kafka() {
+    local d="$STACK_DIR/kafka"
+    mkdir -p "$d/data"
+    cat > "$d/server.properties" <<EOF
+# written by deploy/local/stack.sh: one combined broker+controller in KRaft mode
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$TASKRING_KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$TASKRING_KAFKA_PORT,CONTROLLER://127.0.0.1:$TASKRING_KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$TASKRING_KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$d/data
+num.network.threads=2
+num.io.threads=4
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+auto.create.topics.enable=false
+delete.topic.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.hours=24
+log.segment.bytes=134217728
+EOF
+    if [[ ! -f "$d/data/meta.properties" ]]; then
+        [[ -s "$d/cluster.id" ]] || "$PY" -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' > "$d/cluster.id"
+        say "kafka: formatting $d/data with cluster id $(cat "$d/cluster.id")"
+        "$JAVA" -Xmx256m -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -cp "$KAFKA_LIBS/*" \
+            kafka.tools.StorageTool format -t "$(cat "$d/cluster.id")" -c "$d/server.properties" \
+            >> "$(log_of kafka)" 2>&1 || die "kafka: storage format failed; log: $(log_of kafka)"
+    fi
+    check_port_free kafka "$TASKRING_KAFKA_PORT" TASKRING_KAFKA_PORT
+    check_port_free kafka-controller "$TASKRING_KAFKA_CONTROLLER_PORT" TASKRING_KAFKA_CONTROLLER_PORT
+    echo "=== $(date -Is) start" >> "$(log_of kafka)"
+    nohup "$JAVA" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
+        -Djava.awt.headless=true -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" \
+        -Dkafka.logs.dir="$LOGS" -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
+        >> "$(log_of kafka)" 2>&1 < /dev/null 9>&- &
+    echo $! > "$(pidfile_of kafka)"
+}
+
+start_mariadb() {
+    local d="$STACK_DIR/mariadb" user_line=""
+    mkdir -p "$d/data"
+    [[ "$(id -u)" == 0 ]] && user_line="user=root"
+    # Run by mariadbd at every start (init-file): root over TCP from 127.0.0.1, no password (local only).
+    cat > "$d/init.sql" <<'EOF'
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+EOF
+    cat > "$d/my.cnf" <<EOF
+# written by deploy/local/stack.sh
+[mysqld]
+$user_line
+datadir=$d/data
+socket=$d/mariadbd.sock
+pid-file=$d/mariadbd.pid
+port=$TASKRING_MYSQL_PORT
+bind-address=127.0.0.1
+skip-name-resolve
+log-error=$(log_of mariadb)
+init-file=$d/init.sql
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+default-time-zone=+00:00
+max_connections=1000
+innodb_buffer_pool_size=256M
+innodb_log_file_size=256M
+performance_schema=OFF
+skip-log-bin
+
+[client]
+port=$TASKRING_MYSQL_PORT
+socket=$d/mariadbd.sock
+user=root
+EOF
+    if [[ ! -d "$d/data/mysql" ]]; then
+        say "mariadb: initialising $d/data"
+        "$MARIADB_INSTALL_DB" --defaults-file="$d/my.cnf" --auth-root-authentication-method=normal --skip-test-db \
+            >> "$(log_of mariadb)" 2>&1 || die "mariadb: mariadb-install-db failed; log: $(log_of mariadb)"
+    fi
+    check_port_free mariadb "$TASKRING_MYSQL_PORT" TASKRING_MYSQL_PORT
+    echo "=== $(date -Is) start" >> "$(log_of mariadb)"
+    nohup "$MARIADBD" --defaults-file="$d/my.cnf" >> "$(log_of mariadb)" 2>&1 < /dev/null 9>&- &
+    echo $! > "$(pidfile_of mariadb)"
+}
+
+cmd_up() {
+    local t0 t1 t2 t3 name pid
+    t0="$(now)"
+    lock_stack
+    # test.sh and demo.sh have just run it; stack.sh alone runs it itself (it needs .venv).
+    [[ "${TASKRING_BOOTSTRAP_DONE:-}" == 1 ]] || bash "$HERE/bootstrap.sh"
+    t1="$(now)"
+    install_all
+    t2="$(now)"
+    say "install: $(secs "$t0" "$t2")s (python venv $(secs "$t0" "$t1")s, servers $(secs "$t1" "$t2")s)"
+    say "kafka: org.apache.kafka:kafka_2.13:$KAFKA_VERSION from $KAFKA_LIBS"
+
+    for name in "${SERVERS[@]}"; do
+        if pid="$(running_pid "$name")"; then
+            say "$name already running (pid $pid)"
+        else
+            "start_$name"
+            say "$name started (pid $(cat "$(pidfile_of "$name")"), log $(log_of "$name"))"
+        fi
+    done
+    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" \
+    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" \
+        "$PY" "$HERE/stackctl.py" wait --timeout "$READY_TIMEOUT" || die "the stack did not become ready (see above)"
+    t3="$(now)"
+    (cd "$ROOT" && "$PY" -m dispatcher.store.migrate --host 127.0.0.1 --port "$TASKRING_MYSQL_PORT" --database taskring) \
+        | sed 's/^/stack: mariadb: /' || die "mariadb: migrations failed"
+    "$PY" "$HERE/stackctl.py" topics --partitions "$TASKRING_PARTITIONS" || die "kafka: creating topics failed; log: $(log_of kafka)"
+    say "start to all ready: $(secs "$t2" "$t3")s; setup (database, topics): $(secs "$t3" "$(now)")s; total: $(secs "$t0" "$(now)")s"
+    echo "$(date -Is) up install=$(secs "$t0" "$t2")s ready=$(secs "$t2" "$t3")s total=$(secs "$t0" "$(now)")s" >> "$STACK_DIR/timings.log"
+    say "up: ZooKeeper 127.0.0.1:$TASKRING_ZK_PORT, Kafka 127.0.0.1:$TASKRING_KAFKA_PORT, MariaDB 127.0.0.1:$TASKRING_MYSQL_PORT (database taskring); logs in $LOGS"
+}
+
+cmd_down() {
+    local name pid pids=() names=() i deadline
+    lock_stack
+    for name in kafka zookeeper mariadb; do
+        if pid="$(running_pid "$name")"; then
+            say "stopping $name (pid $pid)"
+            kill -TERM "$pid" 2>/dev/null || true
+            pids+=("$pid"); names+=("$name")
+        else
+            say "$name not running"
+            rm -f "$(pidfile_of "$name")"
+        fi
+    done
+    deadline=$(( $(date +%s) + 60 ))
+    for i in "${!pids[@]}"; do
+        while running_pid "${names[$i]}" >/dev/null; do
+            if (( $(date +%s) > deadline )); then
+                say "${names[$i]} (pid ${pids[$i]}) did not exit within 60s of SIGTERM: SIGKILL"
+                kill -KILL "${pids[$i]}" 2>/dev/null || true
+                sleep 0.5
+                break
+            fi
+            sleep 0.2
+        done
+        rm -f "$(pidfile_of "${names[$i]}")"
+        say "${names[$i]} stopped"
+    done
+    echo "$(date -Is) down" >> "$STACK_DIR/timings.log"
+}
+
+cmd_status() {
+    local name pid health="" rc=0 line
+    mkdir -p "$STACK_DIR"
+    if [[ -x "$PY" ]]; then health="$("$PY" "$HERE/stackctl.py" health 2>/dev/null || true)"; fi
+    printf '%-10s %-6s %-8s %s\n' SERVER PORT PID HEALTH
+    for name in "${SERVERS[@]}"; do
+        pid="$(running_pid "$name" || echo -)"
+        line="$(grep "^$name " <<< "$health" | cut -d' ' -f2- || true)"
+        [[ -n "$line" ]] || line="unknown (no .venv: run deploy/local/bootstrap.sh)"
+        [[ "$pid" == - && "$line" == ok* ]] && line="$line (not started by this stack)"
+        [[ "$line" == ok* ]] || rc=1
+        printf '%-10s %-6s %-8s %s\n' "$name" "$(port_of "$name")" "$pid" "$line"
+    done
+    echo "state and logs: $STACK_DIR"
+    return $rc
+}
+
+case "${1:-}" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
