@@ -1,0 +1,282 @@
+"""The client a business service uses to submit, cancel and look up tasks.
+
+`Client` (blocking, over `grpc`) and `AsyncClient` (asyncio, over `grpc.aio`)
+have the same methods and arguments; both build requests and read responses
+through `_envelope.py`, so they cannot drift apart. Every gRPC failure comes out
+as a `taskring.errors.RpcError` subclass.
+
+For throughput, prefer `submit_batch`: one RPC carries the whole batch, and a
+Python process tops out at a few thousand unary calls per second (FIELD-NOTES.md).
+The target may name several dispatcher nodes (any node accepts any task), e.g.
+``"ipv4:10.0.0.1:7070,10.0.0.2:7070"`` with
+``options=[("grpc.lb_policy_name", "round_robin")]``.
+
+Nothing is retried automatically, because a resubmission without a `task_id`
+could create a second task. Pass your own `task_id` and a retried submit is
+reported back as `duplicate=True` instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from taskring import _envelope
+from taskring.errors import ProtocolError, from_rpc_error
+from taskring.task import (
+    Priority,
+    RetryPolicy,
+    Seconds,
+    SubmitResult,
+    TaskInfo,
+    TaskSpec,
+    TaskState,
+)
+from taskring.wire import pb, pb_grpc
+
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Batches of thousands of tasks exceed gRPC's 4 MiB default."""
+
+_DEFAULT_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+)
+
+
+def _channel_options(options: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    given = {name for name, _ in options}
+    return [*options, *(o for o in _DEFAULT_OPTIONS if o[0] not in given)]
+
+
+def _submit_request(spec: TaskSpec) -> pb.SubmitRequest:
+    return pb.SubmitRequest(task=_envelope.spec_to_pb(spec))
+
+
+def _batch_request(specs: Sequence[TaskSpec]) -> pb.SubmitBatchRequest:
+    return pb.SubmitBatchRequest(tasks=[_envelope.spec_to_pb(s) for s in specs])
+
+
+def _batch_results(specs: Sequence[TaskSpec], resp: pb.SubmitBatchResponse) -> list[SubmitResult]:
+    if len(resp.results) != len(specs):
+        raise ProtocolError(f"SubmitBatch returned {len(resp.results)} results for {len(specs)} tasks")
+    return [_envelope.submit_result_from_pb(r) for r in resp.results]
+
+
+def _spec(
+    namespace: str,
+    task_type: str,
+    payload: Mapping[str, Any] | None,
+    task_id: str | None,
+    delay: timedelta | Seconds | None,
+    schedule_time: datetime | None,
+    timeout: timedelta | Seconds | None,
+    max_retries: int | None,
+    retry_policy: RetryPolicy | None,
+    priority: Priority | str,
+    unique_key: str | None,
+    trace_id: str | None,
+    payload_version: int,
+) -> TaskSpec:
+    return TaskSpec(
+        namespace=namespace,
+        task_type=task_type,
+        payload=payload,
+        task_id=task_id,
+        delay=delay,
+        schedule_time=schedule_time,
+        timeout=timeout,
+        max_retries=max_retries,
+        retry_policy=retry_policy,
+        priority=priority,
+        unique_key=unique_key,
+        trace_id=trace_id,
+        payload_version=payload_version,
+    )
+
+
+class Client:
+    """Blocking client of the TaskService. Thread-safe; share one per process."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        rpc_timeout_s: float | None = 10.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Connect (lazily) to `target`, a gRPC target such as ``"127.0.0.1:7070"``.
+
+        `rpc_timeout_s` bounds every call (None: no bound); `credentials` selects
+        TLS; `options` are extra gRPC channel options.
+        """
+        opts = _channel_options(options)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=opts)
+        self._stub = pb_grpc.TaskServiceStub(self._channel)
+        self._timeout = rpc_timeout_s
+
+    def submit(
+        self,
+        namespace: str,
+        task_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        task_id: str | None = None,
+        delay: timedelta | Seconds | None = None,
+        schedule_time: datetime | None = None,
+        timeout: timedelta | Seconds | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        priority: Priority | str = "normal",
+        unique_key: str | None = None,
+        trace_id: str | None = None,
+        payload_version: int = 0,
+    ) -> SubmitResult:
+        """Submit one task. The arguments are those of `TaskSpec`."""
+        spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
+                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
+        try:
+            resp = self._stub.Submit(_submit_request(spec), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.submit_result_from_pb(resp)
+
+    def submit_batch(self, specs: Sequence[TaskSpec]) -> list[SubmitResult]:
+        """Submit many tasks in one RPC; results are in the order of `specs`.
+
+        The server validates the whole batch before writing any of it, so an
+        `InvalidArgument` (field ``"tasks[i]...."``) means nothing was written.
+        """
+        if not specs:
+            return []
+        try:
+            resp = self._stub.SubmitBatch(_batch_request(specs), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _batch_results(specs, resp)
+
+    def cancel(self, task_id: str) -> TaskState:
+        """Cancel a task that has not finished; returns its state (CANCELLED).
+
+        Raises `NotFound` for an unknown id and `FailedPrecondition` when the task
+        is already past the point where it can be stopped.
+        """
+        try:
+            resp = self._stub.Cancel(pb.CancelRequest(task_id=task_id), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.state_from_pb(resp.state)
+
+    def get(self, task_id: str) -> TaskInfo:
+        """The task as stored: state, attempts, last error and its history."""
+        try:
+            resp = self._stub.GetTask(pb.GetTaskRequest(task_id=task_id), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.task_info_from_pb(resp)
+
+    def close(self) -> None:
+        """Close the channel. Safe to call twice."""
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """asyncio client of the TaskService, with the same methods as `Client`.
+
+    Create it inside the event loop that will use it (grpc.aio binds a channel to
+    its loop).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        rpc_timeout_s: float | None = 10.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        opts = _channel_options(options)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
+        self._stub = pb_grpc.TaskServiceStub(self._channel)
+        self._timeout = rpc_timeout_s
+
+    async def submit(
+        self,
+        namespace: str,
+        task_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        task_id: str | None = None,
+        delay: timedelta | Seconds | None = None,
+        schedule_time: datetime | None = None,
+        timeout: timedelta | Seconds | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        priority: Priority | str = "normal",
+        unique_key: str | None = None,
+        trace_id: str | None = None,
+        payload_version: int = 0,
+    ) -> SubmitResult:
+        """Submit one task. The arguments are those of `TaskSpec`."""
+        spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
+                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
+        try:
+            resp = await self._stub.Submit(_submit_request(spec), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.submit_result_from_pb(resp)
+
+    async def submit_batch(self, specs: Sequence[TaskSpec]) -> list[SubmitResult]:
+        """Submit many tasks in one RPC; see `Client.submit_batch`."""
+        if not specs:
+            return []
+        try:
+            resp = await self._stub.SubmitBatch(_batch_request(specs), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _batch_results(specs, resp)
+
+    async def cancel(self, task_id: str) -> TaskState:
+        """Cancel a task; see `Client.cancel`."""
+        try:
+            resp = await self._stub.Cancel(pb.CancelRequest(task_id=task_id), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.state_from_pb(resp.state)
+
+    async def get(self, task_id: str) -> TaskInfo:
+        """The task as stored; see `Client.get`."""
+        try:
+            resp = await self._stub.GetTask(pb.GetTaskRequest(task_id=task_id), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return _envelope.task_info_from_pb(resp)
+
+    async def close(self) -> None:
+        """Close the channel. Safe to call twice."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
