@@ -159,13 +159,15 @@ class ClusterOwnership:
 
     async def _run(self) -> None:
         while True:
+            # Clear before reconciling: a kick that arrives while we reconcile
+            # (say, an owner znode deleted mid-pass) must cause another pass.
+            self._kick.clear()
             try:
                 await self._reconcile()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("ownership reconcile failed; retrying")
-            self._kick.clear()
             try:
                 await asyncio.wait_for(self._kick.wait(), _RECONCILE_EVERY_S)
             except asyncio.TimeoutError:

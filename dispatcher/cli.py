@@ -20,6 +20,11 @@ def _repo_root() -> pathlib.Path:
 
 
 def _cmd_node(args: argparse.Namespace) -> int:
+    import faulthandler
+    import signal
+    # `kill -USR1 <pid>` prints every thread's stack to the log: the first thing an
+    # SRE wants from a node that looks stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from dispatcher.config import NodeConfig
     from dispatcher.node import run_node
     overrides = {"cluster": not args.single}

@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import logging
 import random
+import time
 from typing import Callable
 
 from taskring.wire import pb
@@ -97,9 +98,11 @@ class Engine:
         self._stopping = False
         self._held = False
         # Observations for the admin view and for tests.
+        # slot -> wall time of the last MySQL claim / Kafka message taken for it,
+        # so a test or an SRE can check that a node touches only slots it owns.
         self.types_by_slot: dict[int, set[str]] = collections.defaultdict(set)
-        self.claimed_slots_seen: set[int] = set()
-        self.consumed_partitions_seen: set[int] = set()
+        self.last_claimed_at: dict[int, float] = {}
+        self.last_consumed_at: dict[int, float] = {}
 
     # ---- lifecycle ----
 
@@ -220,7 +223,7 @@ class Engine:
                 continue
             queued = pb.QueuedTask.FromString(m.value)
             tracker.track(m.offset)
-            self.consumed_partitions_seen.add(m.partition)
+            self.last_consumed_at[m.partition] = time.time()
             self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,
                            source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
 
@@ -264,7 +267,8 @@ class Engine:
                 state = self._slots.get(slot)
                 if state is None or state.epoch != epoch:
                     continue  # revoked meanwhile; release_slot/claim_slot resets these rows
-                self.claimed_slots_seen.add(slot)
+                if rows:
+                    self.last_claimed_at[slot] = time.time()
                 for row in rows:
                     self._push(Due(task=pb.Task.FromString(row.envelope), slot=slot, attempt=row.attempts + 1,
                                    due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))

@@ -5,6 +5,7 @@ cleanly before anything they need goes away."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import signal
 
@@ -73,7 +74,10 @@ class Node:
     def _status(self) -> dict:
         return {"node_id": self.config.node_id, "grpc_port": self.grpc_port, "held": self.engine.held,
                 "owned_slots": sorted(self.engine.owned()), "heap_size": self.engine.heap_size(),
-                "serving": self._serving}
+                "serving": self._serving,
+                "last_claimed_at": dict(self.engine.last_claimed_at),
+                "last_consumed_at": dict(self.engine.last_consumed_at),
+                "ownership_moves": list(getattr(self.ownership, "moves", []))[-200:]}
 
     def _alive(self) -> tuple[bool, str]:
         return (True, "serving") if self._serving else (False, "not serving")
@@ -122,9 +126,12 @@ class Node:
 
 async def run_node(config: NodeConfig) -> None:
     """Run until SIGTERM/SIGINT, then hand slots off and stop."""
+    loop = asyncio.get_running_loop()
+    # Blocking calls (PyMySQL, kazoo, Kafka assignment) run on the default executor;
+    # the stock size (cores + 4) is small enough for a few slow calls to starve the rest.
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="blocking"))
     node = Node(config)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await node.start()

@@ -10,6 +10,7 @@ TASKRING_MYSQL_PORT (defaults 22181, 29092, 23306).
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -56,7 +57,14 @@ def kafka() -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"topic {topic} has no leader after 30s")
             time.sleep(0.1)
-        producer = Producer({"bootstrap.servers": KAFKA, "acks": "all", "enable.idempotence": True})
+        # librdkafka's transient warnings (a fresh broker's "coordinator load in progress: retrying")
+        # are not news; errors still show, and a failed produce raises below with its reason.
+        rdkafka_log = logging.getLogger("smoke.librdkafka")
+        rdkafka_log.setLevel(logging.ERROR)
+        rdkafka_log.addHandler(logging.StreamHandler(sys.stderr))
+        rdkafka_log.propagate = False
+        producer = Producer({"bootstrap.servers": KAFKA, "acks": "all", "enable.idempotence": True},
+                            logger=rdkafka_log)
         delivered = []
         value = f"hello from smoke.py {TAG}".encode()
         producer.produce(topic, value=value, partition=0, on_delivery=lambda err, msg: delivered.append((err, msg)))

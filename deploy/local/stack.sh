@@ -5,6 +5,13 @@
 #                                       create database `taskring` and the taskring.tasks.* topics
 #   bash deploy/local/stack.sh down     stop what `up` started (by PID), wait for exit
 #   bash deploy/local/stack.sh status   each server: port, PID, health
+#   bash deploy/local/stack.sh restart-zookeeper [DOWN_S]
+#                                       stop ZooKeeper by its PID, stay down DOWN_S seconds (default 0),
+#                                       start it again (same config, same data dir), wait until it answers;
+#                                       prints how long it was down (for fault tests: keep that under the
+#                                       clients' session timeout and their sessions survive)
+#   bash deploy/local/stack.sh stop-zookeeper | start-zookeeper
+#                                       the two halves of that, for a downtime you control
 #
 # Every command is idempotent. State and logs live in .stack/ at the repo root
 # (TASKRING_STACK_DIR overrides). Ports: TASKRING_ZK_PORT (22181), TASKRING_KAFKA_PORT (29092),
@@ -327,9 +334,37 @@ cmd_up() {
     say "up: ZooKeeper 127.0.0.1:$TASKRING_ZK_PORT, Kafka 127.0.0.1:$TASKRING_KAFKA_PORT, MariaDB 127.0.0.1:$TASKRING_MYSQL_PORT (database taskring); logs in $LOGS"
 }
 
+# Demo nodes left running by `TASKRING_DEMO_KEEP=1 taskring demo` need the stack: stop them first.
+stop_demo_nodes() {
+    local f="$STACK_DIR/demo-nodes.pids" pid pids=() deadline
+    [[ -f "$f" ]] || return 0
+    for pid in $(cat "$f"); do
+        [[ "$pid" =~ ^[0-9]+$ && -r "/proc/$pid/cmdline" ]] || continue
+        tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "dispatcher.cli node --node-id demo-node-" || continue
+        pids+=("$pid")
+    done
+    if ((${#pids[@]})); then
+        say "stopping the demo's dispatcher nodes (pids ${pids[*]})"
+        kill -TERM "${pids[@]}" 2>/dev/null || true
+        deadline=$(( $(date +%s) + 30 ))
+        for pid in "${pids[@]}"; do
+            while kill -0 "$pid" 2>/dev/null && [[ "$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null)" != Z ]]; do
+                if (( $(date +%s) > deadline )); then
+                    say "demo node (pid $pid) did not exit within 30s of SIGTERM: SIGKILL"
+                    kill -KILL "$pid" 2>/dev/null || true
+                    break
+                fi
+                sleep 0.2
+            done
+        done
+    fi
+    rm -f "$f"
+}
+
 cmd_down() {
     local name pid pids=() names=() i deadline
     lock_stack
+    stop_demo_nodes
     for name in kafka zookeeper mariadb; do
         if pid="$(running_pid "$name")"; then
             say "stopping $name (pid $pid)"
@@ -357,6 +392,87 @@ cmd_down() {
     echo "$(date -Is) down" >> "$STACK_DIR/timings.log"
 }
 
+# ---------------------------------------------------------------- ZooKeeper alone (fault tests)
+
+ZK_STOPPED_AT="$STACK_DIR/zookeeper/stopped_at"
+
+# SIGTERM the ZooKeeper we started, wait for it to exit (SIGKILL after 30 s). Returns 1 if it was not running.
+stop_zookeeper_now() {
+    local pid deadline
+    pid="$(running_pid zookeeper)" || return 1
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$(( $(date +%s) + 30 ))
+    while running_pid zookeeper >/dev/null; do
+        if (( $(date +%s) > deadline )); then
+            say "zookeeper (pid $pid) did not exit within 30s of SIGTERM: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            sleep 0.2
+            break
+        fi
+        sleep 0.02
+    done
+    rm -f "$(pidfile_of zookeeper)"
+}
+
+# Start ZooKeeper with the same config and data dir as `up`, and wait until it answers `srvr`.
+start_zookeeper_now() {
+    [[ -f /usr/share/java/zookeeper.jar && -d "$STACK_DIR/zookeeper/data" ]] \
+        || die "zookeeper was never set up in $STACK_DIR: run \`bash deploy/local/stack.sh up\` first"
+    [[ -x "$PY" ]] || die "no .venv: run deploy/local/bootstrap.sh"
+    start_zookeeper
+    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" \
+        "$PY" "$HERE/stackctl.py" wait --servers zookeeper --timeout "$READY_TIMEOUT" \
+        || die "zookeeper did not become ready (see above)"
+}
+
+cmd_stop_zookeeper() {
+    local t0 pid
+    lock_stack
+    if ! pid="$(running_pid zookeeper)"; then
+        say "zookeeper not running"
+        return 0
+    fi
+    t0="$(now)"
+    stop_zookeeper_now
+    date +%s.%N > "$ZK_STOPPED_AT"
+    say "zookeeper stopped (pid $pid) in $(secs "$t0" "$(now)")s; start it with: bash deploy/local/stack.sh start-zookeeper"
+    echo "$(date -Is) stop-zookeeper" >> "$STACK_DIR/timings.log"
+}
+
+cmd_start_zookeeper() {
+    local t0 pid down=""
+    lock_stack
+    if pid="$(running_pid zookeeper)"; then
+        say "zookeeper already running (pid $pid)"
+        return 0
+    fi
+    t0="$(now)"
+    start_zookeeper_now
+    if [[ -s "$ZK_STOPPED_AT" ]]; then down="; it was down for $(secs "$(cat "$ZK_STOPPED_AT")" "$(now)")s"; fi
+    rm -f "$ZK_STOPPED_AT"
+    say "zookeeper started (pid $(cat "$(pidfile_of zookeeper)")), answering after $(secs "$t0" "$(now)")s$down"
+    echo "$(date -Is) start-zookeeper${down:+ down=${down##* }}" >> "$STACK_DIR/timings.log"
+}
+
+cmd_restart_zookeeper() {
+    local hold="${1:-0}" t0 t1 t2 t3 old new
+    [[ "$hold" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "restart-zookeeper: DOWN_S must be a number of seconds, got '$hold'"
+    lock_stack
+    old="$(running_pid zookeeper)" || die "zookeeper is not running (bash deploy/local/stack.sh up)"
+    t0="$(now)"
+    stop_zookeeper_now
+    t1="$(now)"
+    if [[ "$hold" != 0 ]]; then sleep "$hold"; fi
+    t2="$(now)"
+    start_zookeeper_now
+    t3="$(now)"
+    rm -f "$ZK_STOPPED_AT"
+    new="$(cat "$(pidfile_of zookeeper)")"
+    say "zookeeper restarted (pid $old -> $new): stop $(secs "$t0" "$t1")s, held down $(secs "$t1" "$t2")s, start to answering $(secs "$t2" "$t3")s"
+    say "zookeeper was down for $(secs "$t0" "$t3")s (SIGTERM to answering again)"
+    echo "$(date -Is) restart-zookeeper down=$(secs "$t0" "$t3")s" >> "$STACK_DIR/timings.log"
+}
+
 cmd_status() {
     local name pid health="" rc=0 line
     mkdir -p "$STACK_DIR"
@@ -378,5 +494,8 @@ case "${1:-}" in
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+    restart-zookeeper) cmd_restart_zookeeper "${2:-0}" ;;
+    stop-zookeeper) cmd_stop_zookeeper ;;
+    start-zookeeper) cmd_start_zookeeper ;;
+    *) echo "usage: $0 up|down|status|restart-zookeeper [DOWN_S]|stop-zookeeper|start-zookeeper" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 """Readiness, health and setup checks for the local stack; called by deploy/local/stack.sh.
 
-    stackctl.py wait    wait until ZooKeeper, Kafka and MariaDB answer (deadline, dead-process check)
+    stackctl.py wait    wait until ZooKeeper, Kafka and MariaDB answer (deadline, dead-process check);
+                        --servers zookeeper waits for that one only
     stackctl.py health  one line per server: ok / down, for `stack.sh status`
     stackctl.py topics  create the taskring.tasks.* topics (idempotent)
 
@@ -109,12 +110,23 @@ def _tail(path: str | None, lines: int = 25) -> str:
 
 def cmd_wait(args: argparse.Namespace) -> int:
     p = ports()
-    kafka = KafkaCheck(p["kafka"])
+    kafka: list[KafkaCheck] = []  # created on first use: only `wait` for Kafka pays its import
+
+    def check_kafka() -> str:
+        if not kafka:
+            kafka.append(KafkaCheck(p["kafka"]))
+        return kafka[0](timeout=0.5)
+
     checks = {
         "zookeeper": lambda: check_zookeeper(p["zookeeper"]),
-        "kafka": lambda: kafka(timeout=0.5),
+        "kafka": check_kafka,
         "mariadb": lambda: check_mariadb(p["mariadb"]),
     }
+    unknown = set(args.servers) - set(checks)
+    if unknown:
+        print(f"stack: unknown server(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    checks = {name: check for name, check in checks.items() if name in args.servers}
     start = time.monotonic()
     deadline = start + args.timeout
     pending = dict(checks)
@@ -209,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("wait")
     w.add_argument("--timeout", type=float, default=120.0)
+    w.add_argument("--servers", type=lambda v: [x for x in v.split(",") if x],
+                   default=["zookeeper", "kafka", "mariadb"], help="comma-separated; default all three")
     w.set_defaults(func=cmd_wait)
     h = sub.add_parser("health")
     h.set_defaults(func=cmd_health)
