@@ -176,7 +176,8 @@ class ClusterOwnership:
     async def _reconcile(self) -> None:
         state = self._session.state
         if state == SessionState.SUSPENDED:
-            timeout_s = self._config.zookeeper.session_timeout_ms / 1000
+            # The timeout the server granted, not the one we asked for.
+            timeout_s = self._session.session_timeout_ms / 1000
             if self._owned and self._session.suspended_for_s() >= timeout_s:
                 log.warning("zookeeper suspended for over the session timeout: giving up %d slots",
                             len(self._owned))

@@ -340,13 +340,17 @@ class Engine:
             if not entries:
                 self._batch_gate.release()
                 nxt = self._heap.next_eta_ms()
-                timeout = 0.05 if nxt is None else min(0.05, max(0.0, (nxt - now) / 1000))
+                # Always yield to the loop: while held, due entries stay in the heap,
+                # and a loop that never awaits would starve ownership itself.
+                if self._held or nxt is None:
+                    timeout = 0.05
+                else:
+                    timeout = min(0.05, max(0.001, (nxt - now) / 1000))
                 self._wake.clear()
-                if timeout > 0:
-                    try:
-                        await asyncio.wait_for(self._wake.wait(), timeout)
-                    except asyncio.TimeoutError:
-                        pass
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                except asyncio.TimeoutError:
+                    pass
                 continue
             self._metrics.heap_size.set(len(self._heap))
             batch = asyncio.create_task(self._run_batch([e.item for e in entries], now))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Callable
 
 from dispatcher.kafka_log import InMessage, PartitionReader
@@ -74,7 +75,11 @@ class KafkaIntake:
         paused = False
         reads = 0
         while self._running:
+            t0 = time.monotonic()
             self._apply_commands()
+            t1 = time.monotonic()
+            if t1 - t0 > 1:
+                log.warning("kafka intake: applying assignment took %.1fs", t1 - t0)
             try:
                 if not self._may_read():
                     if not paused:
@@ -83,7 +88,10 @@ class KafkaIntake:
                 elif paused:
                     self._reader.resume()
                     paused = False
+                t2 = time.monotonic()
                 messages = self._reader.read(self._batch, 0.05)
+                if time.monotonic() - t2 > 1:
+                    log.warning("kafka intake: a read took %.1fs", time.monotonic() - t2)
                 if messages:
                     self._deliver(messages)
                 reads += 1

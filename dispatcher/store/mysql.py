@@ -187,9 +187,10 @@ class TaskStore:
                 cur.executemany(
                     "INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status, trigger_at,"
                     " attempts, epoch, envelope, created_at, updated_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, 0, 0, %s, %s, %s)",
+                    # Only placeholders in VALUES: PyMySQL then sends one multi-row INSERT.
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(t.task_id, t.slot, t.namespace, t.task_type, t.priority, t.status, t.trigger_at,
-                      t.envelope, t.created_at, t.created_at) for t in fresh])
+                      0, 0, t.envelope, t.created_at, t.created_at) for t in fresh])
                 events = []
                 for t in fresh:
                     events.append(r.Event(t.task_id, "accepted", t.created_at, node, 0))
@@ -296,9 +297,14 @@ class TaskStore:
             ok = [c for c in live
                   if rows.get(c.task_id) == (want[c.source], c.attempt - 1)]
             if ok:
-                cur.executemany("UPDATE tasks SET status = %s, attempts = %s, epoch = %s, updated_at = %s"
-                                " WHERE task_id = %s",
-                                [(r.DISPATCHED, c.attempt, epochs[c.slot], now, c.task_id) for c in ok])
+                # One statement per epoch (a handful), not per task: every eligible row
+                # has attempts = attempt - 1, so attempts + 1 is the attempt being made.
+                by_epoch: dict[int, list[str]] = {}
+                for c in ok:
+                    by_epoch.setdefault(epochs[c.slot], []).append(c.task_id)
+                for epoch, ids_ in by_epoch.items():
+                    cur.execute(f"UPDATE tasks SET status = %s, attempts = attempts + 1, epoch = %s, updated_at = %s"
+                                f" WHERE task_id IN ({_marks(len(ids_))})", [r.DISPATCHED, epoch, now, *ids_])
                 events = []
                 for c in ok:
                     if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
