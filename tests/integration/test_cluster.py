@@ -234,3 +234,30 @@ def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownersh
         report("zk restart", restart=out.stdout.strip().splitlines()[-1], **figures)
     finally:
         cluster.stop_all()
+
+
+def test_retries_follow_the_slot_to_its_new_owner(cluster, taskring_env, recording_executor):
+    from taskring import Client, RetryPolicy, TaskSpec
+    from cluster.slots import slot_of
+    before = start_three(cluster)
+    slot = slot_of("tests", "fail_then_ok", taskring_env.partitions)
+    old_owner = cluster.nodes[before[slot]]
+    entry = next(n for n in cluster.live() if n is not old_owner)
+    # Given tasks whose first attempt fails and whose retry waits on the Kafka path (1 s)
+    # or on the MySQL path (2.5 s, past the 1.5 s route threshold)
+    specs = [TaskSpec("tests", "fail_then_ok", {"failures": 1}, max_retries=2,
+                      retry_policy=RetryPolicy.tiered(1.0 if i % 2 else 2.5)) for i in range(20)]
+    with Client(entry.target) as client:
+        ids = [r.task_id for r in client.submit_batch(specs)]
+        wait_until(lambda: len({e.task_id for e in recording_executor.snapshot()}) == 20, 20,
+                   "every task's first attempt")
+        # When the slot's owner leaves while the retries wait
+        assert old_owner.terminate() == 0
+        after = cluster.wait_settled(THREE - {old_owner.node_id})
+        wait_until(lambda: all(client.get(t).state.value == "succeeded" for t in ids), 30, "the retries to succeed")
+        infos = [client.get(t) for t in ids]
+    # Then each retry was dispatched by the slot's new owner, and only by it
+    for info in infos:
+        by_attempt = {e.attempt: e.node for e in info.history if e.state.value == "dispatched"}
+        assert by_attempt == {1: old_owner.node_id, 2: after[slot]}, by_attempt
+    assert recording_executor.duplicates() == {}
