@@ -80,6 +80,9 @@ class NodeConfig:
     into the MySQL path: the safety net for a produce lost to a crash."""
     offset_commit_interval_ms: int = 500
     max_submit_batch: int = 1000
+    retry_policies_file: str | None = None
+    """JSON of the server's default retry policy and per task type defaults
+    (dispatcher/retry.py parse_retry_policies); None: built-in defaults."""
     mysql: MySQLConfig = dataclasses.field(default_factory=MySQLConfig)
     kafka: KafkaConfig = dataclasses.field(default_factory=KafkaConfig)
     zookeeper: ZooKeeperConfig = dataclasses.field(default_factory=ZooKeeperConfig)
@@ -114,6 +117,8 @@ class NodeConfig:
         values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
         if "TASKRING_NODE_ID" in env:
             values["node_id"] = env["TASKRING_NODE_ID"]
+        if "TASKRING_RETRY_POLICIES" in env:
+            values["retry_policies_file"] = env["TASKRING_RETRY_POLICIES"]
         if "TASKRING_ADMIN_TOKEN" in env:
             values["admin_token"] = env["TASKRING_ADMIN_TOKEN"]
         for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),

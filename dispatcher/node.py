@@ -22,6 +22,7 @@ from dispatcher.intake import KafkaIntake
 from dispatcher.kafka_log import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store.mysql import TaskStore
+from dispatcher.retry import parse_retry_policies
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
@@ -46,7 +47,7 @@ class Node:
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost)
         self.ownership = self._build_ownership()
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
-                           limits=limits or Limits(max_batch=config.max_submit_batch), clock=self.clock)
+                           limits=limits or _limits(config), clock=self.clock)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
@@ -122,6 +123,14 @@ class Node:
         await asyncio.to_thread(self.session.stop)
         await asyncio.to_thread(self.ring_view.close)
         await asyncio.to_thread(self.store.stop)
+
+
+def _limits(config: NodeConfig) -> Limits:
+    if config.retry_policies_file is None:
+        return Limits(max_batch=config.max_submit_batch)
+    with open(config.retry_policies_file, encoding="utf-8") as f:
+        policies = parse_retry_policies(f.read())
+    return Limits(max_batch=config.max_submit_batch, retry_policies=policies)
 
 
 async def run_node(config: NodeConfig) -> None:

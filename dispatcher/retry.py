@@ -145,3 +145,44 @@ class RetryPolicies:
         if task_policy is not None:
             return task_policy
         return self.for_type(namespace, task_type)
+
+
+def parse_retry_policies(text: str) -> RetryPolicies:
+    """Retry policies from JSON: the server default and per task type defaults.
+
+        {"default": {"initial_backoff_ms": 1000, "max_backoff_ms": 300000, "multiplier": 2},
+         "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]}}
+
+    Keys other than "default" are "namespace/task_type". Fields left out take
+    the default policy's values. Errors name the key and field.
+    """
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidRetryPolicy("retry_policies", f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidRetryPolicy("retry_policies", "must be a JSON object")
+
+    def policy(key: str, spec: object, base: RetryPolicy) -> RetryPolicy:
+        if not isinstance(spec, dict):
+            raise InvalidRetryPolicy(key, "must be a JSON object")
+        unknown = set(spec) - {f.name for f in dataclasses.fields(RetryPolicy)}
+        if unknown:
+            raise InvalidRetryPolicy(f"{key}.{sorted(unknown)[0]}", "is not a retry policy field")
+        try:
+            return dataclasses.replace(base, **spec)
+        except InvalidRetryPolicy as exc:
+            raise InvalidRetryPolicy(f"{key}.{exc.field}", exc.problem) from None
+
+    default = policy("default", data.get("default", {}), RetryPolicy())
+    by_type = {}
+    for key, spec in data.items():
+        if key == "default":
+            continue
+        namespace, sep, task_type = key.partition("/")
+        if not sep or not namespace or not task_type:
+            raise InvalidRetryPolicy(key, 'keys must be "default" or "namespace/task_type"')
+        by_type[(namespace, task_type)] = policy(key, spec, default)
+    return RetryPolicies(server_default=default, by_type=by_type)

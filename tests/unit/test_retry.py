@@ -184,3 +184,28 @@ def test_registry_does_not_see_later_changes_to_the_callers_dict():
     assert registry.for_type("a", "b").initial_backoff_ms == 5
     with pytest.raises(TypeError):
         registry.by_type[("x", "y")] = RetryPolicy()  # type: ignore[index]
+
+
+def test_retry_policies_from_json_set_the_default_and_per_type_policies():
+    from dispatcher.retry import parse_retry_policies
+    policies = parse_retry_policies(
+        '{"default": {"initial_backoff_ms": 500}, "pay/charge": {"schedule_ms": [30000, 120000, 600000, 3600000]}}')
+    assert policies.server_default == RetryPolicy(initial_backoff_ms=500)
+    charge = policies.for_type("pay", "charge")
+    assert charge.schedule_ms == (30000, 120000, 600000, 3600000) and charge.initial_backoff_ms == 500
+    assert policies.for_type("pay", "other") == policies.server_default
+
+
+@pytest.mark.parametrize("text,field", [
+    ("[]", "retry_policies"),
+    ("{nope", "retry_policies"),
+    ('{"pay": {}}', "pay"),
+    ('{"pay/x": {"bogus": 1}}', "pay/x.bogus"),
+    ('{"pay/x": {"multiplier": 0.5}}', "pay/x.multiplier"),
+    ('{"default": {"schedule_ms": [0]}}', "default.schedule_ms[0]"),
+])
+def test_bad_retry_policies_json_names_the_key_and_field(text, field):
+    from dispatcher.retry import InvalidRetryPolicy, parse_retry_policies
+    with pytest.raises(InvalidRetryPolicy) as err:
+        parse_retry_policies(text)
+    assert err.value.field == field
