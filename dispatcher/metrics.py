@@ -27,5 +27,11 @@ class NodeMetrics:
         self.heap_size = Gauge("taskring_heap_size", "Tasks waiting in the ETA heap", registry=r)
         self.in_flight = Gauge("taskring_in_flight", "Attempts awaiting an executor's outcome", registry=r)
         self.owned_slots = Gauge("taskring_owned_slots", "Slots this node owns", registry=r)
+        self.kafka_lag = Gauge("taskring_kafka_lag", "Messages behind the high watermark, per owned partition",
+                               ["topic", "partition"], registry=r)
+        self.mysql_pending = Gauge("taskring_mysql_pending", "Tasks not yet dispatched, per owned slot",
+                                   ["slot"], registry=r)
+        self.zk_session_up = Gauge("taskring_zookeeper_connected", "1 while the ZooKeeper session is connected",
+                                   registry=r)
         self.lateness = Histogram("taskring_dispatch_lateness_seconds", "Dispatch time minus due time",
                                   ["source"], buckets=_LATENESS_BUCKETS, registry=r)

@@ -70,6 +70,24 @@ class Node:
     def _slot_lost(self, slot: int) -> None:
         self.ownership.slot_lost(slot)
 
+    async def _observe(self, interval_s: float = 5.0) -> None:
+        """Refresh the gauges Prometheus alerts on: lag and backlog of the slots we own."""
+        while True:
+            try:
+                self.metrics.zk_session_up.set(1 if self.session.state == "connected" else 0)
+                owned = self.engine.owned()
+                self.metrics.kafka_lag.clear()
+                for (topic, partition), lag in self.engine.kafka_lag().items():
+                    if partition in owned:
+                        self.metrics.kafka_lag.labels(topic, str(partition)).set(lag)
+                pending = await asyncio.to_thread(self.store.pending_by_slot, list(owned))
+                self.metrics.mysql_pending.clear()
+                for slot in owned:
+                    self.metrics.mysql_pending.labels(str(slot)).set(pending.get(slot, 0))
+            except Exception:
+                log.exception("refreshing gauges failed")
+            await asyncio.sleep(interval_s)
+
     # ---- probes and status (called from the admin server's threads) ----
 
     def _status(self) -> dict:
@@ -103,6 +121,7 @@ class Node:
         self.producer.start()
         await self.engine.start()
         await self.ownership.start()
+        self._observer = asyncio.create_task(self._observe(), name="observe")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port)
         self.admin.start()
         self._serving = True
@@ -113,6 +132,7 @@ class Node:
             return
         self._started = False
         self._serving = False
+        self._observer.cancel()
         self.admin.stop()
         if self._grpc is not None:
             await self._grpc.stop(grace=2)

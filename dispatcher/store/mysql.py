@@ -383,11 +383,21 @@ class TaskStore:
 
     # ---- observation ----
 
-    def pending_by_slot(self) -> dict[int, int]:
+    def pending_by_slot(self, slots: Iterable[int] | None = None) -> dict[int, int]:
+        """Tasks not yet dispatched, per slot (all slots in slot_owners when None)."""
         def body(cur):
-            cur.execute("SELECT slot, COUNT(*) FROM tasks WHERE status IN (%s, %s, %s) GROUP BY slot",
-                        (r.PENDING, r.ENQUEUED, r.CLAIMED))
-            return dict(cur.fetchall())
+            if slots is None:
+                cur.execute("SELECT slot FROM slot_owners")
+                wanted = [row[0] for row in cur.fetchall()]
+            else:
+                wanted = list(slots)
+            out = {}
+            for slot in wanted:
+                # By slot and status equality: index ranges, never a scan of finished rows.
+                cur.execute("SELECT COUNT(*) FROM tasks WHERE slot = %s AND status IN (%s, %s, %s)",
+                            (slot, r.PENDING, r.ENQUEUED, r.CLAIMED))
+                out[slot] = cur.fetchone()[0]
+            return out
         return self.run(body)
 
     def task_types_by_slot(self) -> dict[int, list[str]]:

@@ -185,3 +185,24 @@ def test_get_of_unknown_task_is_not_found(client):
     from taskring.errors import NotFound
     with pytest.raises(NotFound):
         client.get("no-such-task")
+
+
+def test_admin_view_and_metrics_show_the_work(node, client, recording_executor):
+    import urllib.request
+    results = client.submit_batch([TaskSpec("tests", "ok", {}) for _ in range(5)]
+                                  + [TaskSpec("tests", "ok", {}, delay=60)])  # one left pending (MySQL path)
+    wait_terminal(client, [r.task_id for r in results[:5]])
+    ring = node.get("/ring")
+    slot = results[0].slot
+    entry = ring["slots"][slot]
+    assert entry["actual_owner"] == "core-1" and entry["epoch"] >= 1
+    assert "tests/ok" in entry["task_types"]
+    assert entry["mysql_pending"] == 1
+
+    def scrape() -> str:
+        with urllib.request.urlopen(node.admin + "/metrics", timeout=5) as response:
+            return response.read().decode()
+    wait_until(lambda: f'taskring_mysql_pending{{slot="{slot}"}} 1.0' in scrape(), 15, "the pending gauge")
+    text = scrape()
+    assert 'taskring_task_outcomes_total{kind="succeeded"} 5.0' in text
+    assert "taskring_dispatch_lateness_seconds_bucket" in text
