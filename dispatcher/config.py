@@ -24,8 +24,8 @@ class MySQLConfig:
     user: str = "root"
     password: str = dataclasses.field(default="", repr=False)  # never printed
     database: str = "taskring"
-    pool_size: int = 4
-    """Connections, one per worker thread of the store."""
+    pool_size: int = 8
+    """Most connections (and transactions at once) of one node's store."""
 
     def __post_init__(self) -> None:
         _positive(self, "port", "pool_size")

@@ -27,7 +27,7 @@ from taskring.wire import pb
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.executor_pool import ExecutorPool, Reservation
 from dispatcher.heap import EtaHeap
 from dispatcher.intake import KafkaIntake
 from dispatcher.kafka_log import InMessage, OutMessage, TaskProducer
@@ -64,6 +64,11 @@ class SlotState:
     active: bool = True          # False while draining for a clean handoff
     in_flight: int = 0
     committed: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("dispatch batch failed", exc_info=task.exception())
 
 
 def queued_message(topic: str, task: pb.Task, slot: int, attempt: int, due_ms: int) -> OutMessage:
@@ -114,6 +119,7 @@ class Engine:
         self._poll_now = asyncio.Event()
         self._batch_gate = asyncio.Semaphore(4)
         self._executors.start()
+        self._executors.on_release = self._wake.set
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
             ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
@@ -330,6 +336,13 @@ class Engine:
     # ---- dispatch ----
 
     async def _dispatch_loop(self) -> None:
+        """Pop what is due, hold executor capacity for it, and start a batch.
+
+        `_batch_gate` bounds concurrent begin_dispatch transactions only; a batch
+        gives it back as soon as its rows are marked dispatched, so slow handlers
+        never hold up dispatching. What does not fit executors' capacity goes back
+        into the heap and waits for a release (which wakes this loop).
+        """
         while True:
             await self._batch_gate.acquire()
             while self._overflow and self._heap.free() > 0:
@@ -337,12 +350,14 @@ class Engine:
                 self._heap.push(d.due_ms, d.task.priority, d.slot, d)
             now = self._clock.now_ms()
             entries = [] if self._held else self._heap.pop_due(now, self._config.dispatch_batch)
-            if not entries:
+            taken = self._reserve([e.item for e in entries], now) if entries else []
+            if not taken:
                 self._batch_gate.release()
                 nxt = self._heap.next_eta_ms()
-                # Always yield to the loop: while held, due entries stay in the heap,
-                # and a loop that never awaits would starve ownership itself.
-                if self._held or nxt is None:
+                # Always yield to the loop: while held, or while executors are full,
+                # due entries stay in the heap, and a loop that never awaits would
+                # starve ownership itself.
+                if self._held or nxt is None or nxt <= now:
                     timeout = 0.05
                 else:
                     timeout = min(0.05, max(0.001, (nxt - now) / 1000))
@@ -353,18 +368,15 @@ class Engine:
                     pass
                 continue
             self._metrics.heap_size.set(len(self._heap))
-            batch = asyncio.create_task(self._run_batch([e.item for e in entries], now))
+            batch = asyncio.create_task(self._run_batch(taken, now))
             self._batches.add(batch)
-            batch.add_done_callback(self._batch_done)
+            batch.add_done_callback(self._batches.discard)
+            batch.add_done_callback(_log_failure)
 
-    def _batch_done(self, task: asyncio.Task) -> None:
-        self._batches.discard(task)
-        self._batch_gate.release()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("dispatch batch failed", exc_info=task.exception())
-
-    async def _run_batch(self, items: list[Due], now_ms: int) -> None:
-        ready: list[Due] = []
+    def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
+        """Keep the items executors can take now, each group with its reservation;
+        postpone what has no executor, put back what does not fit."""
+        by_namespace: dict[str, list[Due]] = collections.defaultdict(list)
         for d in items:
             state = self._slots.get(d.slot)
             if state is None or not state.active or state.epoch != d.epoch:
@@ -374,9 +386,21 @@ class Engine:
                 d.due_ms = now_ms + _NO_EXECUTOR_RETRY_MS  # postponed, no attempt spent
                 self._push(d)
                 continue
-            ready.append(d)
-        if not ready:
-            return
+            by_namespace[d.task.namespace].append(d)
+        taken: list[tuple[Due, Reservation | None]] = []
+        for namespace, group in by_namespace.items():
+            reservation = self._executors.reserve(namespace, len(group))
+            fits, rest = group[:reservation.total], group[reservation.total:]
+            for d in rest:  # still due: back in the heap until capacity frees up
+                self._heap.push(d.due_ms, d.task.priority, d.slot, d)
+            if fits:
+                taken.extend((d, None) for d in fits[:-1])
+                taken.append((fits[-1], reservation))  # one reservation per group, carried by its last item
+        return taken
+
+    async def _run_batch(self, taken: list[tuple[Due, Reservation | None]], now_ms: int) -> None:
+        ready = [d for d, _ in taken]
+        reservations = {res.namespace: res for _, res in taken if res is not None}
         epochs = {d.slot: d.epoch for d in ready}
         claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in ready]
@@ -391,7 +415,9 @@ class Engine:
                 for d in ready:
                     d.due_ms = now_ms + 500
                     self._push(d)
-                return
+                dispatched, stale = set(), set()
+            finally:
+                self._batch_gate.release()
             await self._lose(stale)
             go: dict[str, list[Due]] = collections.defaultdict(list)
             for d in ready:
@@ -402,23 +428,27 @@ class Engine:
                     self._metrics.skipped.inc()
                     self._settle(d)
             self._metrics.dispatched.inc(len(dispatched))
-            await asyncio.gather(*(self._deliver(ns, ds) for ns, ds in go.items()))
+            # Every reservation is run, even with nothing to send: that releases it.
+            await asyncio.gather(*(self._deliver(ns, go.get(ns, []), res) for ns, res in reservations.items()))
         finally:
             for d in ready:
                 state = self._slots.get(d.slot)
                 if state is not None:
                     state.in_flight -= 1
 
-    async def _deliver(self, namespace: str, items: list[Due]) -> None:
+    async def _deliver(self, namespace: str, items: list[Due], reservation: Reservation) -> None:
         deliveries = []
         for d in items:
             task = pb.Task()
             task.CopyFrom(d.task)
             task.retry_count = d.attempt - 1
             deliveries.append(pb.Delivery(task=task, attempt=d.attempt, epoch=d.epoch, timeout_ms=task.timeout_ms))
+        if not items:
+            await self._executors.run(reservation, [])  # gives the capacity back
+            return
         self._metrics.in_flight.inc(len(items))
         try:
-            outcomes = await self._executors.execute(namespace, deliveries)
+            outcomes = await self._executors.run(reservation, deliveries)
         finally:
             self._metrics.in_flight.dec(len(items))
         by_id = {(o.task_id, o.attempt): o for o in outcomes}
@@ -432,11 +462,8 @@ class Engine:
             if message is not None:
                 retry_messages[d.task.task_id] = message
         epochs = {d.slot: d.epoch for d in items}
-        try:
-            stale = await self._db(self._store.record_outcomes, writes, epochs, now)
-        except Exception:
-            # The rows stay `dispatched`; the slot's next claim re-runs them.
-            log.exception("record_outcomes failed for %d tasks", len(writes))
+        stale = await self._record(writes, epochs, now)
+        if stale is None:
             return
         await self._lose(stale)
         live = [d for d in items if d.slot not in stale]
@@ -449,6 +476,20 @@ class Engine:
                 await self._db(self._store.reroute_to_mysql, failed, now)
         for d in live:
             self._settle(d)
+
+    async def _record(self, writes: list[r.OutcomeWrite], epochs: dict[int, int], now) -> set[int] | None:
+        """record_outcomes, retried while MySQL refuses: the write is conditional on
+        (dispatched, attempt), so repeating it is safe. None if it never went through:
+        the rows then stay `dispatched` and run again after the slot's next claim."""
+        delay_s = 0.2
+        for attempt in range(8):
+            try:
+                return await self._db(self._store.record_outcomes, writes, epochs, now)
+            except Exception:
+                log.exception("record_outcomes failed for %d tasks (try %d)", len(writes), attempt + 1)
+                await asyncio.sleep(delay_s)
+                delay_s = min(delay_s * 2, 5.0)
+        return None
 
     def _decide(self, d: Due, o: pb.Outcome, now_ms: int) -> tuple[r.OutcomeWrite, OutMessage | None]:
         """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""

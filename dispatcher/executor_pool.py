@@ -1,14 +1,17 @@
-"""Calls executors: picks an instance, respects its cap on tasks in flight, and
-turns a failed call into retryable outcomes for every task in it.
+"""Calls executors: reserves capacity on instances before a task is marked
+dispatched, spreads a batch over the instances of its namespace, and turns a
+failed call into retryable outcomes for every task in it.
 
-Instances come from the executor directory (ZooKeeper); load is spread by
-sending each chunk to the instance with the most free capacity.
+Capacity is reserved first (never more than an instance's max_in_flight), so a
+node never marks more tasks `dispatched` than its executors can take at once:
+what does not fit stays in the heap until capacity frees up.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import grpc
 from taskring.wire import pb, pb_grpc
@@ -24,6 +27,18 @@ class Directory(Protocol):
     def instances(self, namespace: str) -> Sequence[_Instance]: ...
 
 
+@dataclasses.dataclass
+class Reservation:
+    """Capacity held on executor instances for one batch: [(instance, tasks)]."""
+
+    namespace: str
+    allocations: list[tuple[_Instance, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.allocations)
+
+
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0):
         self._directory = directory
@@ -31,10 +46,10 @@ class ExecutorPool:
         self._rpc_margin_s = rpc_margin_s
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
         self._in_flight: dict[str, int] = {}
-        self._freed: asyncio.Condition | None = None
+        self.on_release: Callable[[], None] = lambda: None
 
     def start(self) -> None:
-        self._freed = asyncio.Condition()
+        pass
 
     async def stop(self) -> None:
         channels, self._channels = self._channels, {}
@@ -47,6 +62,47 @@ class ExecutorPool:
     def in_flight(self) -> int:
         return sum(self._in_flight.values())
 
+    def reserve(self, namespace: str, wanted: int) -> Reservation:
+        """Hold capacity for up to `wanted` tasks, spread evenly over the instances
+        that have room; may hold less than wanted, or nothing."""
+        room = {}
+        for inst in self._directory.instances(namespace):
+            free = inst.max_in_flight - self._in_flight.get(inst.address, 0)
+            if free > 0:
+                room[inst.address] = [inst, free, 0]
+        remaining = wanted
+        while remaining > 0:
+            open_ = [r for r in room.values() if r[1] > r[2]]
+            if not open_:
+                break
+            share = -(-remaining // len(open_))  # ceil: an even split of what is left
+            for r in open_:
+                take = min(share, r[1] - r[2], remaining)
+                r[2] += take
+                remaining -= take
+        allocations = [(inst, n) for inst, _free, n in room.values() if n > 0]
+        for inst, n in allocations:
+            self._in_flight[inst.address] = self._in_flight.get(inst.address, 0) + n
+        return Reservation(namespace, allocations)
+
+    def _release(self, address: str, n: int) -> None:
+        self._in_flight[address] = self._in_flight.get(address, 0) - n
+        self.on_release()
+
+    async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery]) -> list[pb.Outcome]:
+        """Deliver (at most reservation.total) tasks; capacity not used is released.
+        Every delivery gets exactly one outcome back."""
+        calls, i = [], 0
+        for inst, n in reservation.allocations:
+            chunk = list(deliveries[i:i + n])
+            i += len(chunk)
+            if n > len(chunk):
+                self._release(inst.address, n - len(chunk))
+            if chunk:
+                calls.append(self._call(inst, chunk))
+        outcomes = [o for result in await asyncio.gather(*calls) for o in result]
+        return outcomes + _failed(deliveries[i:], f"no capacity reserved in namespace {reservation.namespace!r}")
+
     def _stub(self, address: str) -> pb_grpc.ExecutorServiceStub:
         entry = self._channels.get(address)
         if entry is None:
@@ -57,51 +113,6 @@ class ExecutorPool:
             entry = (channel, pb_grpc.ExecutorServiceStub(channel))
             self._channels[address] = entry
         return entry[1]
-
-    async def _acquire(self, namespace: str, wanted: int, give_up_at: float) -> tuple[_Instance, int] | None:
-        async with self._freed:
-            while True:
-                instances = self._directory.instances(namespace)
-                best, free = None, 0
-                for inst in instances:
-                    f = inst.max_in_flight - self._in_flight.get(inst.address, 0)
-                    if f > free:
-                        best, free = inst, f
-                if best is not None:
-                    take = min(wanted, free)
-                    self._in_flight[best.address] = self._in_flight.get(best.address, 0) + take
-                    return best, take
-                remaining = give_up_at - time.monotonic()
-                if not instances or remaining <= 0:
-                    return None
-                try:
-                    await asyncio.wait_for(self._freed.wait(), timeout=min(remaining, 0.5))
-                except asyncio.TimeoutError:
-                    pass
-
-    async def _release(self, address: str, n: int) -> None:
-        async with self._freed:
-            self._in_flight[address] = self._in_flight.get(address, 0) - n
-            self._freed.notify_all()
-
-    async def execute(self, namespace: str, deliveries: Sequence[pb.Delivery],
-                      wait_for_capacity_s: float = 30.0) -> list[pb.Outcome]:
-        """Deliver all; every delivery gets exactly one outcome back."""
-        give_up_at = time.monotonic() + wait_for_capacity_s
-        pending = list(deliveries)
-        calls = []
-        while pending:
-            got = await self._acquire(namespace, len(pending), give_up_at)
-            if got is None:
-                calls.append(_failed(pending, f"no executor of namespace {namespace!r} had capacity"))
-                break
-            inst, take = got
-            chunk, pending = pending[:take], pending[take:]
-            calls.append(asyncio.ensure_future(self._call(inst, chunk)))
-        outcomes: list[pb.Outcome] = []
-        for call in calls:
-            outcomes.extend(await call if asyncio.isfuture(call) else call)
-        return outcomes
 
     async def _call(self, inst: _Instance, chunk: list[pb.Delivery]) -> list[pb.Outcome]:
         deadline_s = max(d.timeout_ms for d in chunk) / 1000 + self._rpc_margin_s
@@ -114,7 +125,7 @@ class ExecutorPool:
         except grpc.aio.AioRpcError as exc:
             return _failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}")
         finally:
-            await self._release(inst.address, len(chunk))
+            self._release(inst.address, len(chunk))
 
 
 def _failed(deliveries: Sequence[pb.Delivery], error: str) -> list[pb.Outcome]:

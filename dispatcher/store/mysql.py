@@ -39,7 +39,9 @@ class TaskStore:
         self._config = config
         self._pool: queue.LifoQueue[pymysql.connections.Connection] = queue.LifoQueue()
         self._lock = threading.Lock()
-        self._opened = 0
+        # At most pool_size transactions at once: callers beyond it wait for a
+        # connection instead of opening more (MySQL connections are not free).
+        self._slots = threading.BoundedSemaphore(config.pool_size)
         self._stopped = False
 
     # ---- lifecycle ----
@@ -75,6 +77,10 @@ class TaskStore:
     def transaction(self) -> Iterator[pymysql.cursors.Cursor]:
         """One transaction on a pooled connection. A deadlock or lock-wait timeout
         rolls back and surfaces as Unavailable("... rolled back ..."); `run` retries those."""
+        with self._slots:
+            yield from self._transaction()
+
+    def _transaction(self):
         try:
             conn = self._pool.get_nowait()
         except queue.Empty:

@@ -206,3 +206,20 @@ def test_admin_view_and_metrics_show_the_work(node, client, recording_executor):
     text = scrape()
     assert 'taskring_task_outcomes_total{kind="succeeded"} 5.0' in text
     assert "taskring_dispatch_lateness_seconds_bucket" in text
+
+
+def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
+    # Given slow tasks each started before the next is submitted, so that each
+    # travels in a dispatch batch of its own
+    slow = []
+    for i in range(6):
+        slow.append(client.submit("tests", "slow", {"ms": 5000}).task_id)
+        wait_until(lambda: len(recording_executor.snapshot()) > i, 20, f"slow task {i} to start")
+    # When quick tasks arrive while every slow one is still running
+    quick = [r.task_id for r in client.submit_batch([TaskSpec("tests", "ok", {}) for _ in range(20)])]
+    infos = wait_terminal(client, quick + slow, timeout_s=60)
+
+    def finished(tid):
+        return next(e.at for e in infos[tid].history if e.state == TaskState.SUCCEEDED)
+    # Then every quick task finished before the first slow one did
+    assert max(finished(t) for t in quick) < min(finished(t) for t in slow)
