@@ -1,6 +1,6 @@
 """The `taskring` command.
 
-    taskring node [--single] [--node-id ID] [--grpc-port N] [--admin-port N]
+    taskring node [--single] [--node-id ID] [--host H] [--grpc-port N] [--admin-port N]
     taskring ring [--admin URL]          the ring as a table (cluster issue)
     taskring demo [--nodes 3]            a local cluster doing real work
     taskring stack up|down|status        the local stack (deploy/local/stack.sh)
@@ -28,6 +28,8 @@ def _cmd_node(args: argparse.Namespace) -> int:
     from dispatcher.config import NodeConfig
     from dispatcher.node import run_node
     overrides = {"cluster": not args.single}
+    if args.host is not None:
+        overrides["grpc_host"] = args.host
     for name in ("node_id", "grpc_port", "admin_port"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
@@ -64,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     node = sub.add_parser("node", help="run a dispatcher node (config from TASKRING_* variables)")
     node.add_argument("--single", action="store_true", help="own every slot; no cluster membership")
     node.add_argument("--node-id")
+    node.add_argument("--host", help="listen address of the gRPC API and admin endpoint (default 127.0.0.1)")
     node.add_argument("--grpc-port", type=int)
     node.add_argument("--admin-port", type=int)
     node.add_argument("--no-admin-token", action="store_true",

@@ -59,6 +59,7 @@ class ZooKeeperConfig:
 class NodeConfig:
     node_id: str = dataclasses.field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     grpc_host: str = "127.0.0.1"
+    """Where the gRPC API and the admin endpoint listen (TASKRING_BIND_HOST); 0.0.0.0 in a pod."""
     grpc_port: int = 7070
     admin_port: int = 7080
     admin_token: str | None = dataclasses.field(default=None, repr=False)
@@ -115,6 +116,8 @@ class NodeConfig:
             session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", "6000")),
         )
         values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
+        if "TASKRING_BIND_HOST" in env:
+            values["grpc_host"] = env["TASKRING_BIND_HOST"]
         if "TASKRING_NODE_ID" in env:
             values["node_id"] = env["TASKRING_NODE_ID"]
         if "TASKRING_RETRY_POLICIES" in env:

@@ -2,11 +2,14 @@
 
 Files `migrations/NNN_name.sql` are applied in order, each once, and recorded in
 `schema_migrations`. Statements are separated by `;` at the end of a line.
-Run it as `python -m dispatcher.store.migrate --host ... --port ... --database ...`.
+Run it as `python -m dispatcher.store.migrate [--host H] [--port N] [--user U] [--database D]`;
+each defaults to the node's TASKRING_MYSQL_* variable, and the password is read
+only from TASKRING_MYSQL_PASSWORD (never from the command line).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import re
 
@@ -61,13 +64,15 @@ def migrate(conn: pymysql.connections.Connection, database: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    env = os.environ
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=23306)
-    parser.add_argument("--user", default="root")
-    parser.add_argument("--database", default="taskring")
+    parser.add_argument("--host", default=env.get("TASKRING_MYSQL_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(env.get("TASKRING_MYSQL_PORT", "23306")))
+    parser.add_argument("--user", default=env.get("TASKRING_MYSQL_USER", "root"))
+    parser.add_argument("--database", default=env.get("TASKRING_MYSQL_DATABASE", "taskring"))
     args = parser.parse_args(argv)
-    conn = pymysql.connect(host=args.host, port=args.port, user=args.user, autocommit=False)
+    conn = pymysql.connect(host=args.host, port=args.port, user=args.user,
+                           password=env.get("TASKRING_MYSQL_PASSWORD", ""), autocommit=False, connect_timeout=10)
     try:
         applied = migrate(conn, args.database)
     finally:
