@@ -53,7 +53,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from cluster.ring import desired_owners
 from dispatcher.clock import Clock
 from dispatcher.config import NodeConfig
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.interface import TaskStoreProtocol
 from membership.interface import SessionEvent, SessionState
 from membership.nodes import NodeRegistry
 from membership.session import ZkSession
@@ -71,7 +71,7 @@ class SlotListener(Protocol):
 
 
 class ClusterOwnership:
-    def __init__(self, *, config: NodeConfig, session: ZkSession, store: TaskStore, listener: SlotListener,
+    def __init__(self, *, config: NodeConfig, session: ZkSession, store: TaskStoreProtocol, listener: SlotListener,
                  clock: Clock | None = None, node_info: dict | None = None):
         self._config = config
         self._session = session

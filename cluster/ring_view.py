@@ -11,11 +11,11 @@ from typing import Callable
 from confluent_kafka import Consumer, TopicPartition
 
 from dispatcher.config import NodeConfig
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.interface import TaskStoreProtocol
 
 
 class RingView:
-    def __init__(self, *, config: NodeConfig, store: TaskStore, ownership_snapshot: Callable[[], dict],
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, ownership_snapshot: Callable[[], dict],
                  node_status: Callable[[], dict], cache_s: float = 1.0):
         self._config = config
         self._store = store

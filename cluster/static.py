@@ -10,7 +10,7 @@ import asyncio
 from typing import Protocol
 
 from dispatcher.clock import Clock
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.interface import TaskStoreProtocol
 
 
 class SlotListener(Protocol):
@@ -19,7 +19,7 @@ class SlotListener(Protocol):
 
 
 class StaticOwnership:
-    def __init__(self, *, store: TaskStore, listener: SlotListener, node_id: str, slot_count: int,
+    def __init__(self, *, store: TaskStoreProtocol, listener: SlotListener, node_id: str, slot_count: int,
                  clock: Clock | None = None):
         self._store = store
         self._listener = listener

@@ -25,7 +25,7 @@ from dispatcher.errors import InvalidArgument, TaskringError
 from dispatcher.kafka_log import TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.validation import Limits, ValidTask, validate_batch, validate_task
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def _guarded(method):
 
 
 class TaskApi(pb_grpc.TaskServiceServicer):
-    def __init__(self, *, config: NodeConfig, store: TaskStore, producer: TaskProducer,
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: TaskProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None):
         self._config = config
         self._store = store

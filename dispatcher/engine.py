@@ -34,7 +34,7 @@ from dispatcher.kafka_log import InMessage, OutMessage, TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.retry import RetryPolicy, next_delay_ms
 from dispatcher.store import records as r
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.watermark import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def queued_message(topic: str, task: pb.Task, slot: int, attempt: int, due_ms: i
 
 
 class Engine:
-    def __init__(self, *, config: NodeConfig, store: TaskStore, producer: TaskProducer,
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: TaskProducer,
                  intake_factory: Callable[[Callable, Callable], KafkaIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None):
@@ -205,7 +205,10 @@ class Engine:
     async def _lose(self, slots: set[int]) -> None:
         """The store refused our epoch for these slots: someone else owns them."""
         for slot in slots:
-            if slot in self._slots:
+            state = self._slots.get(slot)
+            # Only once per loss: while slot_revoked waits for the intake, the slot is
+            # still in the table (inactive), and a second refusal must not drop it again.
+            if state is not None and state.active:
                 log.warning("slot %d: epoch %d superseded; dropping the slot", slot, self._slots[slot].epoch)
                 self._metrics.fenced.inc()
                 await self.slot_revoked(slot, clean=False)
@@ -414,17 +417,23 @@ class Engine:
                 log.exception("begin_dispatch failed; tasks go back to the heap")
                 for d in ready:
                     d.due_ms = now_ms + 500
-                    self._push(d)
-                dispatched, stale = set(), set()
+                    self._push(d)  # not settled: they have not run
+                dispatched, stale, requeued = set(), set(), True
+            else:
+                requeued = False
             finally:
                 self._batch_gate.release()
             await self._lose(stale)
             go: dict[str, list[Due]] = collections.defaultdict(list)
+            delivered: set[str] = set()
             for d in ready:
-                if d.task.task_id in dispatched:
+                # A task can be in one batch twice (a swept row and its Kafka message):
+                # the store dispatched it once, so it is delivered once.
+                if d.task.task_id in dispatched and d.task.task_id not in delivered:
+                    delivered.add(d.task.task_id)
                     go[d.task.namespace].append(d)
                     self._metrics.lateness.labels(d.source).observe(max(0, now_ms - d.due_ms) / 1000)
-                elif d.slot not in stale:
+                elif d.slot not in stale and not requeued:
                     self._metrics.skipped.inc()
                     self._settle(d)
             self._metrics.dispatched.inc(len(dispatched))

@@ -14,6 +14,7 @@ owner twice (replayed Kafka message, swept row) is dispatched once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import queue
 import threading
@@ -184,11 +185,14 @@ class TaskStore:
         Returns {task_id: status} for ids that already existed: a retried Submit
         gets the existing task back and nothing new is written for it.
         """
+        if not tasks:
+            return {}
+
         def body(cur):
             ids = [t.task_id for t in tasks]
             cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({_marks(len(ids))})", ids)
             existing = dict(cur.fetchall())
-            fresh = [t for t in tasks if t.task_id not in existing]
+            fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
             if fresh:
                 cur.executemany(
                     "INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status, trigger_at,"
@@ -264,7 +268,7 @@ class TaskStore:
                 ids = [row.task_id for row in rows]
                 cur.execute(f"UPDATE tasks SET status = %s, epoch = %s, updated_at = %s"
                             f" WHERE task_id IN ({_marks(len(ids))})", [r.CLAIMED, epoch, now, *ids])
-            return True, rows
+            return True, [dataclasses.replace(row, status=r.CLAIMED, epoch=epoch, updated_at=now) for row in rows]
         return self.run(body)
 
     def sweep_enqueued(self, slot: int, epoch: int, older_than: dt.datetime, limit: int,
@@ -300,8 +304,8 @@ class TaskStore:
                         ids)
             rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
             want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
-            ok = [c for c in live
-                  if rows.get(c.task_id) == (want[c.source], c.attempt - 1)]
+            ok = list({c.task_id: c for c in reversed(live)
+                       if rows.get(c.task_id) == (want[c.source], c.attempt - 1)}.values())[::-1]
             if ok:
                 # One statement per epoch (a handful), not per task: every eligible row
                 # has attempts = attempt - 1, so attempts + 1 is the attempt being made.

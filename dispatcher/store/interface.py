@@ -1,0 +1,192 @@
+"""The contract of the task store, kept by TaskStore (mysql.py) and by its
+in-memory twin MemoryTaskStore (memory.py); tests/store_conformance.py checks
+both against it.
+
+Design note
+-----------
+One row per task is the source of truth for its state (statuses in records.py).
+Two kinds of writer touch it:
+
+- the API (insert_tasks, reroute_to_mysql, cancel): unfenced, conditional on
+  the row's status;
+- the owner of the row's slot (claim_due, sweep_enqueued, begin_dispatch,
+  record_outcomes, commit_offsets, release_slot): fenced. Each call carries the
+  epoch the caller holds for every slot it writes; the store compares it with
+  the slot's current epoch *in the same atomic step as the write*, and a slot
+  whose epoch moved on is reported stale and gets no write at all. claim_slot
+  is what moves an epoch on.
+
+Transitions are conditional on (status, attempts), so a task that reaches an
+owner twice (a replayed Kafka message, a swept row) is dispatched once, and an
+outcome of an attempt that is no longer current changes nothing.
+
+What is returned, what is written and what is refused is specified per method
+below. Every method may raise dispatcher.errors.Unavailable when the backend
+underneath refused (nothing was written: each call is all-or-nothing). Times
+are naive UTC datetimes, stored with millisecond precision (truncated).
+Task ids, namespaces and task types are compared exactly (case-sensitive).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Iterable, Protocol, Sequence
+
+from dispatcher.store import records as r
+
+
+class TaskStoreProtocol(Protocol):
+    """What the engine, the API, ownership and the admin view need from a task store."""
+
+    # ---- lifecycle ----
+
+    def start(self) -> None:
+        """Make the store usable; raises Unavailable if the backend cannot be reached."""
+
+    def stop(self) -> None:
+        """Release what the store holds. Safe before start and twice."""
+
+    # ---- slot ownership (the fencing record) ----
+
+    def ensure_slots(self, slot_count: int) -> None:
+        """Make sure slots 0..slot_count-1 have an ownership record (epoch 0, no owner).
+        An existing record is never changed."""
+
+    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
+        """Take `slot` for `node` and return its new epoch. Unconditional.
+
+        The epoch becomes the previous one + 1 (a slot without a record starts
+        from 0, so its first claim returns 1) and the owner becomes `node`. From
+        then on every fenced write carrying an older epoch for the slot is
+        refused. The slot's rows that a previous owner held (claimed) or had
+        handed to an executor without recording the outcome (dispatched) go back
+        to pending, stamped with the new epoch, attempts unchanged: they run
+        again (at-least-once). Rows in any other status are untouched.
+        """
+
+    def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
+        """Give the slot up after a clean handoff. Fenced.
+
+        Stale `epoch`: returns False and writes nothing. Otherwise the slot's
+        claimed rows go back to pending, its owner is cleared ('') and True is
+        returned. The epoch is *not* bumped (the next claim_slot does that), so
+        outcomes of attempts still in flight may be recorded until then; rows
+        still dispatched are left alone (the next claim_slot resets them).
+        """
+
+    def slot_owners(self) -> dict[int, tuple[int, str]]:
+        """{slot: (epoch, owner)} for every slot with a record; owner '' when released
+        or never claimed."""
+
+    # ---- the API's writes (unfenced) ----
+
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+        """Insert new tasks, atomically, and return {task_id: status} for the ids that
+        already existed.
+
+        Nothing is written for an existing id (a retried Submit gets the existing
+        task back, its row and history untouched). An id repeated within `tasks`
+        is inserted once, from its first occurrence. Each new row has the given
+        status (pending or enqueued), attempts 0, epoch 0, updated_at =
+        created_at, and two events at created_at by `node`, attempt 0:
+        "accepted", then "queued" with detail "kafka" (enqueued) or "mysql"
+        (pending). Its (slot, namespace, task_type) is recorded for
+        task_types_by_slot. An empty `tasks` writes nothing and returns {}.
+        """
+
+    def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
+        """Kafka refused these tasks: move those still enqueued to pending (the MySQL
+        path). Conditional on status; unknown ids and rows in any other status are
+        left alone. Returns how many rows moved. No event is written."""
+
+    def get_task(self, task_id: str) -> tuple[r.TaskRow, list[r.Event]]:
+        """The row and its whole history, in the order the events were written.
+        Raises TaskNotFound."""
+
+    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+        """Cancel a task that has not been handed to an executor.
+
+        pending, enqueued or claimed: becomes cancelled, with a "cancelled" event
+        at `now` by `node`, attempt = the row's attempts. An owner that later
+        tries to dispatch it is refused by begin_dispatch. Otherwise raises
+        TaskAlreadyFinished naming the API state ("running" for dispatched, else
+        the status itself) and writes nothing; unknown id: TaskNotFound.
+        """
+
+    # ---- the owner's writes (fenced) ----
+
+    def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,
+                  now: dt.datetime) -> tuple[bool, list[r.TaskRow]]:
+        """Claim pending rows of `slot` due by `until` (inclusive) for the owner's heap.
+
+        Stale `epoch`: (False, []) and nothing written. Otherwise at most `limit`
+        rows, earliest trigger_at first (ties by task_id), become claimed under
+        `epoch` and are returned in that order as claimed (status claimed, epoch
+        `epoch`, updated_at `now`; attempts is the number of attempts made so
+        far). Rows of other slots or other statuses are never claimed. Rows a
+        concurrent claimer holds are skipped, not waited for.
+        """
+
+    def sweep_enqueued(self, slot: int, epoch: int, older_than: dt.datetime, limit: int,
+                       now: dt.datetime) -> int:
+        """Move enqueued rows of `slot` due before `older_than` (strictly) to pending:
+        the safety net for a Kafka message lost to a crash. At most `limit` rows,
+        oldest first. Returns how many moved; 0 when `epoch` is stale (nothing
+        written). No event is written."""
+
+    def begin_dispatch(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                       now: dt.datetime) -> tuple[set[str], set[int]]:
+        """Mark the eligible claims dispatched; returns (dispatched task ids, stale slots).
+
+        `epochs` holds the caller's epoch for every slot in `claims`. Claims of a
+        stale slot write nothing. A claim is eligible when its row still expects
+        this attempt on this path: status enqueued (source "kafka") or claimed
+        (source "mysql"), and attempts == attempt - 1. Anything else (cancelled,
+        finished, re-routed, already dispatched, unknown) is skipped, so
+        duplicates are harmless; a task claimed twice in one call is dispatched
+        once. An eligible row becomes dispatched with attempts = attempt and
+        epoch = its slot's epoch, and gets the events ("queued" at
+        min(due_at, now), only for attempt > 1: the retry fell due) then
+        "dispatched" at `now`, by `node`, with the attempt.
+        """
+
+    def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
+                        now: dt.datetime) -> set[int]:
+        """Record finished attempts; returns the stale slots, whose writes were refused.
+
+        `epochs` holds the caller's epoch for every slot in `writes`. A write of
+        a live slot applies only if its row is dispatched at exactly
+        `write.attempt`; others are ignored (no row change, no event). Applied:
+        SUCCEEDED -> succeeded; "retry" -> `retry_status` (pending or enqueued)
+        with trigger_at = retry_at, last_error and last_stack_trace set;
+        DEAD_LETTERED -> dead_lettered with last_error and last_stack_trace, and
+        an entry in the dead letters (slot, namespace, task_type, envelope,
+        attempts, last error and stack trace, first_attempt_at = the time of the
+        task's first "dispatched" event, dead_lettered_at = now). attempts is
+        never changed here. The write's events are appended in its order.
+        """
+
+    # ---- Kafka progress (fenced) ----
+
+    def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """{(topic, partition): next offset to read} for the pairs that have a committed
+        offset; pairs never committed are absent. Not fenced."""
+
+    def commit_offsets(self, commits: Sequence[tuple[str, int, int]], epochs: dict[int, int],
+                       now: dt.datetime) -> set[int]:
+        """Store (topic, partition = slot, next_offset) under each slot's epoch; returns
+        the stale slots, whose commits were refused (the others are stored).
+        The offset given replaces the stored one (the caller commits only its
+        low watermark, which does not move backwards within an epoch)."""
+
+    # ---- observation (the admin view) ----
+
+    def pending_by_slot(self, slots: Iterable[int] | None = None) -> dict[int, int]:
+        """{slot: rows not yet dispatched (pending, enqueued or claimed)}, zeros included,
+        for exactly the given slots, or for every slot with an ownership record when
+        None (rows of a slot without a record are then not counted)."""
+
+    def task_types_by_slot(self) -> dict[int, list[str]]:
+        """{slot: sorted ["namespace/task_type", ...]} of every type ever inserted."""
+
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        """Every committed {(topic, partition): next_offset}."""

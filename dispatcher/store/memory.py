@@ -1,0 +1,324 @@
+"""MemoryTaskStore: the task store's contract (interface.py) kept in memory, for
+unit tests of logic (the engine, the API, ownership). It passes the same
+conformance suite as TaskStore (tests/store_conformance.py).
+
+One lock guards everything, and every method does its fencing check and its
+writes under it, which is what the real store gets from a transaction that
+reads the slot's epoch under a shared lock. Rows are copied in and out, so a
+caller never holds a live reference. Times are truncated to milliseconds, as
+DATETIME(3) does in MariaDB.
+
+Beyond the contract, for tests: `dead_letters()` (the dead letters table),
+`events()`, `rows()`, and `fail(method, ...)`, which makes the next calls of a
+method raise (Unavailable by default) without writing anything (`failures_left`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+from typing import Iterable, Sequence
+
+from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
+from dispatcher.store import records as r
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    """One row of the dead letters: what kept failing, to inspect and replay."""
+
+    task_id: str
+    slot: int
+    namespace: str
+    task_type: str
+    envelope: bytes
+    attempts: int
+    last_error: str | None
+    last_stack_trace: str | None
+    first_attempt_at: dt.datetime | None
+    dead_lettered_at: dt.datetime
+
+
+def _ms(value: dt.datetime | None) -> dt.datetime | None:
+    """DATETIME(3): naive, milliseconds, truncated."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+
+
+class MemoryTaskStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, r.TaskRow] = {}
+        self._events: dict[str, list[r.Event]] = {}
+        self._dead: dict[str, DeadLetter] = {}
+        self._owners: dict[int, tuple[int, str]] = {}
+        self._types: set[tuple[int, str, str]] = set()
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._failures: dict[str, list[BaseException]] = {}
+
+    # ---- test hooks ----
+
+    def fail(self, method: str, times: int = 1, exc: BaseException | None = None) -> None:
+        """Make the next `times` calls of `method` raise `exc` (Unavailable by default)
+        before touching anything."""
+        if not callable(getattr(self, method, None)):
+            raise AttributeError(f"MemoryTaskStore has no method {method!r}")
+        with self._lock:
+            self._failures.setdefault(method, []).extend(
+                [exc or Unavailable(f"memory store: {method} made to fail")] * times)
+
+    def failures_left(self, method: str) -> int:
+        """How many of the failures `fail` queued for `method` are still to come."""
+        with self._lock:
+            return len(self._failures.get(method, ()))
+
+    def _maybe_fail(self, method: str) -> None:
+        queued = self._failures.get(method)
+        if queued:
+            raise queued.pop(0)
+
+    def dead_letters(self) -> dict[str, DeadLetter]:
+        with self._lock:
+            return dict(self._dead)
+
+    def events(self, task_id: str) -> list[r.Event]:
+        with self._lock:
+            return list(self._events.get(task_id, ()))
+
+    def rows(self) -> dict[str, r.TaskRow]:
+        with self._lock:
+            return dict(self._rows)
+
+    # ---- lifecycle ----
+
+    def start(self) -> None:
+        with self._lock:
+            self._maybe_fail("start")
+
+    def stop(self) -> None:
+        pass
+
+    # ---- fencing ----
+
+    def _stale(self, epochs: dict[int, int]) -> set[int]:
+        return {s for s, e in epochs.items() if s not in self._owners or self._owners[s][0] != e}
+
+    def _update(self, task_id: str, **changes) -> None:
+        self._rows[task_id] = dataclasses.replace(self._rows[task_id], **changes)
+
+    def _append(self, events: Iterable[r.Event]) -> None:
+        for e in events:
+            self._events.setdefault(e.task_id, []).append(dataclasses.replace(e, at=_ms(e.at)))
+
+    def ensure_slots(self, slot_count: int) -> None:
+        with self._lock:
+            self._maybe_fail("ensure_slots")
+            for s in range(slot_count):
+                self._owners.setdefault(s, (0, ""))
+
+    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
+        with self._lock:
+            self._maybe_fail("claim_slot")
+            epoch = self._owners.get(slot, (0, ""))[0] + 1
+            self._owners[slot] = (epoch, node)
+            now = _ms(now)
+            for row in list(self._rows.values()):
+                if row.slot == slot and row.status in (r.CLAIMED, r.DISPATCHED):
+                    self._update(row.task_id, status=r.PENDING, epoch=epoch, updated_at=now)
+            return epoch
+
+    def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
+        with self._lock:
+            self._maybe_fail("release_slot")
+            if self._stale({slot: epoch}):
+                return False
+            now = _ms(now)
+            for row in list(self._rows.values()):
+                if row.slot == slot and row.status == r.CLAIMED:
+                    self._update(row.task_id, status=r.PENDING, updated_at=now)
+            self._owners[slot] = (epoch, "")
+            return True
+
+    def slot_owners(self) -> dict[int, tuple[int, str]]:
+        with self._lock:
+            self._maybe_fail("slot_owners")
+            return dict(self._owners)
+
+    # ---- the API's writes ----
+
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+        with self._lock:
+            self._maybe_fail("insert_tasks")
+            existing = {t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
+            for t in tasks:
+                if t.task_id in self._rows:
+                    continue  # existing, or repeated within this batch: the first one stands
+                created = _ms(t.created_at)
+                self._rows[t.task_id] = r.TaskRow(
+                    task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
+                    priority=t.priority, status=t.status, trigger_at=_ms(t.trigger_at), attempts=0, epoch=0,
+                    envelope=bytes(t.envelope), last_error=None, last_stack_trace=None, created_at=created,
+                    updated_at=created)
+                self._append([r.Event(t.task_id, "accepted", created, node, 0),
+                              r.Event(t.task_id, "queued", created, node, 0,
+                                      "kafka" if t.status == r.ENQUEUED else "mysql")])
+                self._types.add((t.slot, t.namespace, t.task_type))
+            return existing
+
+    def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
+        with self._lock:
+            self._maybe_fail("reroute_to_mysql")
+            moved = 0
+            for tid in dict.fromkeys(task_ids):
+                row = self._rows.get(tid)
+                if row is not None and row.status == r.ENQUEUED:
+                    self._update(tid, status=r.PENDING, updated_at=_ms(now))
+                    moved += 1
+            return moved
+
+    def get_task(self, task_id: str) -> tuple[r.TaskRow, list[r.Event]]:
+        with self._lock:
+            self._maybe_fail("get_task")
+            row = self._rows.get(task_id)
+            if row is None:
+                raise TaskNotFound(task_id)
+            return row, list(self._events.get(task_id, ()))
+
+    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+        with self._lock:
+            self._maybe_fail("cancel")
+            row = self._rows.get(task_id)
+            if row is None:
+                raise TaskNotFound(task_id)
+            if row.status not in r.CANCELLABLE:
+                raise TaskAlreadyFinished(task_id, "running" if row.status == r.DISPATCHED else row.status)
+            now = _ms(now)
+            self._update(task_id, status=r.CANCELLED, updated_at=now)
+            self._append([r.Event(task_id, "cancelled", now, node, row.attempts, "cancelled by request")])
+
+    # ---- the owner's writes (fenced) ----
+
+    def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,
+                  now: dt.datetime) -> tuple[bool, list[r.TaskRow]]:
+        with self._lock:
+            self._maybe_fail("claim_due")
+            if self._stale({slot: epoch}):
+                return False, []
+            until, now = _ms(until), _ms(now)
+            due = sorted((row for row in self._rows.values()
+                          if row.slot == slot and row.status == r.PENDING and row.trigger_at <= until),
+                         key=lambda row: (row.trigger_at, row.task_id))[:max(limit, 0)]
+            for row in due:
+                self._update(row.task_id, status=r.CLAIMED, epoch=epoch, updated_at=now)
+            return True, [self._rows[row.task_id] for row in due]
+
+    def sweep_enqueued(self, slot: int, epoch: int, older_than: dt.datetime, limit: int,
+                       now: dt.datetime) -> int:
+        with self._lock:
+            self._maybe_fail("sweep_enqueued")
+            if self._stale({slot: epoch}):
+                return 0
+            older_than, now = _ms(older_than), _ms(now)
+            overdue = sorted((row for row in self._rows.values()
+                              if row.slot == slot and row.status == r.ENQUEUED and row.trigger_at < older_than),
+                             key=lambda row: (row.trigger_at, row.task_id))[:max(limit, 0)]
+            for row in overdue:
+                self._update(row.task_id, status=r.PENDING, updated_at=now)
+            return len(overdue)
+
+    def begin_dispatch(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                       now: dt.datetime) -> tuple[set[str], set[int]]:
+        with self._lock:
+            self._maybe_fail("begin_dispatch")
+            stale = self._stale({c.slot: epochs[c.slot] for c in claims})
+            want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
+            now = _ms(now)
+            dispatched: set[str] = set()
+            for c in claims:
+                if c.slot in stale:
+                    continue
+                row = self._rows.get(c.task_id)
+                if row is None or row.status != want[c.source] or row.attempts != c.attempt - 1:
+                    continue  # also a second claim of a task this call already dispatched
+                self._update(c.task_id, status=r.DISPATCHED, attempts=c.attempt, epoch=epochs[c.slot],
+                             updated_at=now)
+                if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
+                    self._append([r.Event(c.task_id, "queued", min(_ms(c.due_at), now), node, c.attempt)])
+                self._append([r.Event(c.task_id, "dispatched", now, node, c.attempt)])
+                dispatched.add(c.task_id)
+            return dispatched, stale
+
+    def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
+                        now: dt.datetime) -> set[int]:
+        with self._lock:
+            self._maybe_fail("record_outcomes")
+            stale = self._stale({w.slot: epochs[w.slot] for w in writes})
+            now = _ms(now)
+            # Eligibility is decided on the rows as they were before this call, as the
+            # real store does with one SELECT ... FOR UPDATE.
+            before = {w.task_id: self._rows.get(w.task_id) for w in writes}
+            for w in writes:
+                row = before[w.task_id]
+                if w.slot in stale or row is None or (row.status, row.attempts) != (r.DISPATCHED, w.attempt):
+                    continue
+                if w.result == r.SUCCEEDED:
+                    self._update(w.task_id, status=r.SUCCEEDED, updated_at=now)
+                elif w.result == "retry":
+                    self._update(w.task_id, status=w.retry_status, trigger_at=_ms(w.retry_at), last_error=w.error,
+                                 last_stack_trace=w.stack_trace, updated_at=now)
+                elif w.result == r.DEAD_LETTERED:
+                    self._update(w.task_id, status=r.DEAD_LETTERED, last_error=w.error,
+                                 last_stack_trace=w.stack_trace, updated_at=now)
+                    if w.task_id not in self._dead:
+                        t = self._rows[w.task_id]
+                        first = min((e.at for e in self._events.get(w.task_id, ()) if e.state == "dispatched"),
+                                    default=None)
+                        self._dead[w.task_id] = DeadLetter(
+                            task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
+                            envelope=t.envelope, attempts=t.attempts, last_error=t.last_error,
+                            last_stack_trace=t.last_stack_trace, first_attempt_at=first, dead_lettered_at=now)
+                else:
+                    raise ValueError(f"OutcomeWrite.result: unknown {w.result!r} for task {w.task_id!r}")
+                self._append(w.events)
+            return stale
+
+    # ---- Kafka progress (fenced) ----
+
+    def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        with self._lock:
+            self._maybe_fail("load_offsets")
+            return {p: self._offsets[p] for p in pairs if p in self._offsets}
+
+    def commit_offsets(self, commits: Sequence[tuple[str, int, int]], epochs: dict[int, int],
+                       now: dt.datetime) -> set[int]:
+        with self._lock:
+            self._maybe_fail("commit_offsets")
+            stale = self._stale({p: epochs[p] for _, p, _ in commits})
+            for topic, partition, offset in commits:
+                if partition not in stale:
+                    self._offsets[(topic, partition)] = offset
+            return stale
+
+    # ---- observation ----
+
+    def pending_by_slot(self, slots: Iterable[int] | None = None) -> dict[int, int]:
+        with self._lock:
+            out = dict.fromkeys(self._owners if slots is None else slots, 0)
+            for row in self._rows.values():
+                if row.slot in out and row.status in (r.PENDING, r.ENQUEUED, r.CLAIMED):
+                    out[row.slot] += 1
+            return out
+
+    def task_types_by_slot(self) -> dict[int, list[str]]:
+        with self._lock:
+            out: dict[int, list[str]] = {}
+            for slot, ns, tt in sorted(self._types):
+                out.setdefault(slot, []).append(f"{ns}/{tt}")
+            return out
+
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        with self._lock:
+            return dict(self._offsets)

@@ -1,0 +1,732 @@
+"""The task store's conformance suite: the contract of dispatcher/store/interface.py,
+run against every implementation, as River's riverdrivertest is.
+
+Not collected by itself (no test_ prefix, no Test class). A runner subclasses
+`StoreConformance` as `Test...` and overrides the `backend` fixture:
+
+- tests/unit/test_store_memory.py: MemoryTaskStore;
+- tests/integration/test_store_mysql.py: TaskStore on a fresh database per test.
+
+Shape: tables of cases (starting state, action, expected state). The starting
+state is a list of `Row`s, each driven to its status through the store's own
+public methods (`given`), so the suite needs no back door into either backend.
+After the action the runner checks the result, the (status, attempts) of the
+rows named in `then`, and that every other row, with its history, is exactly as
+it was: "writes nothing" is checked on every case, not only where it is named.
+
+Times are fixed (T0 + seconds), ids lower case except where case is the point.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+from typing import Any, Callable
+
+import pytest
+
+from dispatcher.errors import TaskAlreadyFinished, TaskNotFound
+from dispatcher.store import records as r
+from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
+
+T0 = dt.datetime(2030, 1, 1, 12, 0, 0)
+SLOTS = (0, 1, 2, 3)   # claimed by NODE before every case: epoch 1 each
+NODE = "n1"
+GIVEN_NODE = "given"
+BUILD_AT = T0 - dt.timedelta(minutes=10)   # when `given` did its work
+TOPIC = "tasks.normal"
+
+
+def T(seconds: float = 0) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+# ---------------------------------------------------------------- the backend a runner provides
+
+@dataclasses.dataclass
+class Backend:
+    store: Any
+    """A fresh store (TaskStoreProtocol), started, with nothing in it."""
+    dead_letters: Callable[[], dict[str, dict]]
+    """The dead letters as {task_id: {column: value}}: not part of the protocol
+    (the admin console will read them), so each runner reads its own."""
+
+
+# ---------------------------------------------------------------- starting states
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One task of a starting state."""
+
+    task_id: str
+    status: str
+    slot: int = 0
+    due_s: float = 0
+    """trigger_at = T(due_s)."""
+    attempts: int | None = None
+    """Attempts made so far; default 0, or 1 for dispatched and the terminal
+    outcomes of an attempt (succeeded, dead_lettered)."""
+    task_type: str = "send"
+    namespace: str = "ns"
+
+    @property
+    def made(self) -> int:
+        if self.attempts is not None:
+            return self.attempts
+        return 1 if self.status in (DISPATCHED, SUCCEEDED, DEAD_LETTERED) else 0
+
+
+def new_task(task_id: str, *, slot: int = 0, status: str = PENDING, due_s: float = 0, namespace: str = "ns",
+             task_type: str = "send", envelope: bytes | None = None, created_at: dt.datetime = BUILD_AT,
+             priority: int = 2) -> r.NewTask:
+    return r.NewTask(task_id=task_id, slot=slot, namespace=namespace, task_type=task_type, priority=priority,
+                     status=status, trigger_at=T(due_s), envelope=envelope or f"envelope of {task_id}".encode(),
+                     created_at=created_at)
+
+
+def outcome(task_id: str, attempt: int, result: str, *, slot: int = 0, retry_status: str | None = None,
+            retry_at: dt.datetime | None = None, error: str | None = None, at: dt.datetime = T0,
+            node: str = NODE) -> r.OutcomeWrite:
+    """An OutcomeWrite with the events the engine writes for it."""
+    if result == SUCCEEDED:
+        states = [("running", None), ("succeeded", None)]
+    elif result == "retry":
+        states = [("running", None), ("retry_wait", f"{error}; retry later")]
+    else:
+        states = [("running", None), ("failed", error), ("dead_lettered", "gave up")]
+    events = tuple(r.Event(task_id, s, at, node, attempt, d) for s, d in states)
+    if result != SUCCEEDED:
+        error = error or "boom"
+    return r.OutcomeWrite(task_id=task_id, slot=slot, attempt=attempt, result=result, events=events,
+                          retry_status=retry_status, retry_at=retry_at, error=error,
+                          stack_trace=None if error is None else f"Traceback: {error}")
+
+
+def kafka_claim(task_id: str, attempt: int, *, slot: int = 0, due_s: float = 0) -> r.DispatchClaim:
+    return r.DispatchClaim(task_id, slot, attempt, "kafka", T(due_s))
+
+
+def mysql_claim(task_id: str, attempt: int, *, slot: int = 0, due_s: float = 0) -> r.DispatchClaim:
+    return r.DispatchClaim(task_id, slot, attempt, "mysql", T(due_s))
+
+
+def given(store, rows: tuple[Row, ...]) -> dict[int, int]:
+    """Claim SLOTS for NODE, then drive each row to its status and attempts through
+    the public methods only; returns {slot: epoch}.
+
+    Rows that must end claimed are built first, each slot's pending rows being
+    then exactly those, so one claim_due per slot takes them all; every other
+    row is moved by per-task calls (the Kafka path of begin_dispatch, retries,
+    outcomes, cancel), which never touch a neighbour.
+    """
+    epochs = {s: store.claim_slot(s, NODE, BUILD_AT) for s in SLOTS}
+    at = BUILD_AT
+
+    def cycle(row: Row, final: str) -> None:
+        """Insert the row and make `row.made` attempts, leaving it in `final`."""
+        n = row.made
+        first = final if n == 0 and final in (PENDING, ENQUEUED) else ENQUEUED
+        store.insert_tasks([new_task(row.task_id, slot=row.slot, status=first, due_s=row.due_s,
+                                     namespace=row.namespace, task_type=row.task_type)], GIVEN_NODE)
+        for attempt in range(1, n + 1):
+            done, _ = store.begin_dispatch([kafka_claim(row.task_id, attempt, slot=row.slot, due_s=row.due_s)],
+                                           epochs, GIVEN_NODE, at)
+            assert done == {row.task_id}, f"given: {row} could not be dispatched at attempt {attempt}"
+            last = attempt == n
+            if last and final == DISPATCHED:
+                return
+            if last and final in (SUCCEEDED, DEAD_LETTERED):
+                write = outcome(row.task_id, attempt, final, slot=row.slot, at=at, node=GIVEN_NODE)
+            else:
+                back = final if last and final in (PENDING, ENQUEUED) else ENQUEUED
+                write = outcome(row.task_id, attempt, "retry", slot=row.slot, retry_status=back,
+                                retry_at=T(row.due_s), error=f"attempt {attempt} failed", at=at, node=GIVEN_NODE)
+            assert not store.record_outcomes([write], epochs, at)
+        if final == CANCELLED:
+            store.cancel(row.task_id, GIVEN_NODE, at)
+
+    claimed = [row for row in rows if row.status == CLAIMED]
+    for row in claimed:
+        cycle(row, PENDING)
+    for slot in sorted({row.slot for row in claimed}):
+        mine = [row for row in claimed if row.slot == slot]
+        ok, got = store.claim_due(slot, epochs[slot], max(T(row.due_s) for row in mine), len(mine), at)
+        assert ok and {g.task_id for g in got} == {row.task_id for row in mine}, "given: claim_due"
+    for row in rows:
+        if row.status != CLAIMED:
+            cycle(row, PENDING if row.status == PENDING else row.status)
+    for row in rows:
+        got, _ = store.get_task(row.task_id)
+        assert (got.status, got.attempts) == (row.status, row.made), f"given: built {got}, wanted {row}"
+    return epochs
+
+
+# ---------------------------------------------------------------- cases
+
+@dataclasses.dataclass
+class World:
+    """What an action sees: the store, the epochs `given` claimed, the backend."""
+
+    store: Any
+    epochs: dict[int, int]
+    backend: Backend
+
+    def row(self, task_id: str) -> r.TaskRow:
+        return self.store.get_task(task_id)[0]
+
+    def history(self, task_id: str) -> list[r.Event]:
+        return self.store.get_task(task_id)[1]
+
+    def states(self, task_id: str) -> list[str]:
+        return [e.state for e in self.history(task_id)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    given: tuple[Row, ...]
+    when: Callable[[World], Any]
+    then: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
+    """(status, attempts) after the action; rows not named must be unchanged, history included."""
+    returns: Any = ...
+    """The action's result (... : not checked)."""
+    raises: tuple[type[BaseException], str] | None = None
+    """(error type, a text its message contains); then nothing at all may change."""
+    check: Callable[[World, Any], None] | None = None
+    """Further assertions, given the world and the action's result."""
+
+
+def cases(*items: Case):
+    return pytest.mark.parametrize("case", items, ids=[c.name for c in items])
+
+
+def run_case(backend: Backend, case: Case) -> None:
+    store = backend.store
+    # Given
+    epochs = given(store, case.given)
+    world = World(store, epochs, backend)
+    before = {row.task_id: store.get_task(row.task_id) for row in case.given}
+    owners, offsets = store.slot_owners(), store.committed_offsets()
+    # When
+    if case.raises is not None:
+        kind, text = case.raises
+        with pytest.raises(kind) as info:
+            case.when(world)
+        assert text in str(info.value)
+        result = None
+    else:
+        result = case.when(world)
+    # Then
+    if case.returns is not ...:
+        assert result == case.returns
+    for task_id, expected in case.then.items():
+        row = world.row(task_id)
+        assert (row.status, row.attempts) == expected, f"{task_id}: {row}"
+    for task_id, (row, events) in before.items():
+        if task_id not in case.then:
+            assert store.get_task(task_id) == (row, events), f"{task_id} changed though the case names it not"
+    if case.raises is not None:
+        assert store.slot_owners() == owners and store.committed_offsets() == offsets
+    if case.check is not None:
+        case.check(world, result)
+
+
+def equal(actual, expected) -> None:
+    """For `check` lambdas, which cannot hold an assert statement."""
+    assert actual == expected
+
+
+def changed_updated_at(world: World, task_id: str, at: dt.datetime) -> None:
+    assert world.row(task_id).updated_at == at
+
+
+# ---- insert_tasks
+
+def _check_fresh_insert(w: World, _result) -> None:
+    a, b = w.row("a"), w.row("b")
+    assert (a.status, a.attempts, a.epoch, a.slot, a.trigger_at) == (PENDING, 0, 0, 1, T(60))
+    assert (b.status, b.trigger_at, b.envelope) == (ENQUEUED, T(5), b"envelope of b")
+    assert (a.created_at, a.updated_at, a.last_error) == (T0, T0, None)
+    assert w.history("a") == [r.Event("a", "accepted", T0, NODE, 0), r.Event("a", "queued", T0, NODE, 0, "mysql")]
+    assert w.history("b")[-1] == r.Event("b", "queued", T0, NODE, 0, "kafka")
+    assert w.store.task_types_by_slot() == {1: ["billing/charge", "ns/send"]}
+    assert w.store.pending_by_slot() == {0: 0, 1: 2, 2: 0, 3: 0}
+
+
+def _check_duplicate(w: World, _result) -> None:
+    assert w.row("a").envelope == b"envelope of a"  # the first submit's, not the retry's
+    assert w.row("new").status == PENDING
+
+
+INSERT = (
+    Case("fresh rows with their accepted and queued events",
+         given=(),
+         when=lambda w: w.store.insert_tasks(
+             [new_task("a", slot=1, status=PENDING, due_s=60, created_at=T0),
+              new_task("b", slot=1, status=ENQUEUED, due_s=5, namespace="billing", task_type="charge",
+                       created_at=T0)], NODE),
+         returns={}, then={"a": (PENDING, 0), "b": (ENQUEUED, 0)}, check=_check_fresh_insert),
+    Case("an existing id is returned with its status and nothing is written for it",
+         given=(Row("a", PENDING),),
+         when=lambda w: w.store.insert_tasks(
+             [new_task("a", status=ENQUEUED, envelope=b"retried submit", created_at=T0),
+              new_task("new", created_at=T0)], NODE),
+         returns={"a": PENDING}, then={"new": (PENDING, 0)}, check=_check_duplicate),
+    Case("existing ids report their current status, whatever it is",
+         given=(Row("d", DISPATCHED), Row("s", SUCCEEDED), Row("c", CANCELLED)),
+         when=lambda w: w.store.insert_tasks([new_task(t, created_at=T0) for t in ("d", "s", "c")], NODE),
+         returns={"d": DISPATCHED, "s": SUCCEEDED, "c": CANCELLED}),
+    Case("task ids are case-sensitive: Order-1 and order-1 are two tasks",
+         given=(Row("Order-1", PENDING),),
+         when=lambda w: w.store.insert_tasks([new_task("order-1", status=ENQUEUED, created_at=T0)], NODE),
+         returns={}, then={"order-1": (ENQUEUED, 0)},
+         check=lambda w, _: equal((w.row("order-1").envelope, w.row("Order-1").envelope),
+                                  (b"envelope of order-1", b"envelope of Order-1"))),
+    Case("an empty batch writes nothing and returns {}",
+         given=(), when=lambda w: w.store.insert_tasks([], NODE), returns={},
+         check=lambda w, _: equal(w.store.pending_by_slot(), {0: 0, 1: 0, 2: 0, 3: 0})),
+    Case("an id repeated in one batch is inserted once, from its first occurrence",
+         given=(),
+         when=lambda w: w.store.insert_tasks([new_task("a", envelope=b"first", created_at=T0),
+                                              new_task("a", envelope=b"second", created_at=T0)], NODE),
+         then={"a": (PENDING, 0)},
+         check=lambda w, _: equal((w.row("a").envelope, w.states("a")), (b"first", ["accepted", "queued"]))),
+    Case("types with a different case are two types",
+         given=(Row("a", PENDING, slot=2, task_type="Charge"),),
+         when=lambda w: w.store.insert_tasks([new_task("b", slot=2, task_type="charge", created_at=T0)], NODE),
+         check=lambda w, _: equal(w.store.task_types_by_slot(), {2: ["ns/Charge", "ns/charge"]})),
+)
+
+# ---- reroute_to_mysql
+
+REROUTE = (
+    Case("only enqueued rows move to pending, and are counted",
+         given=(Row("e1", ENQUEUED), Row("e2", ENQUEUED, slot=1), Row("p", PENDING), Row("d", DISPATCHED),
+                Row("e3", ENQUEUED)),
+         when=lambda w: w.store.reroute_to_mysql(["e1", "e2", "p", "d", "unknown"], T0),
+         returns=2, then={"e1": (PENDING, 0), "e2": (PENDING, 0)},
+         check=lambda w, _: changed_updated_at(w, "e1", T0)),
+    Case("an empty list is a no-op", given=(Row("e", ENQUEUED),),
+         when=lambda w: w.store.reroute_to_mysql([], T0), returns=0),
+)
+
+# ---- cancel
+
+
+def _check_cancelled(task_id: str, attempts: int):
+    def check(w: World, _result) -> None:
+        assert w.history(task_id)[-1] == r.Event(task_id, "cancelled", T0, NODE, attempts, "cancelled by request")
+    return check
+
+
+CANCEL = (
+    Case("pending", given=(Row("a", PENDING),), when=lambda w: w.store.cancel("a", NODE, T0),
+         then={"a": (CANCELLED, 0)}, check=_check_cancelled("a", 0)),
+    Case("enqueued", given=(Row("a", ENQUEUED),), when=lambda w: w.store.cancel("a", NODE, T0),
+         then={"a": (CANCELLED, 0)}, check=_check_cancelled("a", 0)),
+    Case("claimed", given=(Row("a", CLAIMED, attempts=2),), when=lambda w: w.store.cancel("a", NODE, T0),
+         then={"a": (CANCELLED, 2)}, check=_check_cancelled("a", 2)),
+    Case("a retry waiting in pending", given=(Row("a", PENDING, attempts=1),),
+         when=lambda w: w.store.cancel("a", NODE, T0), then={"a": (CANCELLED, 1)}),
+    Case("dispatched is refused as running", given=(Row("a", DISPATCHED),),
+         when=lambda w: w.store.cancel("a", NODE, T0), raises=(TaskAlreadyFinished, "already running")),
+    Case("succeeded is refused", given=(Row("a", SUCCEEDED),),
+         when=lambda w: w.store.cancel("a", NODE, T0), raises=(TaskAlreadyFinished, "already succeeded")),
+    Case("dead_lettered is refused", given=(Row("a", DEAD_LETTERED),),
+         when=lambda w: w.store.cancel("a", NODE, T0), raises=(TaskAlreadyFinished, "already dead_lettered")),
+    Case("cancelled is refused", given=(Row("a", CANCELLED),),
+         when=lambda w: w.store.cancel("a", NODE, T0), raises=(TaskAlreadyFinished, "already cancelled")),
+    Case("unknown id", given=(Row("a", PENDING),),
+         when=lambda w: w.store.cancel("nope", NODE, T0), raises=(TaskNotFound, "'nope'")),
+    Case("a cancelled claimed row is not dispatched by its owner",
+         given=(Row("a", CLAIMED),),
+         when=lambda w: (w.store.cancel("a", NODE, T0),
+                         w.store.begin_dispatch([mysql_claim("a", 1)], w.epochs, NODE, T0))[1],
+         returns=(set(), set()), then={"a": (CANCELLED, 0)}),
+)
+
+# ---- claim_due
+
+
+def _check_claimed_rows(w: World, result) -> None:
+    ok, rows = result
+    assert ok and [row.task_id for row in rows] == ["b", "c", "a"]
+    assert {w.row(t).epoch for t in ("a", "b", "c")} == {w.epochs[0]}
+
+
+CLAIM_DUE = (
+    Case("claims due pending rows of the slot in trigger order, ties by id",
+         given=(Row("a", PENDING, due_s=10), Row("c", PENDING, due_s=5), Row("b", PENDING, due_s=5),
+                Row("late", PENDING, due_s=11), Row("other-slot", PENDING, slot=1, due_s=0),
+                Row("enq", ENQUEUED, due_s=0), Row("claimed", CLAIMED, due_s=0), Row("disp", DISPATCHED, due_s=0),
+                Row("retry", PENDING, due_s=1, attempts=2, slot=2)),
+         when=lambda w: w.store.claim_due(0, w.epochs[0], T(10), 100, T0),
+         then={"a": (CLAIMED, 0), "b": (CLAIMED, 0), "c": (CLAIMED, 0)}, check=_check_claimed_rows),
+    Case("until is inclusive, to the millisecond",
+         given=(Row("on-time", PENDING, due_s=10), Row("a-ms-later", PENDING, due_s=10.001)),
+         when=lambda w: [row.task_id for row in w.store.claim_due(0, w.epochs[0], T(10), 100, T0)[1]],
+         returns=["on-time"], then={"on-time": (CLAIMED, 0)}),
+    Case("respects the limit, earliest first",
+         given=(Row("a", PENDING, due_s=3), Row("b", PENDING, due_s=1), Row("c", PENDING, due_s=2)),
+         when=lambda w: [row.task_id for row in w.store.claim_due(0, w.epochs[0], T(10), 2, T0)[1]],
+         returns=["b", "c"], then={"b": (CLAIMED, 0), "c": (CLAIMED, 0)}),
+    Case("a retry is claimed with the attempts made so far",
+         given=(Row("a", PENDING, attempts=2),),
+         when=lambda w: [(row.task_id, row.attempts) for row in w.store.claim_due(0, w.epochs[0], T(0), 9, T0)[1]],
+         returns=[("a", 2)], then={"a": (CLAIMED, 2)}),
+    Case("after another claim_slot the old epoch claims nothing",
+         given=(Row("a", PENDING),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.claim_due(0, w.epochs[0], T(10), 100, T0))[1],
+         returns=(False, []), then={"a": (PENDING, 0)}),
+    Case("a slot never claimed is stale for any epoch",
+         given=(), when=lambda w: w.store.claim_due(42, 1, T(10), 100, T0), returns=(False, [])),
+    Case("an epoch from the future is stale too",
+         given=(Row("a", PENDING),), when=lambda w: w.store.claim_due(0, w.epochs[0] + 1, T(10), 100, T0),
+         returns=(False, [])),
+    Case("returned rows are as claimed: status claimed, the claimer's epoch",
+         given=(Row("a", PENDING),),
+         when=lambda w: [(row.status, row.epoch, row.updated_at)
+                         for row in w.store.claim_due(0, w.epochs[0], T(10), 100, T(1))[1]],
+         returns=[(CLAIMED, 1, T(1))], then={"a": (CLAIMED, 0)}),
+)
+
+# ---- claim_slot, release_slot, ensure_slots
+
+
+def _check_reclaimed(w: World, epoch: int) -> None:
+    assert epoch == w.epochs[0] + 1
+    assert w.store.slot_owners()[0] == (epoch, "n2")
+    assert w.row("claimed").epoch == epoch and w.row("disp").epoch == epoch
+    assert w.history("disp")[-1].state == "dispatched"   # no event for the reset
+
+
+CLAIM_SLOT = (
+    Case("bumps the epoch; claimed and dispatched rows go back to pending, attempts kept",
+         given=(Row("claimed", CLAIMED, attempts=1), Row("disp", DISPATCHED, attempts=2), Row("pend", PENDING),
+                Row("enq", ENQUEUED), Row("done", SUCCEEDED), Row("dead", DEAD_LETTERED), Row("gone", CANCELLED),
+                Row("other-claimed", CLAIMED, slot=1), Row("other-disp", DISPATCHED, slot=1)),
+         when=lambda w: w.store.claim_slot(0, "n2", T0),
+         then={"claimed": (PENDING, 1), "disp": (PENDING, 2)}, check=_check_reclaimed),
+    Case("the first claim of a slot without a record is epoch 1",
+         given=(), when=lambda w: w.store.claim_slot(40, "n2", T0), returns=1,
+         check=lambda w, _: equal(w.store.slot_owners()[40], (1, "n2"))),
+    Case("ensure_slots adds records at epoch 0 and changes no existing one",
+         given=(), when=lambda w: w.store.ensure_slots(6),
+         check=lambda w, _: equal(w.store.slot_owners(), {0: (1, NODE), 1: (1, NODE), 2: (1, NODE), 3: (1, NODE),
+                                                          4: (0, ""), 5: (0, "")})),
+)
+
+
+def _check_released(w: World, result) -> None:
+    assert w.store.slot_owners()[0] == (w.epochs[0], "")
+    assert w.store.slot_owners()[1] == (w.epochs[1], NODE)
+
+
+RELEASE_SLOT = (
+    Case("gives claimed rows back, clears the owner, keeps the epoch; dispatched rows stay",
+         given=(Row("claimed", CLAIMED, attempts=1), Row("disp", DISPATCHED), Row("pend", PENDING),
+                Row("other-claimed", CLAIMED, slot=1)),
+         when=lambda w: w.store.release_slot(0, w.epochs[0], T0),
+         returns=True, then={"claimed": (PENDING, 1)}, check=_check_released),
+    Case("a stale epoch releases nothing",
+         given=(Row("claimed", CLAIMED),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.release_slot(0, w.epochs[0], T0))[1],
+         returns=False, then={"claimed": (PENDING, 0)},   # by the claim_slot, not the release
+         check=lambda w, _: equal(w.store.slot_owners()[0], (w.epochs[0] + 1, "n2"))),
+)
+
+# ---- begin_dispatch
+
+
+def _check_dispatch_events(w: World, _result) -> None:
+    assert w.history("k")[-1] == r.Event("k", "dispatched", T0, NODE, 1)
+    assert w.row("k").epoch == w.epochs[0] and w.row("m").epoch == w.epochs[0]
+    # A retry that fell due gets its queued event at its due time, then dispatched.
+    assert w.history("retry")[-2:] == [r.Event("retry", "queued", T(-5), NODE, 3),
+                                        r.Event("retry", "dispatched", T0, NODE, 3)]
+
+
+BEGIN_DISPATCH = (
+    Case("kafka claims need enqueued rows, mysql claims claimed rows, at attempt - 1",
+         given=(Row("k", ENQUEUED), Row("m", CLAIMED), Row("retry", ENQUEUED, attempts=2, due_s=-5)),
+         when=lambda w: w.store.begin_dispatch(
+             [kafka_claim("k", 1), mysql_claim("m", 1), kafka_claim("retry", 3, due_s=-5)], w.epochs, NODE, T0),
+         returns=({"k", "m", "retry"}, set()),
+         then={"k": (DISPATCHED, 1), "m": (DISPATCHED, 1), "retry": (DISPATCHED, 3)}, check=_check_dispatch_events),
+    Case("the queued event of a retry is never after the dispatch",
+         given=(Row("retry", ENQUEUED, attempts=1, due_s=30),),
+         when=lambda w: w.store.begin_dispatch([kafka_claim("retry", 2, due_s=30)], w.epochs, NODE, T0),
+         then={"retry": (DISPATCHED, 2)},
+         check=lambda w, _: equal(w.history("retry")[-2], r.Event("retry", "queued", T0, NODE, 2))),
+    Case("skips rows that do not expect this attempt on this path",
+         given=(Row("enq", ENQUEUED), Row("claimed", CLAIMED), Row("pend", PENDING), Row("disp", DISPATCHED),
+                Row("done", SUCCEEDED), Row("dead", DEAD_LETTERED), Row("gone", CANCELLED),
+                Row("retry", ENQUEUED, attempts=1)),
+         when=lambda w: w.store.begin_dispatch(
+             [mysql_claim("enq", 1), kafka_claim("claimed", 1), kafka_claim("pend", 1), mysql_claim("pend", 1),
+              kafka_claim("disp", 1), kafka_claim("disp", 2), kafka_claim("done", 2), kafka_claim("dead", 2),
+              kafka_claim("gone", 1), kafka_claim("retry", 1), kafka_claim("retry", 3), kafka_claim("nope", 1)],
+             w.epochs, NODE, T0),
+         returns=(set(), set())),
+    Case("a stale epoch dispatches nothing and names the slot",
+         given=(Row("a", ENQUEUED), Row("b", ENQUEUED, slot=1)),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0),
+                         w.store.begin_dispatch([kafka_claim("a", 1), kafka_claim("b", 1, slot=1)],
+                                                w.epochs, NODE, T0))[1],
+         returns=({"b"}, {0}), then={"b": (DISPATCHED, 1)}),
+    Case("a replayed claim of a task already dispatched is skipped",
+         given=(Row("a", ENQUEUED),),
+         when=lambda w: (w.store.begin_dispatch([kafka_claim("a", 1)], w.epochs, NODE, T0),
+                         w.store.begin_dispatch([kafka_claim("a", 1)], w.epochs, NODE, T(1))),
+         returns=(({"a"}, set()), (set(), set())), then={"a": (DISPATCHED, 1)},
+         check=lambda w, _: equal(w.states("a"), ["accepted", "queued", "dispatched"])),
+    Case("a task claimed twice in one call is dispatched once",
+         given=(Row("a", ENQUEUED),),
+         when=lambda w: w.store.begin_dispatch([kafka_claim("a", 1), kafka_claim("a", 1)], w.epochs, NODE, T0),
+         returns=({"a"}, set()), then={"a": (DISPATCHED, 1)},
+         check=lambda w, _: equal(w.states("a"), ["accepted", "queued", "dispatched"])),
+    Case("nothing to do", given=(), when=lambda w: w.store.begin_dispatch([], {}, NODE, T0), returns=(set(), set())),
+)
+
+# ---- record_outcomes
+
+
+def _check_retry(w: World, _result) -> None:
+    p, e = w.row("p"), w.row("e")
+    assert (p.trigger_at, p.last_error, p.last_stack_trace) == (T(30), "boom", "Traceback: boom")
+    assert e.trigger_at == T(2)
+    assert w.states("p")[-2:] == ["running", "retry_wait"]
+
+
+def _check_dead_letter(w: World, _result) -> None:
+    row = w.row("a")
+    assert (row.last_error, row.last_stack_trace) == ("bad input", "Traceback: bad input")
+    assert w.states("a")[-3:] == ["running", "failed", "dead_lettered"]
+    dead = w.backend.dead_letters()
+    assert set(dead) == {"a"}
+    assert dead["a"] == dict(task_id="a", slot=0, namespace="ns", task_type="send", envelope=b"envelope of a",
+                             attempts=3, last_error="bad input", last_stack_trace="Traceback: bad input",
+                             first_attempt_at=BUILD_AT, dead_lettered_at=T0)
+
+
+RECORD_OUTCOMES = (
+    Case("succeeded",
+         given=(Row("a", DISPATCHED),),
+         when=lambda w: w.store.record_outcomes([outcome("a", 1, SUCCEEDED)], w.epochs, T0),
+         returns=set(), then={"a": (SUCCEEDED, 1)},
+         check=lambda w, _: equal(w.states("a")[-2:], ["running", "succeeded"])),
+    Case("retry to pending (long backoff) or enqueued (short), attempts kept",
+         given=(Row("p", DISPATCHED), Row("e", DISPATCHED, attempts=2)),
+         when=lambda w: w.store.record_outcomes(
+             [outcome("p", 1, "retry", retry_status=PENDING, retry_at=T(30)),
+              outcome("e", 2, "retry", retry_status=ENQUEUED, retry_at=T(2))], w.epochs, T0),
+         returns=set(), then={"p": (PENDING, 1), "e": (ENQUEUED, 2)}, check=_check_retry),
+    Case("dead_lettered, with its dead letter",
+         given=(Row("a", DISPATCHED, attempts=3),),
+         when=lambda w: w.store.record_outcomes([outcome("a", 3, DEAD_LETTERED, error="bad input")], w.epochs, T0),
+         returns=set(), then={"a": (DEAD_LETTERED, 3)}, check=_check_dead_letter),
+    Case("only rows dispatched at that attempt: others are ignored, without events",
+         given=(Row("old", DISPATCHED, attempts=2), Row("claimed", CLAIMED), Row("done", SUCCEEDED),
+                Row("pend", PENDING, attempts=1), Row("gone", CANCELLED)),
+         when=lambda w: w.store.record_outcomes(
+             [outcome("old", 1, SUCCEEDED), outcome("claimed", 1, SUCCEEDED), outcome("done", 1, DEAD_LETTERED),
+              outcome("pend", 1, SUCCEEDED), outcome("gone", 1, SUCCEEDED), outcome("nope", 1, SUCCEEDED)],
+             w.epochs, T0),
+         returns=set(), check=lambda w, _: equal(w.backend.dead_letters(), {})),
+    Case("a stale slot's writes are refused and named; a live slot's are applied",
+         given=(Row("a", DISPATCHED), Row("b", DISPATCHED, slot=1)),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0),
+                         w.store.record_outcomes([outcome("a", 1, DEAD_LETTERED), outcome("b", 1, SUCCEEDED, slot=1)],
+                                                 w.epochs, T0))[1],
+         returns={0}, then={"a": (PENDING, 1), "b": (SUCCEEDED, 1)},   # a: reset by the claim, nothing more
+         check=lambda w, _: equal((w.backend.dead_letters(), w.states("a")[-1]), ({}, "dispatched"))),
+    Case("nothing to do", given=(), when=lambda w: w.store.record_outcomes([], {}, T0), returns=set()),
+)
+
+# ---- sweep_enqueued
+
+SWEEP = (
+    Case("moves only overdue enqueued rows of the slot, before older_than strictly",
+         given=(Row("old", ENQUEUED, due_s=-60), Row("edge", ENQUEUED, due_s=-30), Row("fresh", ENQUEUED, due_s=0),
+                Row("other-slot", ENQUEUED, slot=1, due_s=-60), Row("pend", PENDING, due_s=-60),
+                Row("disp", DISPATCHED, due_s=-60)),
+         when=lambda w: w.store.sweep_enqueued(0, w.epochs[0], T(-30), 100, T0),
+         returns=1, then={"old": (PENDING, 0)}, check=lambda w, _: changed_updated_at(w, "old", T0)),
+    Case("respects the limit, oldest first",
+         given=(Row("a", ENQUEUED, due_s=-50), Row("b", ENQUEUED, due_s=-70), Row("c", ENQUEUED, due_s=-60)),
+         when=lambda w: w.store.sweep_enqueued(0, w.epochs[0], T0, 2, T0),
+         returns=2, then={"b": (PENDING, 0), "c": (PENDING, 0)}),
+    Case("a stale epoch moves nothing",
+         given=(Row("a", ENQUEUED, due_s=-60),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.sweep_enqueued(0, w.epochs[0], T0, 100, T0))[1],
+         returns=0),
+)
+
+# ---- Kafka offsets
+
+OFFSETS = (
+    Case("commit then load",
+         given=(),
+         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17), ("tasks.high", 0, 3), (TOPIC, 1, 5)], w.epochs, T0),
+                         w.store.load_offsets([(TOPIC, 0), ("tasks.high", 0), (TOPIC, 2)])),
+         returns=(set(), {(TOPIC, 0): 17, ("tasks.high", 0): 3}),
+         check=lambda w, _: equal(w.store.committed_offsets(), {(TOPIC, 0): 17, ("tasks.high", 0): 3, (TOPIC, 1): 5})),
+    Case("a later commit replaces the offset",
+         given=(),
+         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17)], w.epochs, T0),
+                         w.store.commit_offsets([(TOPIC, 0, 20)], w.epochs, T(1)),
+                         w.store.load_offsets([(TOPIC, 0)]))[2],
+         returns={(TOPIC, 0): 20}),
+    Case("a stale slot's commit is refused and named; a live slot's is stored",
+         given=(),
+         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17)], w.epochs, T0),
+                         w.store.claim_slot(0, "n2", T0),
+                         w.store.commit_offsets([(TOPIC, 0, 99), (TOPIC, 1, 4)], w.epochs, T0),
+                         w.store.committed_offsets())[2:],
+         returns=({0}, {(TOPIC, 0): 17, (TOPIC, 1): 4})),
+    Case("load of nothing", given=(), when=lambda w: w.store.load_offsets([]), returns={}),
+)
+
+# ---- get_task and observation
+
+
+def _full_life(w: World):
+    s, e = w.store, w.epochs
+    s.insert_tasks([new_task("a", status=ENQUEUED, created_at=T(1))], NODE)
+    s.begin_dispatch([kafka_claim("a", 1, due_s=1)], e, NODE, T(2))
+    s.record_outcomes([outcome("a", 1, "retry", retry_status=PENDING, retry_at=T(60), at=T(3))], e, T(3))
+    s.claim_due(0, e[0], T(60), 10, T(58))
+    s.begin_dispatch([mysql_claim("a", 2, due_s=60)], e, NODE, T(60))
+    s.record_outcomes([outcome("a", 2, DEAD_LETTERED, at=T(61))], e, T(61))
+    return s.get_task("a")
+
+
+def _check_full_life(w: World, result) -> None:
+    row, events = result
+    assert (row.status, row.attempts, row.trigger_at, row.updated_at) == (DEAD_LETTERED, 2, T(60), T(61))
+    assert [(e.state, e.at, e.attempt) for e in events] == [
+        ("accepted", T(1), 0), ("queued", T(1), 0), ("dispatched", T(2), 1), ("running", T(3), 1),
+        ("retry_wait", T(3), 1), ("queued", T(60), 2), ("dispatched", T(60), 2), ("running", T(61), 2),
+        ("failed", T(61), 2), ("dead_lettered", T(61), 2)]
+    assert w.backend.dead_letters()["a"]["first_attempt_at"] == T(2)
+
+
+GET_TASK = (
+    Case("history in the order written", given=(), when=_full_life, check=_check_full_life),
+    Case("unknown id", given=(), when=lambda w: w.store.get_task("nope"), raises=(TaskNotFound, "'nope'")),
+    Case("times keep milliseconds",
+         given=(),
+         when=lambda w: (w.store.insert_tasks([new_task("a", due_s=0.123, created_at=T(0.456))], NODE),
+                         w.store.get_task("a")[0])[1],
+         check=lambda w, row: equal((row.trigger_at, row.created_at), (T(0.123), T(0.456)))),
+)
+
+OBSERVATION = (
+    Case("pending_by_slot counts rows not yet dispatched in every slot with a record",
+         given=(Row("p", PENDING), Row("e", ENQUEUED), Row("c", CLAIMED, slot=1), Row("d", DISPATCHED, slot=2),
+                Row("s", SUCCEEDED, slot=3), Row("x", CANCELLED, slot=3)),
+         when=lambda w: w.store.pending_by_slot(), returns={0: 2, 1: 1, 2: 0, 3: 0}),
+    Case("pending_by_slot of given slots: exactly those, zeros included",
+         given=(Row("p", PENDING), Row("e", ENQUEUED, slot=1), Row("far", PENDING, slot=9)),
+         when=lambda w: w.store.pending_by_slot([1, 2, 9, 12]), returns={1: 1, 2: 0, 9: 1, 12: 0}),
+    Case("task_types_by_slot lists every type once, sorted",
+         given=(Row("a", SUCCEEDED, slot=1, namespace="zz", task_type="t"), Row("b", PENDING, slot=1),
+                Row("c", PENDING, slot=1), Row("d", PENDING, slot=3, namespace="billing", task_type="charge")),
+         when=lambda w: w.store.task_types_by_slot(), returns={1: ["ns/send", "zz/t"], 3: ["billing/charge"]}),
+    Case("slot_owners", given=(),
+         when=lambda w: (w.store.claim_slot(2, "n2", T0), w.store.release_slot(3, w.epochs[3], T0),
+                         w.store.slot_owners())[2],
+         returns={0: (1, NODE), 1: (1, NODE), 2: (2, "n2"), 3: (1, "")}),
+)
+
+
+class StoreConformance:
+    """The suite. A runner subclasses it as Test<Name> and overrides `backend`."""
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        raise NotImplementedError("a runner overrides the backend fixture")
+
+    @cases(*INSERT)
+    def test_insert_tasks(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*REROUTE)
+    def test_reroute_to_mysql(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*CANCEL)
+    def test_cancel(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*CLAIM_DUE)
+    def test_claim_due(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*CLAIM_SLOT)
+    def test_claim_slot(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*RELEASE_SLOT)
+    def test_release_slot(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*BEGIN_DISPATCH)
+    def test_begin_dispatch(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*RECORD_OUTCOMES)
+    def test_record_outcomes(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*SWEEP)
+    def test_sweep_enqueued(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*OFFSETS)
+    def test_offsets(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*GET_TASK)
+    def test_get_task(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*OBSERVATION)
+    def test_observation(self, backend, case):
+        run_case(backend, case)
+
+    def test_concurrent_claimers_take_disjoint_rows_covering_all(self, backend):
+        # Given 200 due rows in one slot
+        store = backend.store
+        epochs = given(store, ())
+        store.insert_tasks([new_task(f"t{i:03d}", due_s=i % 7) for i in range(200)], NODE)
+        claimed: dict[str, list[str]] = {"x": [], "y": []}
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(2, timeout=10)
+
+        def claimer(name: str) -> None:
+            try:
+                barrier.wait()
+                while True:
+                    ok, rows = store.claim_due(0, epochs[0], T(10), 7, T0)
+                    assert ok
+                    if not rows:
+                        return
+                    claimed[name].extend(row.task_id for row in rows)
+            except BaseException as exc:  # reported below, on the test's thread
+                errors.append(exc)
+
+        # When two claimers poll the slot at once
+        threads = [threading.Thread(target=claimer, args=(n,)) for n in claimed]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        # Then every row is claimed exactly once
+        assert not errors, errors
+        assert not set(claimed["x"]) & set(claimed["y"])
+        assert sorted(claimed["x"] + claimed["y"]) == [f"t{i:03d}" for i in range(200)]
+
+    def test_stop_is_safe_twice(self, backend):
+        backend.store.stop()
+        backend.store.stop()

@@ -1,0 +1,616 @@
+"""The engine's logic, on the in-memory twins: MemoryTaskStore, MemoryLog (with its
+producer and intake), the real ExecutorPool over a fake directory whose executor
+answers in-process, and a clock that moves only when a test moves it.
+
+No I/O and no sleeping to green: a test waits on a condition with a short
+deadline (`eventually`), and "nothing happens before X" is checked after the
+engine has looked at the clock many more times (`engine_looked`) with the clock
+held just before X.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import functools
+import random
+import time
+from typing import Callable
+
+import pytest
+from taskring.wire import pb
+
+from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
+from dispatcher.config import KafkaConfig, NodeConfig
+from dispatcher.engine import Engine, queued_message
+from dispatcher.executor_pool import ExecutorPool
+from dispatcher.memory_log import MemoryIntake, MemoryLog, MemoryProducer
+from dispatcher.metrics import NodeMetrics
+from dispatcher.store import records as r
+from dispatcher.store.memory import MemoryTaskStore
+from membership import ExecutorInstance
+
+T0_MS = 1_900_000_000_000          # 2030-03-17, a whole second
+SLOT = 0
+WAIT_S = 3.0
+NORMAL = pb.PRIORITY_NORMAL
+
+SUCCEEDED = pb.OUTCOME_KIND_SUCCEEDED
+RETRYABLE = pb.OUTCOME_KIND_RETRYABLE_FAILURE
+NON_RETRYABLE = pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
+
+
+# ---------------------------------------------------------------- fakes
+
+class FakeClock(Clock):
+    """Holds still until told to move; counts reads, so a test can tell the engine
+    has been looking at it."""
+
+    def __init__(self, now_ms: int = T0_MS):
+        self._now_ms = now_ms
+        self.reads = 0
+
+    def now_ms(self) -> int:
+        self.reads += 1
+        return self._now_ms
+
+    def set(self, ms: int) -> None:
+        self._now_ms = ms
+
+    def advance(self, ms: int) -> None:
+        self._now_ms += ms
+
+
+class FakeDirectory:
+    """The executor directory: namespace -> instances, changed by the test."""
+
+    def __init__(self, *namespaces: str):
+        self._by_ns = {ns: self._instances(ns) for ns in namespaces}
+
+    @staticmethod
+    def _instances(ns: str) -> tuple[ExecutorInstance, ...]:
+        return (ExecutorInstance(f"{ns}-1", f"in-process/{ns}", ("send",), 100),)
+
+    def add(self, ns: str) -> None:
+        self._by_ns[ns] = self._instances(ns)
+
+    def instances(self, namespace: str, *, wait_s: float | None = None) -> tuple[ExecutorInstance, ...]:
+        return self._by_ns.get(namespace, ())
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    task_id: str
+    attempt: int
+    epoch: int
+    retry_count: int
+    at_ms: int
+
+
+class FakeExecutor:
+    """The Execute endpoint of every instance, in-process. Each task gets the outcome
+    kinds scripted for it, attempt by attempt (the last repeats; default: success);
+    a task with a gate waits for it before answering."""
+
+    def __init__(self, clock: FakeClock):
+        self._clock = clock
+        self.script: dict[str, list[int]] = {}
+        self.gates: dict[str, asyncio.Event] = {}
+        self.calls: list[Call] = []
+
+    def attempts(self, task_id: str) -> list[int]:
+        return [c.attempt for c in self.calls if c.task_id == task_id]
+
+    def open_gates(self) -> None:
+        for gate in self.gates.values():
+            gate.set()
+
+    async def Execute(self, request: pb.ExecuteRequest, timeout: float | None = None) -> pb.ExecuteResponse:
+        return pb.ExecuteResponse(outcomes=await asyncio.gather(*(self._run(d) for d in request.deliveries)))
+
+    async def _run(self, d: pb.Delivery) -> pb.Outcome:
+        started = self._clock.now_ms()
+        self.calls.append(Call(d.task.task_id, d.attempt, d.epoch, d.task.retry_count, started))
+        gate = self.gates.get(d.task.task_id)
+        if gate is not None:
+            await gate.wait()
+        kinds = self.script.get(d.task.task_id, [SUCCEEDED])
+        kind = kinds[min(d.attempt, len(kinds)) - 1]
+        error = "" if kind == SUCCEEDED else f"attempt {d.attempt} failed"
+        return pb.Outcome(task_id=d.task.task_id, attempt=d.attempt, kind=kind, error=error,
+                          started_at_ms=started, finished_at_ms=self._clock.now_ms())
+
+
+class InProcessPool(ExecutorPool):
+    """The real pool (instance choice, capacity, outcome bookkeeping) with its gRPC
+    stub replaced by the in-process executor."""
+
+    def __init__(self, directory: FakeDirectory, executor: FakeExecutor):
+        super().__init__(directory, node_id="n1")
+        self._executor = executor
+
+    def _stub(self, address: str) -> FakeExecutor:
+        return self._executor
+
+
+# ---------------------------------------------------------------- the world of one test
+
+class World:
+    def __init__(self, store: MemoryTaskStore | None = None, **config: object):
+        self.clock = FakeClock()
+        self.store = store or MemoryTaskStore()
+        self.store.ensure_slots(4)
+        self.log = MemoryLog(partitions=4)
+        self.producer = MemoryProducer(self.log)
+        self.directory = FakeDirectory("ns", "slow")
+        self.executor = FakeExecutor(self.clock)
+        self.metrics = NodeMetrics()
+        self.lost: list[int] = []
+        self.intake: MemoryIntake | None = None
+        defaults = dict(node_id="n1", slot_count=4, route_threshold_ms=10_000, poll_interval_ms=5,
+                        poll_lookahead_ms=2_000, poll_batch=50, dispatch_batch=50, heap_capacity=1_000,
+                        offset_commit_interval_ms=5, kafka=KafkaConfig(topic_prefix="t"), cluster=False)
+        self.config = NodeConfig(**{**defaults, **config})
+        self.topic = self.config.kafka.topic_for(NORMAL)
+        self.engine = Engine(config=self.config, store=self.store, producer=self.producer,
+                             intake_factory=self._intake, executors=InProcessPool(self.directory, self.executor),
+                             metrics=self.metrics, clock=self.clock, rng=random.Random(7),
+                             on_slot_lost=self.lost.append)
+
+    def _intake(self, deliver, may_read) -> MemoryIntake:
+        self.intake = MemoryIntake(self.log, deliver, may_read)
+        return self.intake
+
+    async def __aenter__(self) -> "World":
+        self.producer.start()
+        await self.engine.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.executor.open_gates()
+        await self.engine.stop()
+        self.producer.stop()
+
+    async def own(self, slot: int = SLOT) -> int:
+        epoch = self.store.claim_slot(slot, "n1", self.clock.now())
+        await self.engine.slot_assigned(slot, epoch)
+        return epoch
+
+    async def submit(self, task_id: str, *, due_in_ms: int = 0, route: str = "kafka", namespace: str = "ns",
+                     max_retries: int = 3, backoff_ms: int = 500) -> int:
+        """What the API does: the row first, then (Kafka path) the message. Returns the due time."""
+        due_ms = self.clock.now_ms() + due_in_ms
+        task = pb.Task(task_id=task_id, namespace=namespace, task_type="send", payload_json="{}",
+                       timeout_ms=1_000, max_retries=max_retries, priority=NORMAL,
+                       retry_policy=pb.RetryPolicy(schedule_ms=[backoff_ms]))
+        self.store.insert_tasks([r.NewTask(
+            task_id=task_id, slot=SLOT, namespace=namespace, task_type="send", priority=NORMAL,
+            status=r.ENQUEUED if route == "kafka" else r.PENDING, trigger_at=ms_to_datetime(due_ms),
+            envelope=task.SerializeToString(), created_at=self.clock.now())], "api")
+        if route == "kafka":
+            assert await self.producer.send([queued_message(self.topic, task, SLOT, 1, due_ms)]) == [None]
+        return due_ms
+
+    def row(self, task_id: str) -> r.TaskRow:
+        return self.store.get_task(task_id)[0]
+
+    def status(self, task_id: str) -> tuple[str, int]:
+        row = self.row(task_id)
+        return row.status, row.attempts
+
+    def states(self, task_id: str) -> list[str]:
+        return [e.state for e in self.store.get_task(task_id)[1]]
+
+    def no_executor(self, namespace: str) -> float:
+        return self.metrics.registry.get_sample_value("taskring_no_executor_total", {"namespace": namespace}) or 0
+
+    def committed(self, slot: int = SLOT) -> int | None:
+        return self.store.committed_offsets().get((self.topic, slot))
+
+    def queued(self) -> list[tuple[str, int, int]]:
+        """(task_id, attempt, due_at_ms) of every message in the log, in order."""
+        out = []
+        for m in self.log.messages(self.topic, SLOT):
+            q = pb.QueuedTask.FromString(m.value)
+            out.append((q.task.task_id, q.attempt, q.due_at_ms))
+        return out
+
+    async def engine_looked(self, times: int = 50) -> None:
+        """Wait until the engine has read the clock `times` more times: its loops have
+        had every chance to act on the time as it stands. (With no slot owned only
+        the dispatch loop reads it, every 50 ms when idle: ask for a few reads.)"""
+        target = self.clock.reads + times
+        await eventually(lambda: self.clock.reads >= target, f"the engine to read the clock {times} times")
+
+
+async def eventually(condition: Callable[[], bool], what: str = "condition", timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.001)
+
+
+def scenario(fn):
+    """Run an async test on its own event loop, with a deadline."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        asyncio.run(asyncio.wait_for(fn(*args, **kwargs), timeout=10))
+    return run
+
+
+# ---------------------------------------------------------------- delivery and time
+
+@scenario
+async def test_a_kafka_task_is_delivered_once_and_never_before_its_due_time():
+    async with World() as w:
+        # Given a Kafka-path task due in 5 s, in the heap of the slot's owner
+        epoch = await w.own()
+        due_ms = await w.submit("a", due_in_ms=5_000)
+        await eventually(lambda: w.engine.heap_size() == 1, "the task in the heap")
+        # When the clock stands 1 ms before its due time
+        w.clock.set(due_ms - 1)
+        await w.engine_looked()
+        # Then it has not run
+        assert w.executor.calls == [] and w.status("a") == (r.ENQUEUED, 0)
+        # When it falls due
+        w.clock.set(due_ms)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        await w.engine_looked()
+        # Then it ran once, at its due time, as attempt 1 under the owner's epoch
+        assert w.executor.calls == [Call("a", 1, epoch, 0, due_ms)]
+        assert w.states("a") == ["accepted", "queued", "dispatched", "running", "succeeded"]
+
+
+@scenario
+async def test_a_mysql_task_is_claimed_ahead_but_delivered_only_when_due():
+    async with World(poll_lookahead_ms=2_000) as w:
+        # Given a MySQL-path task due in 60 s
+        await w.own()
+        due_ms = await w.submit("m", due_in_ms=60_000, route="mysql")
+        await w.engine_looked()
+        assert w.status("m") == (r.PENDING, 0)      # not within the lookahead yet
+        # When the clock is within the lookahead, then 1 ms before due
+        w.clock.set(due_ms - 1_000)
+        await eventually(lambda: w.status("m") == (r.CLAIMED, 0), "the poller's claim")
+        w.clock.set(due_ms - 1)
+        await w.engine_looked()
+        # Then it waits in the heap
+        assert w.executor.calls == [] and w.engine.heap_size() == 1
+        # When it falls due, it runs once
+        w.clock.set(due_ms)
+        await eventually(lambda: w.status("m") == (r.SUCCEEDED, 1), "success")
+        await w.engine_looked()
+        assert [(c.task_id, c.attempt, c.at_ms) for c in w.executor.calls] == [("m", 1, due_ms)]
+
+
+# ---------------------------------------------------------------- retries and dead letters
+
+@scenario
+async def test_a_short_retry_is_a_new_kafka_message_for_the_next_attempt():
+    async with World(route_threshold_ms=10_000) as w:
+        # Given a task whose first attempt fails retryably, with a 500 ms backoff
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE, SUCCEEDED]
+        await w.submit("a", backoff_ms=500)
+        # When attempt 1 has failed
+        await eventually(lambda: len(w.queued()) == 2, "the retry's message")
+        # Then the row waits on the Kafka path and the log holds attempt 2, due 500 ms later
+        failed_at = w.executor.calls[0].at_ms
+        assert w.status("a") == (r.ENQUEUED, 1)
+        assert w.queued()[1] == ("a", 2, failed_at + 500)
+        assert datetime_to_ms(w.row("a").trigger_at) == failed_at + 500
+        await w.engine_looked()
+        assert w.executor.attempts("a") == [1]
+        # When the backoff has passed
+        w.clock.advance(500)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2), "the retry's success")
+        # Then attempt 2 ran with retry_count 1
+        assert [(c.attempt, c.retry_count) for c in w.executor.calls] == [(1, 0), (2, 1)]
+        assert w.states("a")[3:] == ["running", "retry_wait", "queued", "dispatched", "running", "succeeded"]
+
+
+@scenario
+async def test_a_long_retry_is_a_pending_row_for_the_poller():
+    async with World(route_threshold_ms=10_000, poll_lookahead_ms=2_000) as w:
+        # Given a task whose first attempt fails retryably, with a 60 s backoff
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE, SUCCEEDED]
+        await w.submit("a", backoff_ms=60_000)
+        # When attempt 1 has failed
+        await eventually(lambda: w.status("a") == (r.PENDING, 1), "the retry's row")
+        # Then the retry waits in MySQL, and no message was produced for it
+        failed_at = w.executor.calls[0].at_ms
+        assert datetime_to_ms(w.row("a").trigger_at) == failed_at + 60_000
+        assert len(w.queued()) == 1
+        # When the backoff has passed, the poller brings it back as attempt 2
+        w.clock.advance(60_000)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2), "the retry's success")
+        assert w.executor.attempts("a") == [1, 2]
+
+
+@scenario
+async def test_after_max_retries_plus_one_attempts_the_task_is_dead_lettered():
+    async with World() as w:
+        # Given a task with max_retries 2 that always fails retryably
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE]
+        await w.submit("a", max_retries=2, backoff_ms=100)
+        # When each retry's backoff passes
+        for attempt in (1, 2):
+            await eventually(lambda: w.status("a") == (r.ENQUEUED, attempt), f"retry after attempt {attempt}")
+            w.clock.advance(100)
+        # Then the third attempt's failure dead-letters it
+        await eventually(lambda: w.status("a") == (r.DEAD_LETTERED, 3), "the dead letter")
+        await w.engine_looked()
+        assert w.executor.attempts("a") == [1, 2, 3]
+        assert [attempt for _, attempt, _ in w.queued()] == [1, 2, 3]   # no message for a 4th
+        dead = w.store.dead_letters()["a"]
+        assert (dead.attempts, dead.last_error) == (3, "attempt 3 failed")
+        last = w.store.get_task("a")[1][-1]
+        assert (last.state, last.attempt, last.detail) == ("dead_lettered", 3, "gave up after 3 attempts")
+
+
+@scenario
+async def test_a_non_retryable_failure_dead_letters_at_once():
+    async with World() as w:
+        # Given a task with retries left whose handler refuses it for good
+        await w.own()
+        w.executor.script["a"] = [NON_RETRYABLE]
+        await w.submit("a", max_retries=5)
+        # Then its first attempt dead-letters it
+        await eventually(lambda: w.status("a") == (r.DEAD_LETTERED, 1), "the dead letter")
+        await w.engine_looked()
+        assert w.executor.attempts("a") == [1] and len(w.queued()) == 1
+        assert "a" in w.store.dead_letters()
+        assert w.store.get_task("a")[1][-1].detail == "non-retryable failure"
+
+
+@scenario
+async def test_no_executor_postpones_without_spending_an_attempt():
+    async with World() as w:
+        # Given a due task of a namespace that has no executor
+        await w.own()
+        await w.submit("a", namespace="nobody")
+        await eventually(lambda: w.no_executor("nobody") == 1, "the postponement")
+        # Then it is neither dispatched nor charged an attempt
+        assert w.status("a") == (r.ENQUEUED, 0) and "dispatched" not in w.states("a")
+        # When an executor registers, the task still waits out its postponement
+        w.directory.add("nobody")
+        await w.engine_looked()
+        assert w.executor.calls == []
+        w.clock.advance(1_000)
+        # Then it runs as attempt 1
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        assert w.executor.attempts("a") == [1]
+
+
+# ---------------------------------------------------------------- fencing
+
+@scenario
+async def test_a_stale_epoch_makes_the_engine_drop_the_slot_and_write_nothing_more():
+    async with World() as w:
+        # Given attempt 1 of "a" in flight (its outcome would be a short retry), and a
+        # MySQL-path task "later" not yet due
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE]
+        w.executor.gates["a"] = asyncio.Event()
+        await w.submit("a")
+        later_ms = await w.submit("later", due_in_ms=60_000, route="mysql")
+        await eventually(lambda: w.executor.attempts("a") == [1], "attempt 1 in flight")
+        # When another node claims the slot
+        w.store.claim_slot(SLOT, "n2", w.clock.now())
+        before = {t: w.store.get_task(t) for t in ("a", "later")}
+        committed = w.store.committed_offsets()
+        w.executor.gates["a"].set()
+        # Then the engine drops the slot as soon as the store refuses a write
+        await eventually(lambda: SLOT in w.lost, "the slot to be dropped")
+        assert w.engine.owned() == {} and w.engine.heap_size() == 0
+        assert w.metrics.registry.get_sample_value("taskring_fenced_writes_total") >= 1
+        # And writes nothing more: no outcome, no retry message, no commit, no claim
+        w.clock.set(later_ms)
+        await w.engine_looked(times=4)
+        assert {t: w.store.get_task(t) for t in ("a", "later")} == before
+        assert w.status("a") == (r.PENDING, 1)     # as the new owner's claim left it
+        assert len(w.queued()) == 1 and w.store.committed_offsets() == committed
+        assert w.executor.attempts("later") == []
+
+
+class CountingStore(MemoryTaskStore):
+    """Counts record_outcomes calls that returned."""
+
+    recorded = 0
+
+    def record_outcomes(self, writes, epochs, now):
+        try:
+            return super().record_outcomes(writes, epochs, now)
+        finally:
+            self.recorded += 1
+
+
+@scenario
+async def test_a_slot_refused_twice_while_it_is_being_dropped_is_dropped_once():
+    async with World(store=CountingStore()) as w:
+        # Given attempt 1 of "a" in flight, and an intake slow to apply unassignment
+        # (KafkaIntake applies it between reads)
+        await w.own()
+        w.executor.gates["a"] = asyncio.Event()
+        await w.submit("a")
+        await eventually(lambda: w.executor.attempts("a") == [1], "attempt 1 in flight")
+        w.intake.hold_commands()
+        # When another node claims the slot: the poller is refused first, and the
+        # engine starts dropping the slot
+        w.store.claim_slot(SLOT, "n2", w.clock.now())
+        await eventually(lambda: w.intake.held_commands() == 1, "the drop to wait on the intake")
+        # And the in-flight outcome is refused too
+        w.executor.gates["a"].set()
+        await eventually(lambda: w.store.recorded == 1, "the refused outcome")
+        await w.engine_looked(times=4)
+        w.intake.release_commands()
+        # Then the slot was dropped once
+        await eventually(lambda: SLOT in w.lost and SLOT not in w.engine.owned(), "the slot dropped")
+        await w.engine_looked(times=4)
+        assert w.lost == [SLOT]
+        assert w.metrics.registry.get_sample_value("taskring_fenced_writes_total") == 1
+
+
+# ---------------------------------------------------------------- the Kafka path under failure
+
+@scenario
+async def test_a_retry_kafka_refuses_is_rerouted_to_mysql():
+    # A lookahead shorter than the backoff, so the poller leaves the rerouted row pending
+    async with World(route_threshold_ms=10_000, poll_lookahead_ms=100) as w:
+        # Given a task whose first attempt fails retryably with a short backoff, and
+        # Kafka refusing produce from then on
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE, SUCCEEDED]
+        await w.submit("a", backoff_ms=500)
+        w.producer.fail_sends()
+        # When attempt 1 has failed
+        await eventually(lambda: w.status("a") == (r.PENDING, 1), "the reroute")
+        # Then the retry waits in MySQL instead, and the first message is settled
+        assert len(w.producer.refused) == 1 and len(w.queued()) == 1
+        await eventually(lambda: w.committed() == 1, "the offset past the first message")
+        # When its backoff passes, the poller runs it
+        w.clock.advance(500)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2), "the retry's success")
+        assert w.executor.attempts("a") == [1, 2]
+
+
+@scenario
+async def test_the_committed_offset_never_passes_a_task_in_flight():
+    async with World() as w:
+        # Given "slow" at offset 0, in flight, and "fast" at offset 1, done
+        await w.own()
+        w.executor.gates["slow"] = asyncio.Event()
+        await w.submit("slow", namespace="slow")
+        await w.submit("fast")
+        await eventually(lambda: w.status("fast") == (r.SUCCEEDED, 1), "fast done")
+        await eventually(lambda: w.committed() == 0, "a commit")
+        # When the engine has had every chance to commit
+        await w.engine_looked()
+        # Then the committed offset is still that of "slow"
+        assert w.committed() == 0
+        # When "slow" finishes, the offset moves past both
+        w.executor.gates["slow"].set()
+        await eventually(lambda: w.committed() == 2, "the offset past both")
+        assert w.status("slow") == (r.SUCCEEDED, 1)
+
+
+@scenario
+async def test_the_committed_offset_never_passes_a_task_waiting_in_the_heap():
+    async with World() as w:
+        # Given "later" at offset 0, due in 5 s, and "now" at offset 1, done
+        await w.own()
+        later_ms = await w.submit("later", due_in_ms=5_000)
+        await w.submit("now")
+        await eventually(lambda: w.status("now") == (r.SUCCEEDED, 1), "now done")
+        await eventually(lambda: w.committed() == 0, "a commit")
+        await w.engine_looked()
+        assert w.committed() == 0
+        # When "later" runs, the offset moves past both
+        w.clock.set(later_ms)
+        await eventually(lambda: w.committed() == 2, "the offset past both")
+
+
+@scenario
+async def test_a_failed_begin_dispatch_puts_the_task_back_without_settling_its_offset():
+    async with World() as w:
+        # Given the store refusing the first begin_dispatch
+        await w.own()
+        w.store.fail("begin_dispatch")
+        await w.submit("a")
+        # When the engine has tried, and put the task back for 500 ms
+        await eventually(lambda: w.engine.heap_size() == 1 and w.store.failures_left("begin_dispatch") == 0,
+                         "the failed attempt to dispatch")
+        await w.engine_looked()
+        # Then nothing ran and the offset did not pass the task
+        assert w.executor.calls == [] and w.committed() in (None, 0)
+        # When it is due again, it runs and the offset moves past it
+        w.clock.advance(500)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        await eventually(lambda: w.committed() == 1, "the offset past it")
+
+
+@scenario
+async def test_a_transient_record_outcomes_failure_is_retried():
+    async with World() as w:
+        # Given the store refusing the first record_outcomes
+        await w.own()
+        w.store.fail("record_outcomes")
+        await w.submit("a")
+        # Then the outcome is recorded on a later try, and the task ran once
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        assert w.store.failures_left("record_outcomes") == 0 and w.executor.attempts("a") == [1]
+        await eventually(lambda: w.committed() == 1, "the offset past it")
+
+
+@scenario
+async def test_a_cancelled_task_is_skipped_and_its_offset_settled():
+    async with World() as w:
+        # Given a Kafka-path task due in 5 s, cancelled while it waits in the heap
+        await w.own()
+        due_ms = await w.submit("a", due_in_ms=5_000)
+        await eventually(lambda: w.engine.heap_size() == 1, "the task in the heap")
+        w.store.cancel("a", "api", w.clock.now())
+        # When it falls due
+        w.clock.set(due_ms)
+        # Then it is not run, and the offset moves past it
+        await eventually(lambda: w.committed() == 1, "the offset past it")
+        assert w.executor.calls == [] and w.status("a") == (r.CANCELLED, 0)
+
+
+@scenario
+async def test_a_task_swept_while_its_message_waits_is_delivered_once():
+    async with World() as w:
+        # Given an overdue Kafka-path task of a namespace without executors: its
+        # message waits in the heap, postponed, and the sweeper moves its row to
+        # the MySQL path, so the poller brings a second entry for the same attempt
+        epoch = await w.own()
+        await w.submit("a", due_in_ms=-60_000, namespace="late")
+        await eventually(lambda: w.no_executor("late") >= 1, "the message postponed")
+        assert w.store.sweep_enqueued(SLOT, epoch, w.clock.now() - dt.timedelta(seconds=30), 10, w.clock.now()) == 1
+        await eventually(lambda: w.status("a") == (r.CLAIMED, 0) and w.no_executor("late") >= 2, "the row postponed")
+        # When an executor registers and both entries fall due together
+        w.directory.add("late")
+        w.clock.advance(1_000)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        await eventually(lambda: w.committed() == 1, "the offset past it")
+        # Then the attempt ran once
+        assert w.executor.attempts("a") == [1]
+
+
+# ---------------------------------------------------------------- handoff
+
+@scenario
+async def test_a_clean_revoke_commits_progress_and_gives_claimed_rows_back():
+    async with World(offset_commit_interval_ms=60_000, poll_lookahead_ms=2_000) as w:
+        # Given a Kafka task done (offset 0) and a MySQL row claimed into the heap, not yet due
+        epoch = await w.own()
+        await w.submit("k")
+        later_ms = await w.submit("m", due_in_ms=1_500, route="mysql")
+        await eventually(lambda: w.status("k") == (r.SUCCEEDED, 1) and w.status("m") == (r.CLAIMED, 0),
+                         "k done and m claimed")
+        assert w.committed() is None            # the periodic commit has not run
+        # When the slot is revoked cleanly (a handoff)
+        await w.engine.slot_revoked(SLOT, clean=True)
+        # Then progress is committed, the claimed row is pending again, the slot released
+        assert w.committed() == 1
+        assert w.status("m") == (r.PENDING, 0)
+        assert w.store.slot_owners()[SLOT] == (epoch, "")
+        assert w.engine.owned() == {} and w.engine.heap_size() == 0
+        assert not any(p == SLOT for _, p in w.intake.assigned())
+        # And the engine no longer acts on the slot
+        w.clock.set(later_ms)
+        await w.engine_looked(times=4)
+        assert w.executor.attempts("m") == [] and w.status("m") == (r.PENDING, 0)
+
+
+@scenario
+async def test_stop_is_safe_twice_and_before_start():
+    w = World()
+    await w.engine.stop()
+    async with w:
+        await w.own()
+    await w.engine.stop()
+    assert w.store.slot_owners()[SLOT][1] == ""   # stop handed the slot off
