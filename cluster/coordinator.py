@@ -64,6 +64,14 @@ OWNERS = "/owners"
 _RECONCILE_EVERY_S = 1.0
 
 
+async def _all(coroutines) -> None:
+    """Run per-slot steps concurrently (a handoff of N slots costs one slot's time,
+    not N); one slot's failure is logged and does not stop the others."""
+    for result in await asyncio.gather(*coroutines, return_exceptions=True):
+        if isinstance(result, Exception):
+            log.error("slot step failed", exc_info=result)
+
+
 class SlotListener(Protocol):
     async def slot_assigned(self, slot: int, epoch: int) -> None: ...
     async def slot_revoked(self, slot: int, *, clean: bool) -> None: ...
@@ -116,8 +124,7 @@ class ClusterOwnership:
         await asyncio.to_thread(self._registry.stop)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
-        for slot in list(self._owned):
-            await self._revoke(slot, clean=True)
+        await _all(self._revoke(slot, clean=True) for slot in list(self._owned))
         self._session.remove_listener(self._on_session)
 
     def slot_lost(self, slot: int) -> None:
@@ -205,13 +212,11 @@ class ClusterOwnership:
             return  # not registered (yet): own nothing new
         desired = desired_owners(members, self._config.slot_count)
         # Revoke first: slots we hold that the ring gives to another live node.
-        for slot in sorted(self._owned):
-            if desired.get(slot) != self._node_id:
-                await self._revoke(slot, clean=True)
+        await _all(self._revoke(slot, clean=True) for slot in sorted(self._owned)
+                   if desired.get(slot) != self._node_id)
         # Then claim what is ours and free.
-        for slot in range(self._config.slot_count):
-            if desired.get(slot) == self._node_id and slot not in self._owned and slot not in self._claims:
-                await self._claim(slot)
+        await _all(self._claim(slot) for slot in range(self._config.slot_count)
+                   if desired.get(slot) == self._node_id and slot not in self._owned and slot not in self._claims)
 
     def _read_claims(self) -> dict[int, dict]:
         client = self._session.client
@@ -257,8 +262,7 @@ class ClusterOwnership:
         log.info("slot %d: %s", slot, "handed off" if clean else "dropped")
 
     async def _drop_all(self) -> None:
-        for slot in list(self._owned):
-            await self._revoke(slot, clean=False)
+        await _all(self._revoke(slot, clean=False) for slot in list(self._owned))
 
     def _delete_claim(self, slot: int) -> None:
         """Delete our own claim znode (only ours: checked against its data)."""

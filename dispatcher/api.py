@@ -98,11 +98,15 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                                   created_at=created))
         existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._config.node_id)
         fresh_kafka = [row for row in rows if row.task_id not in existing and row.status == r.ENQUEUED]
-        if fresh_kafka:
-            messages = [queued_message(self._config.kafka.topic_for(row.priority), envelopes[row.task_id], row.slot,
-                                       1, datetime_to_ms(row.trigger_at)) for row in fresh_kafka]
+        messages = [queued_message(self._config.kafka.topic_for(row.priority), envelopes[row.task_id], row.slot,
+                                   1, datetime_to_ms(row.trigger_at)) for row in fresh_kafka]
+        # A retried Submit of a task still `enqueued` may be retrying because the first
+        # call died between the MySQL write and the produce: produce its message again
+        # from the stored row. A second copy is harmless (dispatch is conditional).
+        messages += await self._reproduce([tid for tid, status in existing.items() if status == r.ENQUEUED])
+        if messages:
             errors = await self._producer.send(messages)
-            failed = [row.task_id for row, e in zip(fresh_kafka, errors) if e is not None]
+            failed = [m.key.decode() for m, e in zip(messages, errors) if e is not None]
             if failed:
                 log.warning("kafka refused %d tasks (%s); they take the MySQL path", len(failed),
                             next(e for e in errors if e))
@@ -119,6 +123,16 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                 results.append(pb.SubmitResponse(task_id=row.task_id, state=pb.TASK_STATE_QUEUED,
                                                   due_at=rfc3339(row.trigger_at), slot=row.slot))
         return results
+
+    async def _reproduce(self, task_ids: list[str]) -> list:
+        messages = []
+        for task_id in task_ids:
+            row, _events = await asyncio.to_thread(self._store.get_task, task_id)
+            if row.status == r.ENQUEUED:
+                messages.append(queued_message(self._config.kafka.topic_for(row.priority),
+                                               pb.Task.FromString(row.envelope), row.slot, row.attempts + 1,
+                                               datetime_to_ms(row.trigger_at)))
+        return messages
 
     @_guarded
     async def Cancel(self, request: pb.CancelRequest, context) -> pb.CancelResponse:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from typing import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -164,6 +165,7 @@ class PartitionReader:
 
     def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
         if not self._assigned:
+            time.sleep(timeout_s)  # nothing to read: wait as a read would, never spin
             return []
         out = []
         for msg in self._consumer.consume(max_messages, timeout_s):

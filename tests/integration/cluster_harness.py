@@ -137,6 +137,34 @@ class LoadGenerator:
                 c.close()
 
 
+class ZkOwners:
+    """Reads the actual owners straight from the claim znodes (/owners/<slot>),
+    without the admin view's cache: for measuring how fast slots are re-owned."""
+
+    def __init__(self, env: TaskringEnv):
+        from kazoo.client import KazooClient
+        self._zk = KazooClient(hosts=env.zk_hosts)
+        self._zk.start(timeout=15)
+
+    def owners(self) -> dict[int, str]:
+        import json
+        from kazoo.exceptions import NoNodeError
+        out = {}
+        for child in self._zk.get_children("/owners"):
+            try:
+                data, _ = self._zk.get(f"/owners/{child}")
+            except NoNodeError:
+                continue
+            claim = json.loads(data or b"{}")
+            if claim.get("epoch") is not None:
+                out[int(child)] = claim["node"]
+        return out
+
+    def close(self) -> None:
+        self._zk.stop()
+        self._zk.close()
+
+
 def all_terminal(env: TaskringEnv) -> bool:
     counts = env.status_counts()
     return sum(v for k, v in counts.items() if k not in ("succeeded", "dead_lettered", "cancelled")) == 0

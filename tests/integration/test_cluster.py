@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.integration.cluster_harness import (
-    SESSION_TIMEOUT_MS, Cluster, LoadGenerator, assert_nothing_lost, slots_of)
+    SESSION_TIMEOUT_MS, Cluster, LoadGenerator, ZkOwners, assert_nothing_lost, slots_of)
 from tests.integration.faults import BlackholeProxy
 from tests.integration.harness import stale_deliveries, wait_until
 
@@ -114,9 +114,14 @@ def test_kill9_slots_are_reowned_within_the_session_timeout(cluster, taskring_en
         marks = ",".join(str(s) for s in victim_slots)
         in_flight = taskring_env.sql(f"SELECT COUNT(*) FROM tasks WHERE status = 'dispatched' AND slot IN ({marks})")
         in_flight = in_flight[0][0]
-        owners = wait_until(lambda: (lambda o: o if all(o[s] in ("n1", "n2") for s in victim_slots) else None)(
-            cluster.owners()), SESSION_TIMEOUT_MS / 1000 + 10, "the victim's slots to be owned again", 0.05)
-        reown_s = time.monotonic() - t_kill
+        zk = ZkOwners(taskring_env)
+        try:
+            owners = wait_until(lambda: (lambda o: o if all(o.get(s) in ("n1", "n2") for s in victim_slots)
+                                         else None)(zk.owners()),
+                                SESSION_TIMEOUT_MS / 1000 + 10, "the victim's slots to be owned again", 0.02)
+            reown_s = time.monotonic() - t_kill
+        finally:
+            zk.close()
         cluster.wait_settled({"n1", "n2"})
         wait_until(lambda: len(load.acked) > 1000, 30, "load to continue after the kill")
     finally:

@@ -223,3 +223,33 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
         return next(e.at for e in infos[tid].history if e.state == TaskState.SUCCEEDED)
     # Then every quick task finished before the first slow one did
     assert max(finished(t) for t in quick) < min(finished(t) for t in slow)
+
+
+def test_a_retried_submit_produces_a_message_the_first_call_never_did(node, client, recording_executor,
+                                                                      taskring_env):
+    import datetime as dt
+    from cluster.slots import slot_of
+    from dispatcher.clock import ms_to_datetime
+    from dispatcher.config import MySQLConfig
+    from dispatcher.store.mysql import TaskStore
+    from dispatcher.store.records import ENQUEUED, NewTask
+    from dispatcher.validation import Limits, validate_task
+    # Given a task written as `enqueued` whose Kafka message was never produced
+    # (the node died between its MySQL write and its produce)
+    now = dt.datetime.now(dt.timezone.utc)
+    valid = validate_task(_task(task_id="orphan-1"), now=now, limits=Limits())
+    store = TaskStore(MySQLConfig(host=taskring_env.stack.host, port=taskring_env.stack.mysql_port,
+                                  database=taskring_env.database))
+    try:
+        store.insert_tasks([NewTask("orphan-1", slot_of("tests", "ok", taskring_env.partitions), "tests", "ok",
+                                    valid.priority, ENQUEUED, ms_to_datetime(valid.due_at_ms),
+                                    valid.to_pb().SerializeToString(), ms_to_datetime(valid.due_at_ms))], "dead-node")
+    finally:
+        store.stop()
+    # When the client retries its Submit with the same task_id
+    again = client.submit("tests", "ok", {}, task_id="orphan-1")
+    assert again.duplicate
+    # Then the task runs, long before the sweeper's grace (30 s) would have rescued it
+    info = wait_terminal(client, ["orphan-1"], timeout_s=15)["orphan-1"]
+    assert info.state == TaskState.SUCCEEDED
+    assert recording_executor.runs_by_task()["orphan-1"] == 1
