@@ -67,6 +67,25 @@ class StackEndpoints:
             **kwargs,
         )
 
+    def create_database(self, name: str) -> str:
+        """A new database `name` with every migration applied."""
+        from dispatcher.store.migrate import migrate
+
+        conn = self.mysql_connect(autocommit=False)
+        try:
+            migrate(conn, name)
+        finally:
+            conn.close()
+        return name
+
+    def drop_database(self, name: str) -> None:
+        conn = self.mysql_connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        finally:
+            conn.close()
+
     def kafka_admin(self):
         from confluent_kafka.admin import AdminClient
 
@@ -148,21 +167,9 @@ def zk_hosts(stack: StackEndpoints, zk_chroot: str) -> str:
 @pytest.fixture(scope="session")
 def mysql_database(stack: StackEndpoints) -> Iterator[str]:
     """A database of its own for this test run, with the migrations applied; dropped at the end."""
-    from dispatcher.store.migrate import migrate
-
-    name = f"taskring_test_{RUN_ID}"
-    conn = stack.mysql_connect(autocommit=False)
-    try:
-        migrate(conn, name)
-    finally:
-        conn.close()
+    name = stack.create_database(f"taskring_test_{RUN_ID}")
     yield name
-    conn = stack.mysql_connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-    finally:
-        conn.close()
+    stack.drop_database(name)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import pytest
 from confluent_kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
-from dispatcher.store.migrate import migrate
 from tests.integration.harness import RecordingExecutor, TaskringEnv, new_test_id
 
 PARTITIONS = 16
@@ -17,12 +16,7 @@ PARTITIONS = 16
 def taskring_env(stack, tmp_path) -> Iterator[TaskringEnv]:
     """A database, a ZooKeeper chroot and Kafka topics of this test's own."""
     test_id = new_test_id()
-    database = f"taskring_it_{test_id}"
-    conn = stack.mysql_connect(autocommit=False)
-    try:
-        migrate(conn, database)
-    finally:
-        conn.close()
+    database = stack.create_database(f"taskring_it_{test_id}")
     chroot = f"/taskring-it-{test_id}"
     zk = KazooClient(hosts=stack.zk_hosts)
     zk.start(timeout=15)
@@ -50,12 +44,7 @@ def taskring_env(stack, tmp_path) -> Iterator[TaskringEnv]:
         finally:
             zk.stop()
             zk.close()
-        conn = stack.mysql_connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        finally:
-            conn.close()
+        stack.drop_database(database)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import pytest
 pytest.register_assert_rewrite("tests.store_conformance")
 
 from dispatcher.config import MySQLConfig  # noqa: E402
-from dispatcher.store.migrate import migrate  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
 from tests.store_conformance import Backend, StoreConformance  # noqa: E402
 
@@ -33,12 +32,7 @@ class TestMySQLTaskStore(StoreConformance):
         reason = KNOWN_DISCREPANCIES.get(request.node.name)
         if reason is not None:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-        database = f"taskring_conf_{uuid.uuid4().hex[:12]}"
-        conn = stack.mysql_connect(autocommit=False)
-        try:
-            migrate(conn, database)
-        finally:
-            conn.close()
+        database = stack.create_database(f"taskring_conf_{uuid.uuid4().hex[:12]}")
         store = TaskStore(MySQLConfig(host=stack.host, port=stack.mysql_port, user=stack.mysql_user,
                                       password=stack.mysql_password, database=database))
         store.start()
@@ -56,9 +50,4 @@ class TestMySQLTaskStore(StoreConformance):
             yield Backend(store=store, dead_letters=dead_letters)
         finally:
             store.stop()
-            conn = stack.mysql_connect()
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-            finally:
-                conn.close()
+            stack.drop_database(database)
