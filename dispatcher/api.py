@@ -111,6 +111,10 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                 log.warning("kafka refused %d tasks (%s); they take the MySQL path", len(failed),
                             next(e for e in errors if e))
                 await asyncio.to_thread(self._store.reroute_to_mysql, failed, created)
+        fresh = [row for row in rows if row.task_id not in existing]
+        by_kafka = sum(1 for row in fresh if row.status == r.ENQUEUED)
+        self._metrics.submitted.labels("kafka").inc(by_kafka)
+        self._metrics.submitted.labels("mysql").inc(len(fresh) - by_kafka)
         results = []
         for row in rows:
             if row.task_id in existing:
@@ -119,7 +123,6 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                                                   state=api_state(existing[row.task_id], 0, None, created),
                                                   slot=row.slot))
             else:
-                self._metrics.submitted.labels("kafka" if row.status == r.ENQUEUED else "mysql").inc()
                 results.append(pb.SubmitResponse(task_id=row.task_id, state=pb.TASK_STATE_QUEUED,
                                                   due_at=rfc3339(row.trigger_at), slot=row.slot))
         return results

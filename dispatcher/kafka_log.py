@@ -167,8 +167,14 @@ class PartitionReader:
         if not self._assigned:
             time.sleep(timeout_s)  # nothing to read: wait as a read would, never spin
             return []
+        # consume(n, timeout) waits the whole timeout unless n messages arrive, which
+        # would add that wait to every task due on arrival: wait for the first
+        # message only, then take what else is already there without waiting.
+        first = self._consumer.poll(timeout_s)
+        if first is None:
+            return []
         out = []
-        for msg in self._consumer.consume(max_messages, timeout_s):
+        for msg in [first, *self._consumer.consume(max_messages - 1, 0)]:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
