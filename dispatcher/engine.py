@@ -109,7 +109,6 @@ class Engine:
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.
-        self.types_by_slot: dict[int, set[str]] = collections.defaultdict(set)
         self.last_claimed_at: dict[int, float] = {}
         self.last_consumed_at: dict[int, float] = {}
 
@@ -241,7 +240,6 @@ class Engine:
                            source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
 
     def _push(self, due: Due) -> None:
-        self.types_by_slot[due.slot].add(f"{due.task.namespace}/{due.task.task_type}")
         nxt = self._heap.next_eta_ms()
         if not self._heap.push(due.due_ms, due.task.priority, due.slot, due):
             self._overflow.append(due)
