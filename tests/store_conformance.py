@@ -401,12 +401,18 @@ def _check_reclaimed(w: World, epoch: int) -> None:
 
 
 CLAIM_SLOT = (
-    Case("bumps the epoch; claimed and dispatched rows go back to pending, attempts kept",
+    Case("after an owner that never released: claimed, dispatched and enqueued rows go back to pending",
          given=(Row("claimed", CLAIMED, attempts=1), Row("disp", DISPATCHED, attempts=2), Row("pend", PENDING),
                 Row("enq", ENQUEUED), Row("done", SUCCEEDED), Row("dead", DEAD_LETTERED), Row("gone", CANCELLED),
-                Row("other-claimed", CLAIMED, slot=1), Row("other-disp", DISPATCHED, slot=1)),
+                Row("other-claimed", CLAIMED, slot=1), Row("other-disp", DISPATCHED, slot=1),
+                Row("other-enq", ENQUEUED, slot=1)),
          when=lambda w: w.store.claim_slot(0, "n2", T0),
-         then={"claimed": (PENDING, 1), "disp": (PENDING, 2)}, check=_check_reclaimed),
+         then={"claimed": (PENDING, 1), "disp": (PENDING, 2), "enq": (PENDING, 0)}, check=_check_reclaimed),
+    Case("after a clean release, enqueued rows stay enqueued (their messages are in Kafka)",
+         given=(Row("enq", ENQUEUED), Row("claimed", CLAIMED)),
+         when=lambda w: (w.store.release_slot(0, w.epochs[0], T0), w.store.claim_slot(0, "n2", T0))[1],
+         then={"claimed": (PENDING, 0)},
+         check=lambda w, epoch: equal(w.store.slot_owners()[0], (w.epochs[0] + 1, "n2"))),
     Case("the first claim of a slot without a record is epoch 1",
          given=(), when=lambda w: w.store.claim_slot(40, "n2", T0), returns=1,
          check=lambda w, _: equal(w.store.slot_owners()[40], (1, "n2"))),
@@ -473,7 +479,7 @@ BEGIN_DISPATCH = (
          when=lambda w: (w.store.claim_slot(0, "n2", T0),
                          w.store.begin_dispatch([kafka_claim("a", 1), kafka_claim("b", 1, slot=1)],
                                                 w.epochs, NODE, T0))[1],
-         returns=({"b"}, {0}), then={"b": (DISPATCHED, 1)}),
+         returns=({"b"}, {0}), then={"b": (DISPATCHED, 1), "a": (PENDING, 0)}),  # "a": by n2's claim
     Case("a replayed claim of a task already dispatched is skipped",
          given=(Row("a", ENQUEUED),),
          when=lambda w: (w.store.begin_dispatch([kafka_claim("a", 1)], w.epochs, NODE, T0),
@@ -559,7 +565,7 @@ SWEEP = (
     Case("a stale epoch moves nothing",
          given=(Row("a", ENQUEUED, due_s=-60),),
          when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.sweep_enqueued(0, w.epochs[0], T0, 100, T0))[1],
-         returns=0),
+         returns=0, then={"a": (PENDING, 0)}),  # by n2's claim after an owner that never released
 )
 
 # ---- Kafka offsets

@@ -122,11 +122,13 @@ class MemoryTaskStore:
     def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
         with self._lock:
             self._maybe_fail("claim_slot")
-            epoch = self._owners.get(slot, (0, ""))[0] + 1
+            previous_epoch, previous_owner = self._owners.get(slot, (0, ""))
+            epoch = previous_epoch + 1
             self._owners[slot] = (epoch, node)
             now = _ms(now)
+            reset = (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if previous_owner else ())
             for row in list(self._rows.values()):
-                if row.slot == slot and row.status in (r.CLAIMED, r.DISPATCHED):
+                if row.slot == slot and row.status in reset:
                     self._update(row.task_id, status=r.PENDING, epoch=epoch, updated_at=now)
             return epoch
 

@@ -149,15 +149,22 @@ class TaskStore:
 
         Rows the previous owner held in its heap (claimed) or had handed to an
         executor without recording the outcome (dispatched) go back to pending:
-        they run again, which is the price of at-least-once after a crash.
+        they run again, which is the price of at-least-once after a crash. If the
+        previous owner did not release the slot, `enqueued` rows go to pending too.
         """
         def body(cur):
             cur.execute("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')", (slot,))
+            cur.execute("SELECT owner FROM slot_owners WHERE slot = %s FOR UPDATE", (slot,))
+            crashed = cur.fetchone()[0] != ""  # the previous owner never released the slot
             cur.execute("UPDATE slot_owners SET epoch = epoch + 1, owner = %s, claimed_at = %s WHERE slot = %s",
                         (node, now, slot))
             cur.execute("SELECT epoch FROM slot_owners WHERE slot = %s", (slot,))
             epoch = cur.fetchone()[0]
-            for status in (r.CLAIMED, r.DISPATCHED):
+            # After a crash, an `enqueued` row may have no Kafka message (the owner died
+            # between its write and its produce): take every such row into the MySQL
+            # path now rather than after the sweeper's grace. Any message that does
+            # exist is then skipped at dispatch, so nothing runs twice for it.
+            for status in (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if crashed else ()):
                 cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s WHERE slot = %s AND status = %s",
                             (r.PENDING, epoch, now, slot, status))
             return epoch
