@@ -76,9 +76,12 @@ class NodeConfig:
     poll_batch: int = 500
     dispatch_batch: int = 200
     """Most tasks in one Execute call."""
-    enqueued_grace_ms: int = 30_000
+    enqueued_grace_ms: int = 5_000
     """A Kafka-routed row still `enqueued` this long after its due time is swept
-    into the MySQL path: the safety net for a produce lost to a crash."""
+    into the MySQL path: the safety net for a produce lost to a crash of the node
+    that accepted it. A healthy owner dispatches within milliseconds of the due
+    time, and sweeping a row whose message does exist is harmless (the message is
+    skipped at dispatch), so the grace can be short."""
     offset_commit_interval_ms: int = 500
     max_submit_batch: int = 1000
     retry_policies_file: str | None = None
@@ -125,7 +128,8 @@ class NodeConfig:
         if "TASKRING_ADMIN_TOKEN" in env:
             values["admin_token"] = env["TASKRING_ADMIN_TOKEN"]
         for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),
-                          ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS")):
+                          ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
+                          ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS")):
             if var in env:
                 values[name] = int(env[var])
         values.update(overrides)

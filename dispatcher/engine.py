@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 KAFKA, MYSQL = "kafka", "mysql"
 _NO_EXECUTOR_RETRY_MS = 1000
-_SWEEP_INTERVAL_MS = 5000
+_SWEEP_INTERVAL_MS = 2000
 
 
 @dataclasses.dataclass(slots=True)
@@ -294,7 +294,7 @@ class Engine:
 
     async def _sweep_loop(self) -> None:
         while True:
-            await asyncio.sleep(_SWEEP_INTERVAL_MS / 1000)
+            await asyncio.sleep(min(_SWEEP_INTERVAL_MS, self._config.enqueued_grace_ms / 2) / 1000)
             for slot, epoch in ([] if self._held else list(self.owned().items())):
                 now = self._clock.now_ms()
                 try:

@@ -225,8 +225,7 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
     assert max(finished(t) for t in quick) < min(finished(t) for t in slow)
 
 
-def test_a_retried_submit_produces_a_message_the_first_call_never_did(node, client, recording_executor,
-                                                                      taskring_env):
+def test_a_retried_submit_produces_a_message_the_first_call_never_did(taskring_env, recording_executor):
     import datetime as dt
     from cluster.slots import slot_of
     from dispatcher.clock import ms_to_datetime
@@ -246,10 +245,17 @@ def test_a_retried_submit_produces_a_message_the_first_call_never_did(node, clie
                                     valid.to_pb().SerializeToString(), ms_to_datetime(valid.due_at_ms))], "dead-node")
     finally:
         store.stop()
-    # When the client retries its Submit with the same task_id
-    again = client.submit("tests", "ok", {}, task_id="orphan-1")
-    assert again.duplicate
-    # Then the task runs, long before the sweeper's grace (30 s) would have rescued it
-    info = wait_terminal(client, ["orphan-1"], timeout_s=15)["orphan-1"]
+    # When the client retries its Submit with the same task_id (to a node whose
+    # sweeper would wait a minute past the due time)
+    node = NodeProcess(taskring_env, "core-2", single=True, TASKRING_ENQUEUED_GRACE_MS="60000").start()
+    try:
+        node.wait_ready()
+        with Client(node.target) as client:
+            again = client.submit("tests", "ok", {}, task_id="orphan-1")
+            assert again.duplicate
+            # Then the task runs, long before the sweeper would have rescued it
+            info = wait_terminal(client, ["orphan-1"], timeout_s=30)["orphan-1"]
+    finally:
+        node.terminate()
     assert info.state == TaskState.SUCCEEDED
     assert recording_executor.runs_by_task()["orphan-1"] == 1
