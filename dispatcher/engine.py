@@ -199,9 +199,9 @@ class Engine:
                 await self._db(self._store.release_slot, slot, state.epoch, self._clock.now())
             except Exception:
                 log.exception("slot %d: release failed; the next owner resets its rows", slot)
-        for t in topics:
-            self._trackers.pop((t, slot), None)
-        if self._slots.get(slot) is state:
+        if self._slots.get(slot) is state:  # not re-assigned while we were revoking
+            for t in topics:
+                self._trackers.pop((t, slot), None)
             del self._slots[slot]
         self._metrics.owned_slots.set(len(self.owned()))
 
