@@ -119,6 +119,11 @@ class PartitionReader:
         self._group_id = group_id
         self._consumer: Consumer | None = None
         self._assigned: dict[tuple[str, int], int] = {}
+        # librdkafka keeps a partition's pause flag across unassign: a partition paused
+        # while held, then unassigned (slot lost) and assigned again (slot claimed back)
+        # would stay paused for good. So the reader owns the flag and sets it explicitly
+        # on every partition it assigns.
+        self._paused = False
 
     def start(self) -> None:
         if self._consumer is None:
@@ -144,6 +149,11 @@ class PartitionReader:
         if tps:
             self._consumer.incremental_assign(tps)
             self._assigned.update({k: 0 for k in starts})
+            plain = [TopicPartition(t, p) for t, p in starts]
+            if self._paused:
+                self._consumer.pause(plain)
+            else:
+                self._consumer.resume(plain)
 
     def unassign(self, pairs: Sequence[tuple[str, int]]) -> None:
         pairs = [p for p in pairs if p in self._assigned]
@@ -156,12 +166,19 @@ class PartitionReader:
         return set(self._assigned)
 
     def pause(self) -> None:
+        """Stop fetching every assigned partition, and every one assigned later, until resume()."""
+        self._paused = True
         if self._assigned:
             self._consumer.pause([TopicPartition(t, p) for t, p in self._assigned])
 
     def resume(self) -> None:
+        self._paused = False
         if self._assigned:
             self._consumer.resume([TopicPartition(t, p) for t, p in self._assigned])
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
 
     def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
         if not self._assigned:
