@@ -407,8 +407,17 @@ class Engine:
         ready = [d for d, _ in taken]
         reservations = {res.namespace: res for _, res in taken if res is not None}
         epochs = {d.slot: d.epoch for d in ready}
+        # One task can be in a batch more than once: a swept row and its message (same
+        # attempt), or, after a handoff replays a partition, an old attempt's message
+        # next to its retry's. A Due exists for attempt n only once attempt n-1 has been
+        # recorded, so only the highest attempt can still be wanted: the others are
+        # superseded, never claimed and never delivered in its place.
+        top: dict[str, int] = {}
+        for d in ready:
+            top[d.task.task_id] = max(d.attempt, top.get(d.task.task_id, 0))
+        current = [d for d in ready if d.attempt == top[d.task.task_id]]
         claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
-                  for d in ready]
+                  for d in current]
         for d in ready:
             self._slots[d.slot].in_flight += 1
         try:
@@ -429,9 +438,10 @@ class Engine:
             go: dict[str, list[Due]] = collections.defaultdict(list)
             delivered: set[str] = set()
             for d in ready:
-                # A task can be in one batch twice (a swept row and its Kafka message):
-                # the store dispatched it once, so it is delivered once.
-                if d.task.task_id in dispatched and d.task.task_id not in delivered:
+                # The store dispatched each task at most once, as its highest attempt
+                # here, so that Due (the first of them) is the one delivered.
+                if d.task.task_id in dispatched and d.attempt == top[d.task.task_id] \
+                        and d.task.task_id not in delivered:
                     delivered.add(d.task.task_id)
                     go[d.task.namespace].append(d)
                     self._lateness[d.source].observe(max(0, now_ms - d.due_ms) / 1000)
@@ -467,7 +477,10 @@ class Engine:
         now = ms_to_datetime(now_ms)
         writes, retry_messages = [], {}
         for d in items:
-            o = by_id[(d.task.task_id, d.attempt)]
+            o = by_id.get((d.task.task_id, d.attempt))
+            if o is None:  # the pool answers every delivery; never let a gap strand a task
+                o = pb.Outcome(task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
+                               error="no outcome came back for this attempt", finished_at_ms=now_ms)
             write, message = self._decide(d, o, now_ms)
             writes.append(write)
             if message is not None:

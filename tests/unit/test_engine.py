@@ -614,3 +614,28 @@ async def test_stop_is_safe_twice_and_before_start():
         await w.own()
     await w.engine.stop()
     assert w.store.slot_owners()[SLOT][1] == ""   # stop handed the slot off
+
+
+@scenario
+async def test_a_replayed_old_attempt_popped_with_its_retry_never_stands_in_for_the_retry():
+    # Defect 1 of the faults issue: after a handoff the new owner replays a partition
+    # from a watermark held back by an earlier task, so attempt 1's message and the
+    # retry's message (attempt 2) of one task fall due in the same batch. The store
+    # dispatched attempt 2; the engine delivered attempt 1, whose outcome the store then
+    # refused, and the task stayed `dispatched` for good.
+    async with World(offset_commit_interval_ms=60_000) as w:
+        first_epoch = await w.own()
+        await w.submit("later", due_in_ms=5_000)           # holds the watermark at offset 0
+        w.executor.script["a"] = [RETRYABLE, SUCCEEDED]
+        await w.submit("a", backoff_ms=500)
+        await eventually(lambda: [q[:2] for q in w.queued()] == [("later", 1), ("a", 1), ("a", 2)],
+                         "attempt 1 failed and its retry produced")
+        await w.engine.slot_revoked(SLOT, clean=True)
+        assert w.committed() == 0
+        # When the slot is owned again once the retry is due, both messages are replayed
+        w.clock.advance(1_000)
+        epoch = await w.own()
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2), "the retry to succeed")
+        # Then the executor saw attempt 1 once (old epoch) and attempt 2 once (new epoch)
+        assert [(c.attempt, c.epoch) for c in w.executor.calls if c.task_id == "a"] == \
+            [(1, first_epoch), (2, epoch)]
