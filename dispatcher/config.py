@@ -83,6 +83,14 @@ class NodeConfig:
     time, and sweeping a row whose message does exist is harmless (the message is
     skipped at dispatch), so the grace can be short."""
     offset_commit_interval_ms: int = 500
+    recovery_grace_ms: int = 15_000
+    """The guard against stuck tasks: a `dispatched` row whose outcome has not come
+    back within its timeout plus this is recovered by its slot's owner as a failed
+    attempt (retried under its policy), and a `claimed` row this long past due that
+    the owner does not hold is given back to the poller. Longer than the executor
+    call's own margin (5 s), so a slow but live call is never recovered."""
+    recovery_interval_ms: int = 5_000
+    """How often the owner looks for such rows in each slot it owns."""
     max_submit_batch: int = 1000
     retry_policies_file: str | None = None
     """JSON of the server's default retry policy and per task type defaults
@@ -95,7 +103,8 @@ class NodeConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "slot_count", "route_threshold_ms", "heap_capacity", "poll_interval_ms",
-                  "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch")
+                  "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
+                  "recovery_grace_ms", "recovery_interval_ms")
         if not self.node_id:
             raise ValueError("NodeConfig.node_id must not be empty")
 
@@ -129,7 +138,9 @@ class NodeConfig:
             values["admin_token"] = env["TASKRING_ADMIN_TOKEN"]
         for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),
                           ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
-                          ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS")):
+                          ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS"),
+                          ("recovery_grace_ms", "TASKRING_RECOVERY_GRACE_MS"),
+                          ("recovery_interval_ms", "TASKRING_RECOVERY_INTERVAL_MS")):
             if var in env:
                 values[name] = int(env[var])
         values.update(overrides)

@@ -80,7 +80,7 @@ class Engine:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: TaskProducer,
                  intake_factory: Callable[[Callable, Callable], KafkaIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
-                 on_slot_lost: Callable[[int], None] | None = None):
+                 on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None):
         self._config = config
         self._store = store
         self._producer = producer
@@ -89,6 +89,9 @@ class Engine:
         self._clock = clock or Clock()
         self._rng = rng or random.Random()
         self._on_slot_lost = on_slot_lost or (lambda slot: None)
+        # The session lease (membership/session.py): without it this node cannot prove
+        # that nobody else owns its slots yet, so it starts nothing new.
+        self._may_send = may_send or (lambda: True)
         self._heap: EtaHeap[Due] = EtaHeap(config.heap_capacity)
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
         self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
@@ -106,6 +109,7 @@ class Engine:
         self._batches: set[asyncio.Task] = set()
         self._stopping = False
         self._held = False
+        self._in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.
@@ -126,7 +130,7 @@ class Engine:
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
             ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
-            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()))]
+            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()), ("recover", self._recover_loop()))]
 
     async def stop(self) -> None:
         """Stop intake, finish what is in flight, commit progress. Safe twice."""
@@ -308,6 +312,71 @@ class Engine:
                     log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
                     self._poll_now.set()
 
+    # ---- the guard: nothing left non-terminal with nobody acting on it ----
+
+    async def _recover_loop(self) -> None:
+        """No bug or crash may leave a task non-terminal for good (DESIGN.md, "No task
+        left behind"). Every owned slot is checked for rows this node is responsible
+        for but not acting on: `dispatched` past timeout + grace with no call in
+        flight here, and `claimed` past due + grace not held in the heap. Each such
+        recovery is counted (taskring_tasks_recovered_total): it is a bug or a crash
+        to look at, and an alert says so."""
+        while True:
+            await asyncio.sleep(self._config.recovery_interval_ms / 1000)
+            if self._held or not self._may_send():
+                continue
+            for slot, epoch in list(self.owned().items()):
+                try:
+                    await self._recover_slot(slot, epoch)
+                except Exception:
+                    log.exception("slot %d: recovery check failed", slot)
+
+    async def _recover_slot(self, slot: int, epoch: int) -> None:
+        now_ms = self._clock.now_ms()
+        grace_ms = self._config.recovery_grace_ms
+        before = ms_to_datetime(now_ms - grace_ms)
+        ok, rows = await self._db(self._store.stranded, slot, epoch, before, before, 500)
+        if not ok:
+            await self._lose({slot})
+            return
+        state = self._slots.get(slot)
+        if not rows or state is None or not state.active or state.epoch != epoch:
+            return
+        held = self._held_task_ids() if any(row.status == r.CLAIMED for row in rows) else set()
+        overdue, unclaim = [], []
+        for row in rows:
+            if row.task_id in self._in_flight_ids:
+                continue
+            if row.status == r.DISPATCHED:
+                task = pb.Task.FromString(row.envelope)
+                if datetime_to_ms(row.updated_at) + task.timeout_ms + grace_ms <= now_ms:
+                    overdue.append(Due(task=task, slot=slot, attempt=row.attempts,
+                                       due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))
+            elif row.task_id not in held:
+                unclaim.append(row.task_id)
+        if unclaim:
+            log.error("slot %d: %d claimed tasks not held by this owner; giving them back to the poller",
+                      slot, len(unclaim))
+            if await self._db(self._store.unclaim, unclaim, slot, epoch, self._clock.now()):
+                self._metrics.recovered.labels(r.CLAIMED).inc(len(unclaim))
+                self._poll_now.set()
+            else:
+                await self._lose({slot})
+        if overdue:
+            log.error("slot %d: %d dispatched tasks without an outcome past timeout + %d ms; recovering them"
+                      " as failed attempts", slot, len(overdue), grace_ms)
+            self._metrics.recovered.labels(r.DISPATCHED).inc(len(overdue))
+            await self._finish(overdue, [pb.Outcome(
+                task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_TIMED_OUT,
+                error=f"recovered: no outcome within timeout + {grace_ms} ms grace", finished_at_ms=now_ms)
+                for d in overdue])
+
+    def _held_task_ids(self) -> set[str]:
+        ids = {d.task.task_id for d in self._heap.items()}
+        ids.update(d.task.task_id for d in self._overflow)
+        ids.update(self._in_flight_ids)
+        return ids
+
     # ---- Kafka progress ----
 
     async def _commit_loop(self) -> None:
@@ -354,7 +423,8 @@ class Engine:
                 d = self._overflow.popleft()
                 self._heap.push(d.due_ms, d.task.priority, d.slot, d)
             now = self._clock.now_ms()
-            entries = [] if self._held else self._heap.pop_due(now, self._config.dispatch_batch)
+            blocked = self._held or not self._may_send()
+            entries = [] if blocked else self._heap.pop_due(now, self._config.dispatch_batch)
             taken = self._reserve([e.item for e in entries], now) if entries else []
             if not taken:
                 self._batch_gate.release()
@@ -362,7 +432,7 @@ class Engine:
                 # Always yield to the loop: while held, or while executors are full,
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
-                if self._held or nxt is None or nxt <= now:
+                if blocked or nxt is None or nxt <= now:
                     timeout = 0.05
                 else:
                     timeout = min(0.05, max(0.001, (nxt - now) / 1000))
@@ -420,6 +490,8 @@ class Engine:
                   for d in current]
         for d in ready:
             self._slots[d.slot].in_flight += 1
+        ids = {d.task.task_id for d in ready}
+        self._in_flight_ids.update(ids)
         try:
             try:
                 dispatched, stale = await self._db(self._store.begin_dispatch, claims, epochs,
@@ -452,6 +524,7 @@ class Engine:
             # Every reservation is run, even with nothing to send: that releases it.
             await asyncio.gather(*(self._deliver(ns, go.get(ns, []), res) for ns, res in reservations.items()))
         finally:
+            self._in_flight_ids.difference_update(ids)
             for d in ready:
                 state = self._slots.get(d.slot)
                 if state is not None:
@@ -469,9 +542,18 @@ class Engine:
             return
         self._metrics.in_flight.inc(len(items))
         try:
-            outcomes = await self._executors.run(reservation, deliveries)
+            result = await self._executors.run(reservation, deliveries)
         finally:
             self._metrics.in_flight.dec(len(items))
+        if result.not_sent:
+            unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
+            await self._give_back([d for d in items if (d.task.task_id, d.attempt) in unsent])
+            items = [d for d in items if (d.task.task_id, d.attempt) not in unsent]
+        if items:
+            await self._finish(items, result.outcomes)
+
+    async def _finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
+        """Record each item's outcome, produce the short retries, settle the offsets."""
         by_id = {(o.task_id, o.attempt): o for o in outcomes}
         now_ms = self._clock.now_ms()
         now = ms_to_datetime(now_ms)
@@ -500,6 +582,27 @@ class Engine:
                 await self._db(self._store.reroute_to_mysql, failed, now)
         for d in live:
             self._settle(d)
+
+    async def _give_back(self, items: list[Due]) -> None:
+        """Dispatched but never sent (the lease ran out in between): the rows go back to
+        pending with their attempt unspent, if the slot is still ours; if it is not,
+        the new owner's claim has already taken them back."""
+        log.warning("%d dispatched tasks not sent: no ZooKeeper session lease; giving them back", len(items))
+        self._metrics.not_sent.inc(len(items))
+        claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
+                  for d in items]
+        epochs = {d.slot: d.epoch for d in items}
+        try:
+            stale = await self._db(self._store.return_undelivered, claims, epochs, self._config.node_id,
+                                   self._clock.now())
+        except Exception:
+            # Left dispatched: recovered as a failed attempt after their timeout and grace.
+            log.exception("giving back %d undelivered tasks failed", len(items))
+            return
+        await self._lose(stale)
+        for d in items:
+            if d.slot not in stale:
+                self._settle(d)  # durably re-queued as a row
 
     async def _record(self, writes: list[r.OutcomeWrite], epochs: dict[int, int], now) -> set[int] | None:
         """record_outcomes, retried while MySQL refuses: the write is conditional on

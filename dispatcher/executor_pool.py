@@ -39,11 +39,24 @@ class Reservation:
         return sum(n for _, n in self.allocations)
 
 
+@dataclasses.dataclass
+class RunResult:
+    """What became of a batch: an outcome per delivery sent, and the deliveries not
+    sent at all because this node could not prove it still holds its slots."""
+
+    outcomes: list[pb.Outcome]
+    not_sent: list[pb.Delivery]
+
+
 class ExecutorPool:
-    def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0):
+    def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0,
+                 may_send: Callable[[], bool] = lambda: True):
         self._directory = directory
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
+        # Checked right before each Execute call, the last moment at which a node
+        # frozen since it marked the tasks dispatched can still keep them to itself.
+        self._may_send = may_send
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
@@ -89,9 +102,9 @@ class ExecutorPool:
         self._in_flight[address] = self._in_flight.get(address, 0) - n
         self.on_release()
 
-    async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery]) -> list[pb.Outcome]:
+    async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery]) -> RunResult:
         """Deliver (at most reservation.total) tasks; capacity not used is released.
-        Every delivery gets exactly one outcome back."""
+        Every delivery gets exactly one outcome back, or comes back in `not_sent`."""
         calls, i = [], 0
         for inst, n in reservation.allocations:
             chunk = list(deliveries[i:i + n])
@@ -100,8 +113,12 @@ class ExecutorPool:
                 self._release(inst.address, n - len(chunk))
             if chunk:
                 calls.append(self._call(inst, chunk))
-        outcomes = [o for result in await asyncio.gather(*calls) for o in result]
-        return outcomes + _failed(deliveries[i:], f"no capacity reserved in namespace {reservation.namespace!r}")
+        result = RunResult([], [])
+        for part in await asyncio.gather(*calls):
+            result.outcomes.extend(part.outcomes)
+            result.not_sent.extend(part.not_sent)
+        result.outcomes.extend(_failed(deliveries[i:], f"no capacity reserved in namespace {reservation.namespace!r}"))
+        return result
 
     def _stub(self, address: str) -> pb_grpc.ExecutorServiceStub:
         entry = self._channels.get(address)
@@ -114,16 +131,20 @@ class ExecutorPool:
             self._channels[address] = entry
         return entry[1]
 
-    async def _call(self, inst: _Instance, chunk: list[pb.Delivery]) -> list[pb.Outcome]:
+    async def _call(self, inst: _Instance, chunk: list[pb.Delivery]) -> RunResult:
         deadline_s = max(d.timeout_ms for d in chunk) / 1000 + self._rpc_margin_s
         try:
+            if not self._may_send():
+                return RunResult([], chunk)
             reply = await self._stub(inst.address).Execute(
                 pb.ExecuteRequest(deliveries=chunk, dispatcher_node=self._node_id), timeout=deadline_s)
-            got = {(o.task_id, o.attempt) for o in reply.outcomes}
+            wanted = {(d.task.task_id, d.attempt) for d in chunk}
+            outcomes = [o for o in reply.outcomes if (o.task_id, o.attempt) in wanted]
+            got = {(o.task_id, o.attempt) for o in outcomes}
             missing = [d for d in chunk if (d.task.task_id, d.attempt) not in got]
-            return list(reply.outcomes) + _failed(missing, f"executor {inst.address} returned no outcome")
+            return RunResult(outcomes + _failed(missing, f"executor {inst.address} returned no outcome"), [])
         except grpc.aio.AioRpcError as exc:
-            return _failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}")
+            return RunResult(_failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}"), [])
         finally:
             self._release(inst.address, len(chunk))
 

@@ -97,6 +97,10 @@ class EtaHeap(Generic[T]):
         dropped.sort(key=lambda k: k[:3])
         return [k[3] for k in dropped]
 
+    def items(self) -> list[T]:
+        """Every item held, in no particular order (a scan: for rare checks, not the hot path)."""
+        return [key[3].item for key in self._heap]
+
     def count_by_slot(self) -> dict[int, int]:
         """Entries held per slot (slots with none are absent)."""
         return dict(self._by_slot)

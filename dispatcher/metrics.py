@@ -22,6 +22,11 @@ class NodeMetrics:
         self.dead_lettered = Counter("taskring_tasks_dead_lettered", "Tasks dead-lettered", registry=r)
         self.fenced = Counter("taskring_fenced_writes", "Writes refused because the slot's epoch moved on",
                               registry=r)
+        self.not_sent = Counter("taskring_tasks_not_sent", "Dispatched attempts given back unsent: no session lease",
+                                registry=r)
+        self.recovered = Counter("taskring_tasks_recovered",
+                                 "Non-terminal tasks nobody was acting on, recovered by their slot's owner",
+                                 ["status"], registry=r)
         self.no_executor = Counter("taskring_no_executor", "Due tasks postponed: no executor registered",
                                    ["namespace"], registry=r)
         self.heap_size = Gauge("taskring_heap_size", "Tasks waiting in the ETA heap", registry=r)

@@ -44,8 +44,8 @@ class Node:
             config=config, store=self.store, producer=self.producer,
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
-            executors=ExecutorPool(self.executors_directory, config.node_id),
-            metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost)
+            executors=ExecutorPool(self.executors_directory, config.node_id, may_send=self._may_send),
+            metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
         self.ownership = self._build_ownership()
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits or _limits(config), clock=self.clock)
@@ -67,6 +67,11 @@ class Node:
         from cluster.coordinator import ClusterOwnership
         return ClusterOwnership(config=self.config, session=self.session, store=self.store,
                                 listener=self.engine, clock=self.clock)
+
+    def _may_send(self) -> bool:
+        """A clustered node acts only while its ZooKeeper session lease holds; a single
+        node owns every slot without claims, so nothing can take them from it."""
+        return not self.config.cluster or self.session.has_lease()
 
     def _slot_lost(self, slot: int) -> None:
         self.ownership.slot_lost(slot)

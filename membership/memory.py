@@ -127,6 +127,15 @@ class MemorySession:
 
     # -- the ZkSession surface ----------------------------------------------------
 
+    def lease_remaining_s(self) -> float:
+        """The twin has no probe: its lease is whole while CONNECTED and gone otherwise."""
+        with self._lock:
+            connected = self._tracker.state is SessionState.CONNECTED
+        return self.session_timeout_ms / 1000.0 if connected else 0.0
+
+    def has_lease(self) -> bool:
+        return self.lease_remaining_s() > 0.0
+
     @property
     def state(self) -> SessionState:
         with self._lock:

@@ -48,6 +48,16 @@ new session A CONNECTED event with new_session=True (generation incremented) mea
             differs from the last one we saw is treated the same even if kazoo
             never said LOST in between.
 
+The lease. A frozen process (SIGSTOP, a long GC pause, a VM stall) learns nothing
+until it runs again, and then acts for a moment on what it believed before: kazoo
+has not yet noticed that its session is gone. So every process keeps a lease on
+the monotonic clock: a probe thread reads the root every quarter of the session
+timeout, and each answered read proves the server heard from us no earlier than
+when the read was sent. The server cannot expire the session sooner than one
+session timeout after that, so until LEASE_FRACTION of a timeout has passed since
+the last answered probe, nobody else can hold what this session holds.
+has_lease() says whether that is still so; a holder sends nothing without it.
+
 The rules live, pure and table-tested, in transitions.py; the in-memory twin
 (memory.py) uses the same rules.
 
@@ -88,6 +98,11 @@ log = logging.getLogger(__name__)
 # do it within the session timeout, so the default (up to an hour) is useless.
 _RECONNECT_MAX_DELAY_S = 1.0
 
+LEASE_FRACTION = 0.75
+"""The lease lasts this share of the session timeout from the last answered probe:
+the rest is margin for the probe's own trip and the server's expiry ticks."""
+_PROBES_PER_TIMEOUT = 4
+
 
 class ZkSession:
     """One kazoo client and the session state this process may act on.
@@ -123,6 +138,9 @@ class ZkSession:
         self._negotiated_ms: int | None = None
         self._client: KazooClient | None = None
         self._fanout = Fanout("taskring-zk-listener")
+        self._confirmed_at: float | None = None   # clock time a request later answered was sent
+        self._lease_stop = threading.Event()
+        self._lease_thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -147,6 +165,7 @@ class ZkSession:
             client.add_listener(self._on_kazoo_state)
             self._client = client
             self._fanout.start()
+            sent_at = self._clock()
             try:
                 client.start(timeout=self.connect_timeout_s)
             except KazooTimeoutError:
@@ -157,6 +176,9 @@ class ZkSession:
                 self._fanout.stop(timeout_s=1.0)
                 raise ZkConnectTimeout(self.hosts, self.connect_timeout_s) from None
             self._lifecycle = "running"
+            self._confirm(sent_at)
+            self._lease_thread = threading.Thread(target=self._probe_loop, name="taskring-zk-lease", daemon=True)
+            self._lease_thread.start()
         log.info("ZooKeeper session 0x%x established with %s (generation %d)",
                  self.session_id or 0, self.hosts, self.session_generation)
 
@@ -167,6 +189,9 @@ class ZkSession:
             if self._lifecycle != "running":
                 return
             self._lifecycle = "stopping"
+            self._lease_stop.set()
+            if self._lease_thread is not None:
+                self._lease_thread.join(timeout=5)
             client = self._client
             with self._lock:
                 self._closing = True
@@ -241,6 +266,40 @@ class ZkSession:
                     return False
                 self._lock.wait(remaining)
             return True
+
+    # -- the lease ---------------------------------------------------------------
+
+    def lease_remaining_s(self) -> float:
+        """Seconds this process may still act as the holder of what its session holds
+        (see "The lease" above); 0.0 when the lease has run out, or while LOST or STOPPED."""
+        with self._lock:
+            if self._confirmed_at is None or self._tracker.state in (SessionState.LOST, SessionState.STOPPED):
+                return 0.0
+            lease_s = self.session_timeout_ms / 1000.0 * LEASE_FRACTION
+            return max(0.0, self._confirmed_at + lease_s - self._clock())
+
+    def has_lease(self) -> bool:
+        return self.lease_remaining_s() > 0.0
+
+    def _confirm(self, sent_at: float) -> None:
+        with self._lock:
+            if self._confirmed_at is None or sent_at > self._confirmed_at:
+                self._confirmed_at = sent_at
+
+    def _probe_loop(self) -> None:
+        """Renew the lease: one cheap read a quarter of a timeout, answered or not."""
+        while not self._lease_stop.is_set():
+            interval_s = self.session_timeout_ms / 1000.0 / _PROBES_PER_TIMEOUT
+            sent_at = self._clock()
+            try:
+                # exists_async: no command retry, so a dead connection fails this probe
+                # at once instead of blocking it through kazoo's reconnect loop.
+                self._client.exists_async("/").get(timeout=interval_s)
+            except Exception:
+                pass  # no answer, no renewal: the lease runs down on its own
+            else:
+                self._confirm(sent_at)
+            self._lease_stop.wait(max(0.0, interval_s - (self._clock() - sent_at)))
 
     # -- listeners -------------------------------------------------------------
 

@@ -494,6 +494,51 @@ BEGIN_DISPATCH = (
     Case("nothing to do", given=(), when=lambda w: w.store.begin_dispatch([], {}, NODE, T0), returns=(set(), set())),
 )
 
+# ---- the guard: return_undelivered, stranded, unclaim
+
+
+def _check_given_back(w: World, _result) -> None:
+    row = w.row("d")
+    assert row.trigger_at == T(-3) and row.updated_at == T0
+    assert w.history("d")[-1] == r.Event("d", "queued", T0, NODE, 1, "not sent: no session lease; attempt not spent")
+
+
+GUARD = (
+    Case("return_undelivered puts a dispatched attempt back to pending, unspent, at its due time",
+         given=(Row("d", DISPATCHED), Row("d2", DISPATCHED, attempts=2), Row("p", PENDING), Row("done", SUCCEEDED)),
+         when=lambda w: w.store.return_undelivered(
+             [kafka_claim("d", 1, due_s=-3), kafka_claim("d2", 1), mysql_claim("p", 1), kafka_claim("done", 1)],
+             w.epochs, NODE, T0),
+         returns=set(), then={"d": (PENDING, 0)}, check=_check_given_back),
+    Case("return_undelivered under a stale epoch writes nothing and names the slot",
+         given=(Row("d", DISPATCHED),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0),
+                         w.store.return_undelivered([kafka_claim("d", 1)], w.epochs, NODE, T0))[1],
+         returns={0}, then={"d": (PENDING, 1)}),  # by n2's claim, which keeps attempts
+    Case("stranded finds old dispatched rows and claimed rows long past due, of the slot only",
+         given=(Row("disp", DISPATCHED), Row("late-claim", CLAIMED, due_s=-700), Row("due-claim", CLAIMED, due_s=0),
+                Row("pend", PENDING, due_s=-700), Row("other", DISPATCHED, slot=1)),
+         when=lambda w: (lambda ok_rows: (ok_rows[0], sorted(row.task_id for row in ok_rows[1])))(
+             w.store.stranded(0, w.epochs[0], T0, T(-300), 10)),
+         returns=(True, ["disp", "late-claim"])),
+    Case("stranded sees nothing of a dispatch newer than dispatched_before",
+         given=(Row("disp", DISPATCHED),),
+         when=lambda w: w.store.stranded(0, w.epochs[0], BUILD_AT, BUILD_AT, 10), returns=(True, [])),
+    Case("stranded under a stale epoch",
+         given=(Row("disp", DISPATCHED),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.stranded(0, w.epochs[0], T0, T0, 10))[1],
+         returns=(False, []), then={"disp": (PENDING, 1)}),
+    Case("unclaim gives claimed rows of the slot back to the poller, and only those",
+         given=(Row("c", CLAIMED, due_s=-5), Row("d", DISPATCHED), Row("c1", CLAIMED, slot=1)),
+         when=lambda w: w.store.unclaim(["c", "d", "c1", "nope"], 0, w.epochs[0], T0),
+         returns=True, then={"c": (PENDING, 0)},
+         check=lambda w, _: equal(w.row("c").trigger_at, T(-5))),
+    Case("unclaim under a stale epoch writes nothing",
+         given=(Row("c", CLAIMED),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.unclaim(["c"], 0, w.epochs[0], T0))[1],
+         returns=False, then={"c": (PENDING, 0)}),  # by n2's claim
+)
+
 # ---- record_outcomes
 
 
@@ -687,6 +732,10 @@ class StoreConformance:
 
     @cases(*SWEEP)
     def test_sweep_enqueued(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*GUARD)
+    def test_guard(self, backend, case):
         run_case(backend, case)
 
     @cases(*OFFSETS)

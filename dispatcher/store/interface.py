@@ -165,6 +165,31 @@ class TaskStoreProtocol(Protocol):
         never changed here. The write's events are appended in its order.
         """
 
+    def return_undelivered(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                           now: dt.datetime) -> set[int]:
+        """Give back attempts marked dispatched that were never sent (the owner lost its
+        session lease in between); returns the stale slots, whose claims were refused.
+
+        A claim of a live slot applies only if its row is dispatched at exactly
+        `claim.attempt`: the row becomes pending with attempts = attempt - 1 (the
+        attempt is not spent) and trigger_at = due_at, and gets a "queued" event at
+        `now` by `node` with the attempt and a detail saying it was not sent.
+        """
+
+    def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,
+                 limit: int) -> tuple[bool, list[r.TaskRow]]:
+        """Rows of `slot` that may have nobody acting on them: dispatched with updated_at
+        (the dispatch time) before `dispatched_before`, and claimed with updated_at and
+        trigger_at both before `claimed_before`. At most `limit`, oldest updated_at
+        first. (False, []) when `epoch` is stale. Reads only; the owner decides which
+        of them it is really not acting on, and recovers those through record_outcomes
+        (dispatched) or unclaim (claimed)."""
+
+    def unclaim(self, task_ids: Sequence[str], slot: int, epoch: int, now: dt.datetime) -> bool:
+        """Claimed rows of `slot` among `task_ids` go back to pending (trigger_at kept),
+        for the poller to claim again; other rows are untouched. False when `epoch` is
+        stale (nothing written). No event is written."""
+
     # ---- Kafka progress (fenced) ----
 
     def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -253,6 +253,45 @@ class MemoryTaskStore:
                 dispatched.add(c.task_id)
             return dispatched, stale
 
+    def return_undelivered(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                           now: dt.datetime) -> set[int]:
+        with self._lock:
+            self._maybe_fail("return_undelivered")
+            stale = self._stale({c.slot: epochs[c.slot] for c in claims})
+            now = _ms(now)
+            for c in claims:
+                row = self._rows.get(c.task_id)
+                if c.slot in stale or row is None or (row.status, row.attempts) != (r.DISPATCHED, c.attempt):
+                    continue
+                self._update(c.task_id, status=r.PENDING, attempts=c.attempt - 1, trigger_at=_ms(c.due_at),
+                             updated_at=now)
+                self._append([r.Event(c.task_id, "queued", now, node, c.attempt,
+                                      "not sent: no session lease; attempt not spent")])
+            return stale
+
+    def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,
+                 limit: int) -> tuple[bool, list[r.TaskRow]]:
+        with self._lock:
+            self._maybe_fail("stranded")
+            if self._stale({slot: epoch}):
+                return False, []
+            dispatched_before, claimed_before = _ms(dispatched_before), _ms(claimed_before)
+            rows = [row for row in self._rows.values() if row.slot == slot and (
+                (row.status == r.DISPATCHED and row.updated_at < dispatched_before)
+                or (row.status == r.CLAIMED and row.trigger_at < claimed_before and row.updated_at < claimed_before))]
+            return True, sorted(rows, key=lambda row: (row.updated_at, row.task_id))[:max(limit, 0)]
+
+    def unclaim(self, task_ids: Sequence[str], slot: int, epoch: int, now: dt.datetime) -> bool:
+        with self._lock:
+            self._maybe_fail("unclaim")
+            if self._stale({slot: epoch}):
+                return False
+            for tid in task_ids:
+                row = self._rows.get(tid)
+                if row is not None and row.slot == slot and row.status == r.CLAIMED:
+                    self._update(tid, status=r.PENDING, updated_at=_ms(now))
+            return True
+
     def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
                         now: dt.datetime) -> set[int]:
         with self._lock:

@@ -373,6 +373,55 @@ class TaskStore:
             return stale
         return self.run(body)
 
+    def return_undelivered(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                           now: dt.datetime) -> set[int]:
+        def body(cur):
+            stale = self._stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
+            live = [c for c in claims if c.slot not in stale]
+            if not live:
+                return stale
+            ids = [c.task_id for c in live]
+            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
+                        ids)
+            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            back = [c for c in live if rows.get(c.task_id) == (r.DISPATCHED, c.attempt)]
+            if back:
+                cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
+                                " updated_at = %s WHERE task_id = %s",
+                                [(r.PENDING, c.due_at, now, c.task_id) for c in back])
+                self._append_events(cur, [r.Event(c.task_id, "queued", now, node, c.attempt,
+                                                  "not sent: no session lease; attempt not spent") for c in back])
+            return stale
+        return self.run(body)
+
+    def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,
+                 limit: int) -> tuple[bool, list[r.TaskRow]]:
+        def body(cur):
+            if self._stale_slots(cur, {slot: epoch}):
+                return False, []
+            # By slot and status equality (the index's prefix): a slot has only as many
+            # dispatched or claimed rows as its owner has in flight and in its heap.
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
+                        " WHERE slot = %s AND status = %s AND updated_at < %s ORDER BY updated_at LIMIT %s",
+                        (slot, r.DISPATCHED, dispatched_before, limit))
+            rows = [r.TaskRow(*row) for row in cur.fetchall()]
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
+                        " WHERE slot = %s AND status = %s AND trigger_at < %s AND updated_at < %s"
+                        " ORDER BY updated_at LIMIT %s", (slot, r.CLAIMED, claimed_before, claimed_before, limit))
+            rows += [r.TaskRow(*row) for row in cur.fetchall()]
+            return True, sorted(rows, key=lambda row: row.updated_at)[:limit]
+        return self.run(body)
+
+    def unclaim(self, task_ids: Sequence[str], slot: int, epoch: int, now: dt.datetime) -> bool:
+        def body(cur):
+            if self._stale_slots(cur, {slot: epoch}):
+                return False
+            if task_ids:
+                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s"
+                            f" AND task_id IN ({_marks(len(task_ids))})", [r.PENDING, now, slot, r.CLAIMED, *task_ids])
+            return True
+        return self.run(body)
+
     # ---- Kafka progress (fenced) ----
 
     def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -426,3 +426,31 @@ def test_stop_leaves_no_threads_behind_and_is_safe_twice(hosts):
 
     assert ours() - before == set()
     assert session.state is SessionState.STOPPED and registry.members() is not None
+
+
+def test_the_lease_runs_out_before_the_server_can_expire_the_session(hosts, started, proxy):
+    from membership.session import LEASE_FRACTION
+    sa, a_events = session_with_events(started, via(proxy, hosts), session_timeout_ms=2000)
+    sb, _ = session_with_events(started, hosts)
+    a, a_views = registry_with_views(started, sa, "node-a")
+    b, b_views = registry_with_views(started, sb, "node-b")
+    b_views.wait_until(lambda v: v and v[-1] == {"node-a", "node-b"}, "b to see both nodes")
+    # While connected, the probe keeps the lease up: never more than a lease long.
+    assert sa.has_lease() and 0 < sa.lease_remaining_s() <= sa.session_timeout_ms / 1000 * LEASE_FRACTION
+
+    proxy.drop()
+    deadline = time.monotonic() + 5
+    while sa.has_lease() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # The lease ran out while the server still held the session: nobody else could
+    # have claimed what a holds yet.
+    assert not sa.has_lease()
+    assert {"node-b"} not in b_views.items, "the server expired the session before the lease ran out"
+    b_views.wait_until(lambda v: v[-1] == {"node-b"}, "b to see a expire")
+
+    proxy.restore()
+    a_events.wait_until(lambda ev: ev[-1].new_state == "connected", "a to reconnect")
+    deadline = time.monotonic() + 5
+    while not sa.has_lease() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sa.has_lease(), "the lease came back with the new session"

@@ -125,8 +125,8 @@ class InProcessPool(ExecutorPool):
     """The real pool (instance choice, capacity, outcome bookkeeping) with its gRPC
     stub replaced by the in-process executor."""
 
-    def __init__(self, directory: FakeDirectory, executor: FakeExecutor):
-        super().__init__(directory, node_id="n1")
+    def __init__(self, directory: FakeDirectory, executor: FakeExecutor, may_send: Callable[[], bool] = lambda: True):
+        super().__init__(directory, node_id="n1", may_send=may_send)
         self._executor = executor
 
     def _stub(self, address: str) -> FakeExecutor:
@@ -147,15 +147,19 @@ class World:
         self.metrics = NodeMetrics()
         self.lost: list[int] = []
         self.intake: MemoryIntake | None = None
+        # The session lease, as the engine's dispatch loop and the pool's send see it.
+        self.lease_at_dispatch = True
+        self.lease_at_send = True
         defaults = dict(node_id="n1", slot_count=4, route_threshold_ms=10_000, poll_interval_ms=5,
                         poll_lookahead_ms=2_000, poll_batch=50, dispatch_batch=50, heap_capacity=1_000,
                         offset_commit_interval_ms=5, kafka=KafkaConfig(topic_prefix="t"), cluster=False)
         self.config = NodeConfig(**{**defaults, **config})
         self.topic = self.config.kafka.topic_for(NORMAL)
         self.engine = Engine(config=self.config, store=self.store, producer=self.producer,
-                             intake_factory=self._intake, executors=InProcessPool(self.directory, self.executor),
+                             intake_factory=self._intake,
+                             executors=InProcessPool(self.directory, self.executor, lambda: self.lease_at_send),
                              metrics=self.metrics, clock=self.clock, rng=random.Random(7),
-                             on_slot_lost=self.lost.append)
+                             on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch)
 
     def _intake(self, deliver, may_read) -> MemoryIntake:
         self.intake = MemoryIntake(self.log, deliver, may_read)
@@ -639,3 +643,78 @@ async def test_a_replayed_old_attempt_popped_with_its_retry_never_stands_in_for_
         # Then the executor saw attempt 1 once (old epoch) and attempt 2 once (new epoch)
         assert [(c.attempt, c.epoch) for c in w.executor.calls if c.task_id == "a"] == \
             [(1, first_epoch), (2, epoch)]
+
+
+# ---------------------------------------------------------------- the session lease and the guard
+
+@scenario
+async def test_nothing_is_dispatched_without_the_session_lease():
+    async with World() as w:
+        await w.own()
+        w.lease_at_dispatch = False
+        await w.submit("a")
+        await w.engine_looked()
+        assert w.executor.calls == [] and w.status("a") == (r.ENQUEUED, 0)
+        w.lease_at_dispatch = True
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success once the lease is back")
+
+
+@scenario
+async def test_a_dispatch_the_lease_ran_out_on_before_the_send_is_given_back_unspent():
+    # Defect 3 of the faults issue: a node frozen between marking a task dispatched and
+    # sending it must not send it when it wakes up past its session.
+    async with World() as w:
+        await w.own()
+        w.lease_at_send = False
+        await w.submit("a")
+        await eventually(lambda: w.status("a") == (r.PENDING, 0), "the unsent attempt given back")
+        assert w.executor.calls == []
+        assert ("queued", 1, "not sent: no session lease; attempt not spent") in \
+            [(e.state, e.attempt, e.detail) for e in w.store.get_task("a")[1]]
+        # When the lease holds again, the poller brings it back as attempt 1
+        w.lease_at_send = True
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        assert w.executor.attempts("a") == [1]
+
+
+@scenario
+async def test_a_dispatched_task_whose_outcome_vanished_is_recovered_as_a_failed_attempt():
+    async with World(recovery_interval_ms=5, recovery_grace_ms=2_000) as w:
+        epoch = await w.own()
+        # Given a task an earlier incarnation dispatched under this epoch, whose outcome
+        # never came back (nothing in this engine is acting on it)
+        # (due beyond the poller's lookahead, so that only the test claims it)
+        due_ms = await w.submit("a", route="mysql", backoff_ms=100, due_in_ms=60_000)
+        w.store.claim_due(SLOT, epoch, ms_to_datetime(due_ms), 10, w.clock.now())
+        w.clock.set(due_ms)
+        dispatched, _ = w.store.begin_dispatch([r.DispatchClaim("a", SLOT, 1, "mysql", w.clock.now())],
+                                               {SLOT: epoch}, "n1", w.clock.now())
+        assert dispatched == {"a"}
+        # When less than timeout (1 s) + grace (2 s) has passed, it is left alone
+        w.clock.advance(2_999)
+        await w.engine_looked()
+        assert w.status("a") == (r.DISPATCHED, 1)
+        # When it has passed, it is recovered as a failed attempt and retried
+        w.clock.advance(1)
+        await eventually(lambda: w.status("a")[1] == 1 and w.status("a")[0] in (r.ENQUEUED, r.PENDING),
+                         "the recovery")
+        w.clock.advance(100)
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2), "the retry's success")
+        events = w.store.get_task("a")[1]
+        assert any(e.state == "retry_wait" and e.attempt == 1 and "recovered" in (e.detail or "") for e in events)
+        assert w.metrics.registry.get_sample_value("taskring_tasks_recovered_total", {"status": "dispatched"}) == 1
+
+
+@scenario
+async def test_a_claimed_row_the_owner_does_not_hold_goes_back_to_the_poller():
+    async with World(recovery_interval_ms=5, recovery_grace_ms=2_000, poll_interval_ms=60_000) as w:
+        epoch = await w.own()
+        # Given a row claimed (by a lost incarnation of this owner) that is in no heap
+        # (due beyond the poller's lookahead, so that only the test claims it)
+        due_ms = await w.submit("a", route="mysql", due_in_ms=60_000)
+        w.store.claim_due(SLOT, epoch, ms_to_datetime(due_ms), 10, w.clock.now())
+        assert w.engine.heap_size() == 0 and w.status("a") == (r.CLAIMED, 0)
+        w.clock.set(due_ms + 2_001)
+        await eventually(lambda: w.executor.attempts("a") == [1] and w.status("a") == (r.SUCCEEDED, 1),
+                         "recovered, claimed again and run")
+        assert w.metrics.registry.get_sample_value("taskring_tasks_recovered_total", {"status": "claimed"}) == 1
