@@ -192,6 +192,8 @@ class RecordingExecutor:
     """
 
     SPREAD_TYPES = tuple(f"ok-{i}" for i in range(32))
+    FLAKY_TYPES = tuple(f"flaky-{i}" for i in range(16))
+    """Like fail_then_ok, over many slots."""
 
     def __init__(self, zk_hosts: str, ns: str = "tests", max_in_flight: int = 256):
         self.ns = ns
@@ -202,6 +204,8 @@ class RecordingExecutor:
             self.executor.add_handler(name, getattr(self, f"_{name}"))
         for name in self.SPREAD_TYPES:
             self.executor.add_handler(name, self._ok)
+        for name in self.FLAKY_TYPES:
+            self.executor.add_handler(name, self._fail_then_ok)
 
     def _record(self, ctx) -> int:
         due = ctx.payload.get("due_ms")

@@ -1,0 +1,239 @@
+"""The fault matrix's machinery: a steady mixed load, and the figures every row reports.
+
+A row is: start a cluster, run `MixedLoad` against it, mark the fault's start and
+end (`FaultClock`), stop the load, wait until every task is terminal (bounded), and
+compute a `FaultReport`:
+
+- accepted: task ids a node acknowledged;
+- lost: accepted but never stored, or not terminal when the wait ran out;
+- stuck: stored and not terminal more than `stuck_bound_s` after they were due;
+- executed twice: tasks run more often than they ask for (once; twice if fail-once), next to
+  `in_flight_at_fault` (rows `dispatched` when the fault struck: each may run twice);
+- early: first attempts that started before the due time the server acknowledged;
+- stale: deliveries of an older epoch after a newer epoch's first in the same slot;
+- recovery_s: from the end of the fault until the last first attempt, of any slot,
+  that started later than `late_threshold_ms` after its due time (0 when none did).
+
+Pass = 0 lost, 0 stuck, 0 early, 0 stale, twice <= in flight, recovery within two
+session timeouts. The load mixes immediate, Kafka-delayed, MySQL-delayed (past the
+route threshold) and fail-once tasks (retried on the Kafka path after 0.5 s), spread
+over 32 + 16 task types, hence over every slot.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+
+from taskring import Client, RetryPolicy, TaskSpec
+
+from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, slots_of
+from tests.integration.harness import NodeProcess, RecordingExecutor, TaskringEnv, stale_deliveries, wait_until
+
+TERMINAL = ("succeeded", "dead_lettered", "cancelled")
+
+
+@dataclasses.dataclass
+class Submitted:
+    kind: str
+    due_ms: int
+
+
+class MixedLoad:
+    """Submits batches of `batch` at about `rate` tasks/s to the live nodes in turn."""
+
+    KINDS = (("immediate", 0.4), ("kafka_delay", 0.3), ("mysql_delay", 0.2), ("fail_once", 0.1))
+
+    def __init__(self, env: TaskringEnv, targets: list[NodeProcess], *, rate: float = 300, batch: int = 10,
+                 seed: int = 7):
+        self.env = env
+        self.targets = list(targets)
+        self.batch = batch
+        self.interval_s = batch / rate
+        self.submitted: dict[str, Submitted] = {}
+        self.unknown: set[str] = set()      # the call failed: maybe stored, maybe not
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mixed-load", daemon=True)
+
+    @property
+    def accepted(self) -> int:
+        with self._lock:
+            return len(self.submitted)
+
+    def start(self) -> "MixedLoad":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def wait_accepted(self, more: int, timeout_s: float = 30) -> None:
+        target = self.accepted + more
+        wait_until(lambda: self.accepted >= target, timeout_s, f"{more} more tasks accepted")
+
+    def _kind(self) -> str:
+        x, acc = self._rng.random(), 0.0
+        for kind, share in self.KINDS:
+            acc += share
+            if x < acc:
+                return kind
+        return self.KINDS[-1][0]
+
+    def _spec(self, kind: str) -> TaskSpec:
+        task_id = str(uuid.uuid4())
+        if kind == "fail_once":
+            return TaskSpec("tests", self._rng.choice(RecordingExecutor.FLAKY_TYPES), {"failures": 1},
+                            task_id=task_id, max_retries=3, retry_policy=RetryPolicy.tiered(0.5))
+        delay = {"immediate": 0.0, "kafka_delay": self._rng.uniform(0.2, 1.2),
+                 "mysql_delay": self._rng.uniform(2.0, 4.0)}[kind]
+        return TaskSpec("tests", self._rng.choice(RecordingExecutor.SPREAD_TYPES), {}, task_id=task_id,
+                        delay=delay)
+
+    def _run(self) -> None:
+        clients: dict[str, Client] = {}
+        i = 0
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                targets = [t for t in self.targets if t.alive()]
+                if targets:
+                    node = targets[i % len(targets)]
+                    i += 1
+                    client = clients.get(node.target)
+                    if client is None:
+                        client = clients[node.target] = Client(node.target, rpc_timeout_s=3)
+                    kinds = [self._kind() for _ in range(self.batch)]
+                    specs = [self._spec(k) for k in kinds]
+                    try:
+                        results = client.submit_batch(specs)
+                    except Exception:
+                        self.errors += 1
+                        self.unknown.update(s.task_id for s in specs)
+                        clients.pop(node.target, None)
+                        client.close()
+                    else:
+                        with self._lock:
+                            for kind, res in zip(kinds, results):
+                                self.submitted[res.task_id] = Submitted(kind, int(res.due_at.timestamp() * 1000))
+                self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+        finally:
+            for c in clients.values():
+                c.close()
+
+
+class FaultClock:
+    """Marks when a row's fault started and ended (wall clock, as the executors record)."""
+
+    def __init__(self) -> None:
+        self.start_ms: int | None = None
+        self.end_ms: int | None = None
+
+    def start(self) -> None:
+        self.start_ms = int(time.time() * 1000)
+
+    def end(self) -> None:
+        self.end_ms = int(time.time() * 1000)
+
+
+@dataclasses.dataclass
+class FaultReport:
+    row: str
+    accepted: int
+    lost: int
+    stuck: int
+    twice: int
+    in_flight_at_fault: int
+    early: int
+    stale: int
+    recovery_s: float
+    late_after_fault: int
+    p99_late_ms_before: float
+    p99_late_ms_after: float
+
+    def passed(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> bool:
+        return (self.lost == 0 and self.stuck == 0 and self.early == 0 and self.stale == 0
+                and self.twice <= self.in_flight_at_fault and self.recovery_s <= recovery_bound_s)
+
+    def line(self) -> str:
+        return (f"fault matrix | {self.row} | accepted={self.accepted} lost={self.lost} stuck={self.stuck}"
+                f" twice={self.twice} in_flight={self.in_flight_at_fault} early={self.early} stale={self.stale}"
+                f" recovery_s={self.recovery_s:.2f} p99_late_ms before={self.p99_late_ms_before:.0f}"
+                f" after={self.p99_late_ms_after:.0f}")
+
+    def check(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> None:
+        print("\n" + self.line())
+        assert self.lost == 0, f"{self.lost} accepted tasks lost"
+        assert self.stuck == 0, f"{self.stuck} tasks stuck"
+        assert self.early == 0, f"{self.early} first attempts started early"
+        assert self.stale == 0, f"{self.stale} deliveries under a stale epoch"
+        assert self.twice <= self.in_flight_at_fault, \
+            f"{self.twice} attempts ran twice, more than the {self.in_flight_at_fault} in flight at the fault"
+        assert self.recovery_s <= recovery_bound_s, \
+            f"lateness back to normal only {self.recovery_s:.1f}s after the fault (bound {recovery_bound_s}s)"
+
+
+def in_flight(env: TaskringEnv) -> int:
+    return env.sql("SELECT COUNT(*) FROM tasks WHERE status = 'dispatched'")[0][0]
+
+
+def _p99(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * 0.99))]
+
+
+def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecutor, fault: FaultClock, *,
+           in_flight_at_fault: int, settle_timeout_s: float = 120, stuck_bound_s: float = 60,
+           late_threshold_ms: int = 250) -> FaultReport:
+    """Wait (bounded) for every stored task to be terminal, then compute the row's figures."""
+    load.stop()
+
+    def non_terminal() -> int:
+        marks = ",".join(["%s"] * len(TERMINAL))
+        return env.sql(f"SELECT COUNT(*) FROM tasks WHERE status NOT IN ({marks})", TERMINAL)[0][0]
+    try:
+        wait_until(lambda: non_terminal() == 0, settle_timeout_s, "every stored task to be terminal", 0.25)
+    except AssertionError:
+        pass  # counted below as lost / stuck
+    now_ms = int(time.time() * 1000)
+    stored = {tid: (status, trigger) for tid, status, trigger in
+              env.sql("SELECT task_id, status, UNIX_TIMESTAMP(trigger_at) * 1000 FROM tasks")}
+    submitted = dict(load.submitted)
+    lost = sum(1 for tid in submitted if tid not in stored or stored[tid][0] not in TERMINAL)
+    stuck = sum(1 for status, trigger in stored.values()
+                if status not in TERMINAL and now_ms - float(trigger) > stuck_bound_s * 1000)
+    executions = executor.snapshot()
+    # Beyond what the task asks for: one run, or two for a fail-once task (a crash re-runs
+    # an in-flight attempt under the next attempt number, so attempts alone do not tell).
+    runs = Counter(e.task_id for e in executions)
+    twice = sum(1 for tid, n in runs.items()
+                if n > (2 if submitted.get(tid, Submitted("", 0)).kind == "fail_once" else 1))
+    early, before, after, late_due = 0, [], [], []
+    for e in executions:
+        sub = submitted.get(e.task_id)
+        if sub is None or e.attempt != 1:
+            continue
+        late = e.started_ms - sub.due_ms
+        if late < 0:
+            early += 1
+        if fault.start_ms is not None and sub.due_ms < fault.start_ms:
+            before.append(late)
+        elif fault.end_ms is not None and sub.due_ms >= fault.end_ms:
+            after.append(late)
+            if late > late_threshold_ms:
+                late_due.append(sub.due_ms)
+    stale = len(stale_deliveries(executions, slots_of(env, submitted)))
+    recovery_s = max(0.0, (max(late_due) - fault.end_ms) / 1000) if late_due and fault.end_ms else 0.0
+    return FaultReport(row=row, accepted=len(submitted), lost=lost, stuck=stuck, twice=twice,
+                       in_flight_at_fault=in_flight_at_fault, early=early, stale=stale, recovery_s=recovery_s,
+                       late_after_fault=len(late_due), p99_late_ms_before=_p99(before),
+                       p99_late_ms_after=_p99(after))

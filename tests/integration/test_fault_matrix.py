@@ -1,0 +1,180 @@
+"""The fault matrix (the faults issue): each row a fault on the real stack under a steady
+mixed load, judged by the figures of fault_matrix.FaultReport: 0 lost, 0 stuck, 0 early,
+0 stale, executed twice <= in flight at the fault, lateness back to normal within two
+session timeouts of the fault's end.
+
+The short rows (1, 2, 3, 6) run in .ci/run. The long ones run with
+TASKRING_FAULT_MATRIX=full (see the README's reliability section), which also runs
+every row TASKRING_FAULT_REPEAT times (default 1).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
+from tests.integration.fault_matrix import FaultClock, MixedLoad, in_flight, report
+
+pytestmark = pytest.mark.integration
+
+FULL = os.environ.get("TASKRING_FAULT_MATRIX") == "full"
+REPEAT = int(os.environ.get("TASKRING_FAULT_REPEAT", "1"))
+THREE = ("n1", "n2", "n3")
+SESSION_S = SESSION_TIMEOUT_MS / 1000
+long_row = pytest.mark.skipif(not FULL, reason="a long row: TASKRING_FAULT_MATRIX=full")
+repeat = pytest.mark.parametrize("run", range(REPEAT))
+
+
+@pytest.fixture
+def cluster(taskring_env, recording_executor):
+    c = Cluster(taskring_env, TASKRING_RECOVERY_GRACE_MS="5000", TASKRING_RECOVERY_INTERVAL_MS="1000")
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def start(cluster: Cluster, names=THREE) -> None:
+    for name in names:
+        cluster.add(name)
+    for node in cluster.live():
+        node.wait_ready()
+    cluster.wait_settled(set(names))
+
+
+def restart(cluster: Cluster, name: str) -> None:
+    """SIGTERM (a clean handoff), then the same node id again at once."""
+    assert cluster.nodes[name].terminate() == 0
+    cluster.add(name).wait_ready()
+
+
+@repeat
+def test_row1_sigterm_and_immediate_restart_of_two_nodes_with_retries_coming_due(
+        cluster, taskring_env, recording_executor, run):
+    start(cluster)
+    load = MixedLoad(taskring_env, cluster.live()).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = in_flight(taskring_env)
+    restart(cluster, "n1")
+    time.sleep(5)  # the fault's own shape: the second restart five seconds after the first
+    flying += in_flight(taskring_env)
+    restart(cluster, "n2")
+    cluster.wait_settled(set(THREE))
+    fault.end()
+    load.targets = cluster.live()
+    load.wait_accepted(1500)
+    report("1 SIGTERM+restart x2", taskring_env, load, recording_executor, fault,
+           in_flight_at_fault=flying).check()
+
+
+@repeat
+def test_row2_sigstop_past_the_session_then_sigcont(cluster, taskring_env, recording_executor, run):
+    start(cluster)
+    load = MixedLoad(taskring_env, [cluster.nodes["n2"], cluster.nodes["n3"]]).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = in_flight(taskring_env)
+    cluster.nodes["n1"].pause()
+    time.sleep(2 * SESSION_S)  # the fault itself: frozen for twice the session timeout
+    cluster.nodes["n1"].resume()
+    cluster.wait_settled(set(THREE), timeout_s=40)
+    fault.end()
+    load.targets = cluster.live()
+    load.wait_accepted(3000)   # long enough after the rejoin to see the slots it took back
+    report("2a SIGSTOP 2x session", taskring_env, load, recording_executor, fault,
+           in_flight_at_fault=flying).check()
+
+
+@repeat
+def test_row2_sigstop_for_half_a_session_moves_nothing(cluster, taskring_env, recording_executor, run):
+    start(cluster)
+    epochs = taskring_env.epochs()
+    load = MixedLoad(taskring_env, [cluster.nodes["n2"], cluster.nodes["n3"]]).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    cluster.nodes["n1"].pause()
+    time.sleep(SESSION_S / 2)  # the fault itself
+    cluster.nodes["n1"].resume()
+    fault.end()
+    load.wait_accepted(1500)
+    figures = report("2b SIGSTOP 0.5x session", taskring_env, load, recording_executor, fault,
+                     in_flight_at_fault=0)
+    figures.check()
+    assert taskring_env.epochs() == epochs, "a pause shorter than the session moved ownership"
+
+
+@repeat
+@pytest.mark.parametrize("victims", [("n3",), ("n2", "n3")], ids=["one", "two-of-three"])
+def test_row3_kill9(cluster, taskring_env, recording_executor, victims, run):
+    start(cluster)
+    survivors = [n for n in THREE if n not in victims]
+    load = MixedLoad(taskring_env, [cluster.nodes[n] for n in survivors]).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = in_flight(taskring_env)
+    for name in victims:
+        cluster.nodes[name].kill()
+    cluster.wait_settled(set(survivors), timeout_s=SESSION_S + 20)
+    fault.end()
+    load.wait_accepted(1500)
+    report(f"3 kill -9 {'+'.join(victims)}", taskring_env, load, recording_executor, fault,
+           in_flight_at_fault=flying).check()
+
+
+@long_row
+@repeat
+def test_row4_rolling_restart_of_every_node(cluster, taskring_env, recording_executor, run):
+    start(cluster)
+    load = MixedLoad(taskring_env, cluster.live()).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = 0
+    for name in THREE:
+        flying += in_flight(taskring_env)
+        restart(cluster, name)
+        cluster.wait_settled(set(THREE))
+        load.targets = cluster.live()
+    fault.end()
+    load.wait_accepted(1500)
+    report("4 rolling restart", taskring_env, load, recording_executor, fault, in_flight_at_fault=flying).check()
+
+
+@long_row
+@repeat
+def test_row5_membership_flapping(cluster, taskring_env, recording_executor, run):
+    start(cluster)
+    load = MixedLoad(taskring_env, [cluster.nodes["n1"], cluster.nodes["n2"]]).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = 0
+    until = time.monotonic() + 120
+    while time.monotonic() < until:
+        flying += in_flight(taskring_env)
+        cluster.add("n4")
+        time.sleep(5)   # the fault's shape: join and leave every 5 s
+        flying += in_flight(taskring_env)
+        assert cluster.nodes["n4"].terminate() == 0
+        time.sleep(5)
+    cluster.wait_settled(set(THREE))
+    fault.end()
+    load.wait_accepted(1500)
+    report("5 flapping 2 min", taskring_env, load, recording_executor, fault, in_flight_at_fault=flying).check()
+
+
+def test_report_counts_what_it_claims(taskring_env, recording_executor):
+    """The figures can fail: a task acknowledged but never stored is lost."""
+    from tests.integration.fault_matrix import Submitted
+    load = MixedLoad(taskring_env, [])
+    load.submitted["never-stored"] = Submitted("immediate", int(time.time() * 1000))
+    figures = report("self-check", taskring_env, load, recording_executor, FaultClock(), in_flight_at_fault=0,
+                     settle_timeout_s=1)
+    assert figures.lost == 1 and not figures.passed()
