@@ -6,6 +6,7 @@ compute a `FaultReport`:
 
 - accepted: task ids a node acknowledged;
 - lost: accepted but never stored, or not terminal when the wait ran out;
+- not_succeeded: terminal otherwise than succeeded (every task of the load can succeed);
 - stuck: stored and not terminal more than `stuck_bound_s` after they were due;
 - executed twice: tasks run more often than they ask for (once; twice if fail-once), next to
   `in_flight_at_fault` (rows `dispatched` when the fault struck: each may run twice);
@@ -27,11 +28,13 @@ import threading
 import time
 import uuid
 from collections import Counter
+from typing import Callable
 
 from taskring import Client, RetryPolicy, TaskSpec
 
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, slots_of
-from tests.integration.harness import NodeProcess, RecordingExecutor, TaskringEnv, stale_deliveries, wait_until
+from tests.integration.harness import (
+    Execution, NodeProcess, RecordingExecutor, TaskringEnv, stale_deliveries, wait_until)
 
 TERMINAL = ("succeeded", "dead_lettered", "cancelled")
 
@@ -148,6 +151,7 @@ class FaultReport:
     row: str
     accepted: int
     lost: int
+    not_succeeded: int
     stuck: int
     twice: int
     in_flight_at_fault: int
@@ -159,11 +163,12 @@ class FaultReport:
     p99_late_ms_after: float
 
     def passed(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> bool:
-        return (self.lost == 0 and self.stuck == 0 and self.early == 0 and self.stale == 0
+        return (self.lost == 0 and self.not_succeeded == 0 and self.stuck == 0 and self.early == 0 and self.stale == 0
                 and self.twice <= self.in_flight_at_fault and self.recovery_s <= recovery_bound_s)
 
     def line(self) -> str:
-        return (f"fault matrix | {self.row} | accepted={self.accepted} lost={self.lost} stuck={self.stuck}"
+        return (f"fault matrix | {self.row} | accepted={self.accepted} lost={self.lost}"
+                f" not_succeeded={self.not_succeeded} stuck={self.stuck}"
                 f" twice={self.twice} in_flight={self.in_flight_at_fault} early={self.early} stale={self.stale}"
                 f" recovery_s={self.recovery_s:.2f} p99_late_ms before={self.p99_late_ms_before:.0f}"
                 f" after={self.p99_late_ms_after:.0f}")
@@ -171,6 +176,7 @@ class FaultReport:
     def check(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> None:
         print("\n" + self.line())
         assert self.lost == 0, f"{self.lost} accepted tasks lost"
+        assert self.not_succeeded == 0, f"{self.not_succeeded} tasks ended other than succeeded"
         assert self.stuck == 0, f"{self.stuck} tasks stuck"
         assert self.early == 0, f"{self.early} first attempts started early"
         assert self.stale == 0, f"{self.stale} deliveries under a stale epoch"
@@ -193,7 +199,7 @@ def _p99(values: list[float]) -> float:
 
 def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecutor, fault: FaultClock, *,
            in_flight_at_fault: int, settle_timeout_s: float = 120, stuck_bound_s: float = 60,
-           late_threshold_ms: int = 250) -> FaultReport:
+           late_threshold_ms: int = 250, more_executions: Callable[[], list[Execution]] = list) -> FaultReport:
     """Wait (bounded) for every stored task to be terminal, then compute the row's figures."""
     load.stop()
 
@@ -209,9 +215,12 @@ def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecu
               env.sql("SELECT task_id, status, UNIX_TIMESTAMP(trigger_at) * 1000 FROM tasks")}
     submitted = dict(load.submitted)
     lost = sum(1 for tid in submitted if tid not in stored or stored[tid][0] not in TERMINAL)
+    # Every task of the load can succeed: ending otherwise (dead-lettered) is a failure too.
+    not_succeeded = sum(1 for tid in submitted if tid in stored and stored[tid][0] in TERMINAL
+                        and stored[tid][0] != "succeeded")
     stuck = sum(1 for status, trigger in stored.values()
                 if status not in TERMINAL and now_ms - float(trigger) > stuck_bound_s * 1000)
-    executions = executor.snapshot()
+    executions = executor.snapshot() + more_executions()
     # Beyond what the task asks for: one run, or two for a fail-once task (a crash re-runs
     # an in-flight attempt under the next attempt number, so attempts alone do not tell).
     runs = Counter(e.task_id for e in executions)
@@ -233,7 +242,8 @@ def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecu
                 late_due.append(sub.due_ms)
     stale = len(stale_deliveries(executions, slots_of(env, submitted)))
     recovery_s = max(0.0, (max(late_due) - fault.end_ms) / 1000) if late_due and fault.end_ms else 0.0
-    return FaultReport(row=row, accepted=len(submitted), lost=lost, stuck=stuck, twice=twice,
+    return FaultReport(row=row, accepted=len(submitted), lost=lost, not_succeeded=not_succeeded, stuck=stuck,
+                       twice=twice,
                        in_flight_at_fault=in_flight_at_fault, early=early, stale=stale, recovery_s=recovery_s,
                        late_after_fault=len(late_due), p99_late_ms_before=_p99(before),
                        p99_late_ms_after=_p99(after))

@@ -193,11 +193,11 @@ class RecordingExecutor:
 
     SPREAD_TYPES = tuple(f"ok-{i}" for i in range(32))
     FLAKY_TYPES = tuple(f"flaky-{i}" for i in range(16))
-    """Like fail_then_ok, over many slots."""
+    """Fail attempts 1 .. payload["failures"], then succeed; over many slots."""
 
-    def __init__(self, zk_hosts: str, ns: str = "tests", max_in_flight: int = 256):
+    def __init__(self, zk_hosts: str, ns: str = "tests", max_in_flight: int = 256, **executor_options):
         self.ns = ns
-        self.executor = Executor(ns, zk_hosts=zk_hosts, max_in_flight=max_in_flight)
+        self.executor = Executor(ns, zk_hosts=zk_hosts, max_in_flight=max_in_flight, **executor_options)
         self._lock = threading.Lock()
         self.executions: list[Execution] = []
         for name in ("ok", "fail_then_ok", "poison", "fatal", "slow"):
@@ -205,7 +205,7 @@ class RecordingExecutor:
         for name in self.SPREAD_TYPES:
             self.executor.add_handler(name, self._ok)
         for name in self.FLAKY_TYPES:
-            self.executor.add_handler(name, self._fail_then_ok)
+            self.executor.add_handler(name, self._fail_first_attempts)
 
     def _record(self, ctx) -> int:
         due = ctx.payload.get("due_ms")
@@ -221,6 +221,12 @@ class RecordingExecutor:
         runs = self._record(ctx)
         if runs <= int(ctx.payload.get("failures", 0)):
             raise RetryableError(f"planned failure {runs}")
+
+    def _fail_first_attempts(self, ctx) -> None:
+        # By attempt, not by runs seen here: with several executors, each sees only its share.
+        self._record(ctx)
+        if ctx.attempt <= int(ctx.payload.get("failures", 0)):
+            raise RetryableError(f"planned failure of attempt {ctx.attempt}")
 
     def _poison(self, ctx) -> None:
         self._record(ctx)

@@ -15,7 +15,10 @@ import time
 import pytest
 
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
+from tests.integration.executor_process import ExecutorProcess
 from tests.integration.fault_matrix import FaultClock, MixedLoad, in_flight, report
+from tests.integration.faults import BlackholeProxy
+from tests.integration.harness import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -178,3 +181,81 @@ def test_report_counts_what_it_claims(taskring_env, recording_executor):
     figures = report("self-check", taskring_env, load, recording_executor, FaultClock(), in_flight_at_fault=0,
                      settle_timeout_s=1)
     assert figures.lost == 1 and not figures.passed()
+
+
+# ---------------------------------------------------------------- row 6: executors
+
+@pytest.fixture
+def executor_b(taskring_env):
+    b = ExecutorProcess(taskring_env.zk_hosts, taskring_env.logs)
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def executors_registered(env) -> int:
+    from kazoo.client import KazooClient
+    zk = KazooClient(hosts=env.zk_hosts)
+    zk.start(timeout=15)
+    try:
+        return len(zk.get_children("/executors/tests")) if zk.exists("/executors/tests") else 0
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _executor_row(cluster, env, recording_executor, b: ExecutorProcess, row: str, fault_action) -> None:
+    start(cluster)
+    b.start()
+    wait_until(lambda: executors_registered(env) == 2, 15, "both executors registered")
+    load = MixedLoad(env, cluster.live()).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    wait_until(lambda: b.executions(), 15, "the executor process to have run tasks")
+    fault.start()
+    flying = in_flight(env)
+    fault_action()
+    fault.end()
+    load.wait_accepted(1500)
+    report(row, env, load, recording_executor, fault, in_flight_at_fault=flying,
+           more_executions=b.executions).check()
+
+
+@repeat
+def test_row6_an_executor_killed_mid_task(cluster, taskring_env, recording_executor, executor_b, run):
+    def kill():
+        executor_b.kill()
+        # Its znode goes with its session (3 s): until then dispatchers may still pick it.
+        wait_until(lambda: executors_registered(taskring_env) == 1, 15, "the dead executor's znode to go")
+    _executor_row(cluster, taskring_env, recording_executor, executor_b, "6a executor kill -9", kill)
+
+
+@repeat
+def test_row6_an_executor_that_hangs(cluster, taskring_env, recording_executor, executor_b, run):
+    def hang():
+        executor_b.pause()
+        time.sleep(2 * SESSION_S)  # the fault itself: a hung process, past its own session
+        executor_b.resume()
+    _executor_row(cluster, taskring_env, recording_executor, executor_b, "6b executor SIGSTOP", hang)
+
+
+@repeat
+def test_row6_an_executors_connections_dropped_mid_call(cluster, taskring_env, recording_executor, run):
+    proxy = None
+    b = None
+    try:
+        b = ExecutorProcess(taskring_env.zk_hosts, taskring_env.logs, name="executor-proxied")
+        proxy = BlackholeProxy("127.0.0.1", b.port)
+        b.advertise_port = proxy.port
+
+        def drop():
+            proxy.cut()
+            time.sleep(1)  # the fault's shape: calls in flight while the connection is dead
+            proxy.restore()  # closes every proxied connection: in-flight calls fail
+        _executor_row(cluster, taskring_env, recording_executor, b, "6c executor connection dropped", drop)
+    finally:
+        if b is not None:
+            b.stop()
+        if proxy is not None:
+            proxy.close()

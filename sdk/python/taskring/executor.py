@@ -90,6 +90,7 @@ class Executor:
         max_in_flight: int = 64,
         instance_id: str | None = None,
         advertise_host: str | None = None,
+        advertise_port: int | None = None,
         zk_session_timeout_s: float = 10.0,
     ) -> None:
         """Configure; nothing runs until `start()`.
@@ -99,7 +100,9 @@ class Executor:
         or when dispatchers are pointed at the executor some other way).
         `host`/`port` are where the server listens (port 0: any free port);
         `advertise_host` is the host written into ZooKeeper when it differs
-        (defaults to `host`, or the machine's name when `host` is a wildcard).
+        (defaults to `host`, or the machine's name when `host` is a wildcard);
+        `advertise_port` likewise, when dispatchers reach the executor through a
+        port mapping or a proxy (defaults to the port the server is bound to).
         `max_in_flight` caps handlers running at once across all batches.
         `instance_id` names the znode (default: hostname-pid-random).
         """
@@ -124,6 +127,9 @@ class Executor:
         if advertise_host is None:
             advertise_host = socket.gethostname() if host in ("0.0.0.0", "::", "[::]", "") else host
         self._advertise_host = advertise_host
+        if advertise_port is not None and not 0 < advertise_port < 65536:
+            raise ValueError(f"advertise_port: must be 1..65535, got {advertise_port!r}")
+        self._advertise_port = advertise_port
         self._handlers: dict[str, Handler] = {}
         self._state = _NEW
         self._state_lock = threading.Lock()
@@ -176,7 +182,7 @@ class Executor:
         """``host:port`` the dispatchers call, once started."""
         if self._bound_port is None:
             raise RuntimeError("the executor has no address until start()")
-        return _format_address(self._advertise_host, self._bound_port)
+        return _format_address(self._advertise_host, self._advertise_port or self._bound_port)
 
     @property
     def in_flight(self) -> int:
