@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	taskring "github.com/taskring/taskring/sdk/go"
+)
+
+type executorArgs struct {
+	zk, namespace, behavior, listen, instanceID string
+	types                                       []string
+	maxInFlight                                 int
+}
+
+func parseExecutor(args []string) (executorArgs, error) {
+	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
+	var a executorArgs
+	fs.StringVar(&a.zk, "zk", "", "ZooKeeper HOST:PORT[,HOST:PORT...][/chroot]")
+	fs.StringVar(&a.namespace, "namespace", "", "namespace")
+	types := fs.String("types", "", "task types, a,b")
+	fs.StringVar(&a.behavior, "behavior", "ok", "ok | panic-once | fail-once")
+	fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "listen address")
+	fs.StringVar(&a.instanceID, "instance-id", "", "znode name (default hostname-pid-random)")
+	fs.IntVar(&a.maxInFlight, "max-in-flight", 64, "handlers running at once")
+	if err := fs.Parse(args); err != nil {
+		return a, err
+	}
+	if a.zk == "" || a.namespace == "" || *types == "" {
+		return a, errors.New("executor needs --zk, --namespace and --types")
+	}
+	a.types = strings.Split(*types, ",")
+	if _, err := behavior(a.behavior); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// behavior is the handler of --behavior. The "once" behaviours key on the
+// delivery's attempt number, not on memory, so they hold across executors.
+func behavior(name string) (taskring.HandlerFunc, error) {
+	switch name {
+	case "ok":
+		return func(context.Context, *taskring.Task) error { return nil }, nil
+	case "panic-once":
+		return func(_ context.Context, t *taskring.Task) error {
+			if t.Attempt <= 1 {
+				panic(fmt.Sprintf("panic-once: attempt %d of %s", t.Attempt, t.TaskID))
+			}
+			return nil
+		}, nil
+	case "fail-once":
+		return func(_ context.Context, t *taskring.Task) error {
+			if t.Attempt <= 1 {
+				return fmt.Errorf("fail-once: attempt %d of %s", t.Attempt, t.TaskID)
+			}
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("--behavior must be ok, panic-once or fail-once, got %q", name)
+}
+
+func runExecutor(args []string, out io.Writer) error {
+	a, err := parseExecutor(args)
+	if err != nil {
+		return err
+	}
+	h, _ := behavior(a.behavior)
+	var mu sync.Mutex
+	opts := []taskring.ExecutorOption{
+		taskring.WithZooKeeper(a.zk), taskring.WithListenAddress(a.listen), taskring.WithMaxInFlight(a.maxInFlight),
+		taskring.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))),
+		taskring.WithOutcomeObserver(func(o taskring.Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(out, "%s %d %s\n", o.TaskID, o.Attempt, o.Kind)
+		}),
+	}
+	if a.instanceID != "" {
+		opts = append(opts, taskring.WithInstanceID(a.instanceID))
+	}
+	ex, err := taskring.NewExecutor(a.namespace, opts...)
+	if err != nil {
+		return err
+	}
+	for _, t := range a.types {
+		if err := ex.Handle(strings.TrimSpace(t), h); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return ex.Serve(ctx)
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	taskring "github.com/taskring/taskring/sdk/go"
+)
+
+func TestParseSubmit(t *testing.T) {
+	a, err := parseSubmit([]string{"--nodes", "a:1,b:2", "--namespace", "shop", "--type", "t", "--payload", `{"x":1}`,
+		"--delay-ms", "1500", "--max-retries", "2", "--retry-schedule-ms", "200,300"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.nodes) != 2 || a.spec.Delay != 1500*time.Millisecond || *a.spec.MaxRetries != 2 ||
+		len(a.spec.RetryPolicy.Schedule) != 2 || a.spec.RetryPolicy.Schedule[1] != 300*time.Millisecond {
+		t.Errorf("parsed %+v", a)
+	}
+	a, _ = parseSubmit([]string{"--nodes", "a:1", "--namespace", "shop", "--type", "t"})
+	if a.spec.MaxRetries != nil || a.spec.RetryPolicy != nil {
+		t.Errorf("defaults %+v", a.spec)
+	}
+	if _, err := parseSubmit([]string{"--nodes", "a:1", "--namespace", "shop", "--type", "t", "--payload", "{"}); err == nil {
+		t.Error("bad JSON accepted")
+	}
+}
+
+func TestParseExecutorAndBehaviours(t *testing.T) {
+	a, err := parseExecutor([]string{"--zk", "127.0.0.1:22181/x", "--namespace", "shop", "--types", "a,b", "--behavior", "panic-once"})
+	if err != nil || len(a.types) != 2 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if _, err := parseExecutor([]string{"--zk", "z", "--namespace", "n", "--types", "a", "--behavior", "maybe"}); err == nil {
+		t.Error("unknown behaviour accepted")
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	if run(nil) != 2 || run([]string{"nope"}) != 2 {
+		t.Error("usage errors do not exit 2")
+	}
+	var out bytes.Buffer
+	if err := runSubmit([]string{"--namespace", "x"}, &out); err == nil || !strings.Contains(err.Error(), "--nodes") {
+		t.Errorf("missing flags: %v", err)
+	}
+}
+
+func TestOnceBehaviours(t *testing.T) {
+	for _, name := range []string{"panic-once", "fail-once"} {
+		h, _ := behavior(name)
+		first := func() (err error, panicked bool) {
+			defer func() {
+				if recover() != nil {
+					panicked = true
+				}
+			}()
+			return h(context.Background(), &taskring.Task{TaskID: "t", Attempt: 1}), false
+		}
+		err, panicked := first()
+		if name == "panic-once" && !panicked || name == "fail-once" && err == nil {
+			t.Errorf("%s: attempt 1 did not fail (err %v, panicked %v)", name, err, panicked)
+		}
+		if err := h(context.Background(), &taskring.Task{TaskID: "t", Attempt: 2}); err != nil {
+			t.Errorf("%s: attempt 2 failed: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package taskring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/taskring/taskring/sdk/go/pb/taskring/v1"
+)
+
+// The executor's hot path: one delivery to one outcome, as
+// sdk/python/taskring/_runner.py.
+//
+//   - The deadline counts from when the executor received the batch
+//     (received + timeout_ms): the dispatcher's RPC deadline is the task timeout,
+//     so counting from receipt keeps the outcome inside the time it still
+//     listens. A delivery that waits for a free slot past its deadline is
+//     reported TIMED_OUT without running.
+//   - max_in_flight is one semaphore shared by all Execute calls; a slot is
+//     held for as long as the handler really runs. A handler that ignores its
+//     ctx and overruns is reported TIMED_OUT at the deadline, but a goroutine
+//     cannot be killed: it keeps its slot until it returns, so hung handlers
+//     visibly reduce capacity instead of piling up without bound (as Python's
+//     sync handlers on threads).
+//   - On Stop past its grace, `abort` ends: every delivery not finished is
+//     answered RETRYABLE ("handed back") so the dispatcher re-queues it at
+//     once, instead of the call failing and the tasks waiting for a timeout.
+
+// fallbackTimeout applies when neither the delivery nor the task carries one (a dispatcher always should).
+const fallbackTimeout = 300 * time.Second
+
+// maxTraceChars: stack traces are stored with the task's history; keep the innermost frames of long ones.
+const maxTraceChars = 16384
+
+const handedBack = "executor is stopping: handed back for another attempt"
+
+type runner struct {
+	namespace string
+	handlers  map[string]HandlerFunc
+	slots     chan struct{} // one token per running handler
+	abort     context.Context
+	observe   func(Outcome)
+	log       *slog.Logger
+	inFlight  atomic.Int64
+	waiting   atomic.Int64
+}
+
+// handlerResult is what the handler's goroutine reports.
+type handlerResult struct {
+	err      error
+	panicked bool
+	value    any
+	stack    []byte
+	finished time.Time
+}
+
+func (r *runner) run(ctx context.Context, d *pb.Delivery, received time.Time) *pb.Outcome {
+	o := r.outcome(ctx, d, received)
+	if r.observe != nil {
+		r.observe(Outcome{
+			TaskID: o.GetTaskId(), TaskType: d.GetTask().GetTaskType(), Attempt: o.GetAttempt(),
+			Kind: kindName(o.GetKind()), Error: o.GetError(), StackTrace: o.GetStackTrace(),
+			Started: time.UnixMilli(o.GetStartedAtMs()), Finished: time.UnixMilli(o.GetFinishedAtMs()),
+		})
+	}
+	return o
+}
+
+func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time) *pb.Outcome {
+	task := d.GetTask()
+	now := time.Now()
+	quick := func(kind pb.OutcomeKind, msg string) *pb.Outcome {
+		return &pb.Outcome{TaskId: task.GetTaskId(), Attempt: d.GetAttempt(), Kind: kind, Error: msg,
+			StartedAtMs: now.UnixMilli(), FinishedAtMs: time.Now().UnixMilli()}
+	}
+	handler, ok := r.handlers[task.GetTaskType()]
+	if !ok || task.GetNamespace() != r.namespace {
+		// Python looks at the task type only; a foreign namespace is a routing
+		// mistake this executor must not run, and NO_HANDLER lets it go elsewhere.
+		return quick(pb.OutcomeKind_OUTCOME_KIND_NO_HANDLER,
+			fmt.Sprintf("no handler for task type %q of namespace %q in this executor", task.GetTaskType(), task.GetNamespace()))
+	}
+	timeout := time.Duration(d.GetTimeoutMs()) * time.Millisecond
+	if timeout == 0 && task.TimeoutMs != nil {
+		timeout = time.Duration(task.GetTimeoutMs()) * time.Millisecond
+	}
+	if timeout == 0 {
+		timeout = fallbackTimeout
+	}
+	deadline := received.Add(timeout)
+	payload, err := decodePayloadText(task.GetPayloadJson())
+	if err != nil { // a payload the server should never have accepted: no attempt can succeed
+		return quick(pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, "payload_json: "+err.Error())
+	}
+	switch r.acquire(ctx, deadline) {
+	case acquiredTimedOut:
+		return quick(pb.OutcomeKind_OUTCOME_KIND_TIMED_OUT, fmt.Sprintf(
+			"deadline of %d ms passed while waiting for a free slot (max_in_flight is reached)", timeout.Milliseconds()))
+	case acquiredAborted:
+		return quick(pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack)
+	}
+	createdAt, _ := parseInstant(task.GetCreatedAt()) // informational only; never fail a task over it
+	t := &Task{
+		TaskID: task.GetTaskId(), Namespace: task.GetNamespace(), TaskType: task.GetTaskType(),
+		Payload: payload, PayloadVersion: task.GetPayloadVersion(), Attempt: d.GetAttempt(), Epoch: d.GetEpoch(),
+		TraceID: task.GetTraceId(), Deadline: deadline, CreatedAt: createdAt,
+	}
+	return r.runHandler(ctx, handler, t, timeout)
+}
+
+type acquired int
+
+const (
+	acquiredOK acquired = iota
+	acquiredTimedOut
+	acquiredAborted
+)
+
+func (r *runner) acquire(ctx context.Context, deadline time.Time) acquired {
+	select {
+	case r.slots <- struct{}{}:
+		r.inFlight.Add(1)
+		return acquiredOK
+	default:
+	}
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		r.inFlight.Add(1)
+		return acquiredOK
+	case <-timer.C:
+		return acquiredTimedOut
+	case <-r.abort.Done():
+		return acquiredAborted
+	case <-ctx.Done(): // the dispatcher gave up on the call; nobody will read this outcome
+		return acquiredAborted
+	}
+}
+
+func (r *runner) release() {
+	r.inFlight.Add(-1)
+	<-r.slots
+}
+
+func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout time.Duration) *pb.Outcome {
+	hctx, cancel := context.WithDeadline(ctx, t.Deadline)
+	defer cancel()
+	unlink := context.AfterFunc(r.abort, cancel) // Stop past its grace cancels handlers too
+	defer unlink()
+
+	started := time.Now()
+	done := make(chan handlerResult, 1)
+	go func() {
+		defer r.release() // only when the handler really returns
+		defer func() {
+			if v := recover(); v != nil {
+				// A panic is a failed attempt, never a dead process.
+				done <- handlerResult{panicked: true, value: v, stack: debug.Stack(), finished: time.Now()}
+			}
+		}()
+		err := h(hctx, t)
+		done <- handlerResult{err: err, finished: time.Now()}
+	}()
+
+	o := &pb.Outcome{TaskId: t.TaskID, Attempt: t.Attempt, StartedAtMs: started.UnixMilli()}
+	var res handlerResult
+	select {
+	case res = <-done:
+	case <-hctx.Done():
+		select {
+		case res = <-done: // it returned just as its context ended: take its own word
+		default:
+			o.FinishedAtMs = time.Now().UnixMilli()
+			if r.abort.Err() != nil || ctx.Err() != nil {
+				o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack
+			} else {
+				r.log.Warn("taskring: handler exceeded its timeout; its goroutine keeps its slot until it returns",
+					"task_id", t.TaskID, "task_type", t.TaskType, "timeout", timeout)
+				o.Kind = pb.OutcomeKind_OUTCOME_KIND_TIMED_OUT
+				o.Error = fmt.Sprintf("handler exceeded its timeout of %d ms (it was not stopped: a goroutine runs on until it returns)", timeout.Milliseconds())
+			}
+			return o
+		}
+	}
+	o.FinishedAtMs = res.finished.UnixMilli()
+	switch {
+	case res.panicked:
+		o.Kind = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE
+		o.Error = fmt.Sprintf("panic: %v", res.value)
+		o.StackTrace = trimTrace(string(res.stack))
+	case res.err == nil:
+		o.Kind = pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED
+	case errors.As(res.err, new(*NonRetryableError)):
+		o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, res.err.Error()
+	case errors.Is(res.err, context.DeadlineExceeded) && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		// The handler gave up because its own deadline passed: that is a timeout, not a bug.
+		o.Kind = pb.OutcomeKind_OUTCOME_KIND_TIMED_OUT
+		o.Error = fmt.Sprintf("handler exceeded its timeout of %d ms: %v", timeout.Milliseconds(), res.err)
+	case r.abort.Err() != nil:
+		o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack+": "+res.err.Error()
+	default:
+		o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, res.err.Error()
+	}
+	return o
+}
+
+func trimTrace(s string) string {
+	if len(s) <= maxTraceChars {
+		return s
+	}
+	return "...(truncated)\n" + s[len(s)-maxTraceChars:]
+}
+
+func kindName(k pb.OutcomeKind) OutcomeKind {
+	switch k {
+	case pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED:
+		return OutcomeSucceeded
+	case pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE:
+		return OutcomeRetryable
+	case pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE:
+		return OutcomeNonRetryable
+	case pb.OutcomeKind_OUTCOME_KIND_TIMED_OUT:
+		return OutcomeTimedOut
+	case pb.OutcomeKind_OUTCOME_KIND_NO_HANDLER:
+		return OutcomeNoHandler
+	}
+	return OutcomeKind(k.String())
+}

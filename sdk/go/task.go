@@ -1,0 +1,56 @@
+package taskring
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Task is one attempt of one task, as its handler sees it (Python's TaskContext).
+// (TaskID, Attempt, Epoch) identifies the delivery: delivery is at-least-once,
+// so make the handler's effects idempotent on them.
+type Task struct {
+	TaskID         string
+	Namespace      string
+	TaskType       string
+	Payload        json.RawMessage // the submitted JSON object ("{}" when none)
+	PayloadVersion uint32
+	Attempt        uint32 // 1 for the first run, 2 for the first retry, ...
+	Epoch          uint64 // ownership epoch of the task's slot at dispatch (the fencing token)
+	TraceID        string
+	Deadline       time.Time // when this attempt times out; also the deadline of the handler's ctx
+	CreatedAt      time.Time // when the task was accepted (zero if the server sent none)
+}
+
+// Decode unmarshals the payload into v.
+func (t *Task) Decode(v any) error { return json.Unmarshal(t.Payload, v) }
+
+// HandlerFunc runs one attempt. Return nil on success, any error to retry
+// after the task's backoff, NonRetryable(err) to dead-letter at once. ctx ends
+// at t.Deadline, or earlier when the executor hands the work back on Stop:
+// pass it to whatever the handler waits on.
+type HandlerFunc func(ctx context.Context, t *Task) error
+
+// OutcomeKind is what an attempt came to, as reported to the dispatcher.
+type OutcomeKind string
+
+const (
+	OutcomeSucceeded    OutcomeKind = "succeeded"
+	OutcomeRetryable    OutcomeKind = "retryable_failure"     // an error or a panic: retried after the backoff
+	OutcomeNonRetryable OutcomeKind = "non_retryable_failure" // NonRetryable(err): dead-lettered now
+	OutcomeTimedOut     OutcomeKind = "timed_out"             // the deadline passed: retried
+	OutcomeNoHandler    OutcomeKind = "no_handler"            // retried, possibly on another executor
+)
+
+// Outcome is one attempt's result, given to the WithOutcomeObserver callback
+// (for logs and metrics) as it is sent to the dispatcher.
+type Outcome struct {
+	TaskID     string
+	TaskType   string
+	Attempt    uint32
+	Kind       OutcomeKind
+	Error      string
+	StackTrace string
+	Started    time.Time
+	Finished   time.Time
+}
