@@ -1,0 +1,130 @@
+/**
+ * The client a business service uses to submit, cancel and look up tasks
+ * (Python: client.py). Every method returns a Promise; every gRPC failure
+ * comes out as an `RpcError` subclass (errors.ts), every refused spec as a
+ * `ValidationError` before anything is sent.
+ *
+ * Several dispatcher nodes can be given; calls go round-robin over them, and
+ * an idempotent call that meets UNAVAILABLE is tried once on the next node
+ * (nodes.ts). Idempotent means: get, cancel, and a submit (or a batch) whose
+ * tasks all carry a `taskId`. The Python SDK does not make ids on the client
+ * (the server assigns a UUIDv7), so neither does this one: a submit without a
+ * taskId is never retried, since the retry could create a second task.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { ProtocolError, fromRpcError } from './errors';
+import { specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
+import type { CancelResponse__Output } from './gen/taskring/v1/CancelResponse';
+import type { GetTaskResponse__Output } from './gen/taskring/v1/GetTaskResponse';
+import type { SubmitBatchResponse__Output } from './gen/taskring/v1/SubmitBatchResponse';
+import type { SubmitResponse__Output } from './gen/taskring/v1/SubmitResponse';
+import type { TaskServiceClient } from './gen/taskring/v1/TaskService';
+import { NodeList } from './nodes';
+import type { SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
+import { loadWire } from './wire/load';
+
+/** Batches of thousands of tasks exceed gRPC's 4 MiB default. */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+export interface ClientOptions {
+  /** Dispatcher addresses, "host:port"; one string may list several, comma-separated. */
+  nodes: string | readonly string[];
+  /** Bound on every call, ms (default 10 000); null for none. */
+  rpcTimeoutMs?: number | null;
+  /** Default: insecure (plain TCP), as the Python SDK's default. */
+  credentials?: grpc.ChannelCredentials;
+  /** Extra gRPC channel options. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+function splitNodes(nodes: string | readonly string[]): string[] {
+  const list = (typeof nodes === 'string' ? [nodes] : [...nodes])
+    .flatMap((n) => n.split(','))
+    .map((n) => n.trim())
+    .filter((n) => n.length > 0);
+  if (list.length === 0) throw new RangeError('nodes: give at least one dispatcher address');
+  return list;
+}
+
+/** One unary call on one stub; `done` is grpc-js's callback. */
+type Invoke<Res> = (
+  stub: TaskServiceClient,
+  options: grpc.CallOptions,
+  done: (err: grpc.ServiceError | null, value?: Res) => void,
+) => void;
+
+export class Client {
+  private readonly nodes: NodeList<TaskServiceClient>;
+  private readonly timeoutMs: number | null;
+
+  constructor(options: ClientOptions) {
+    const wire = loadWire();
+    const credentials = options.credentials ?? grpc.credentials.createInsecure();
+    const channelOptions: grpc.ChannelOptions = {
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      ...options.channelOptions,
+    };
+    this.nodes = new NodeList(
+      splitNodes(options.nodes).map((address) => new wire.TaskService(address, credentials, channelOptions)),
+    );
+    this.timeoutMs = options.rpcTimeoutMs === undefined ? 10_000 : options.rpcTimeoutMs;
+  }
+
+  /** Submit one task. */
+  async submit(spec: TaskSpec): Promise<SubmitResult> {
+    const task = specToWire(spec);
+    const resp = await this.call<SubmitResponse__Output>(Boolean(task.task_id), (s, o, done) => s.Submit({ task }, o, done));
+    return submitResultFromWire(resp);
+  }
+
+  /**
+   * Submit many tasks in one RPC; results are in the order of `specs`. The
+   * server validates the whole batch before writing any of it, so an
+   * InvalidArgumentError (field "tasks[i]....") means nothing was written.
+   */
+  async submitBatch(specs: readonly TaskSpec[]): Promise<SubmitResult[]> {
+    if (specs.length === 0) return [];
+    const tasks = specs.map((s, i) => specToWire(s, `tasks[${i}].`));
+    const idempotent = tasks.every((t) => Boolean(t.task_id));
+    const resp = await this.call<SubmitBatchResponse__Output>(idempotent, (s, o, done) => s.SubmitBatch({ tasks }, o, done));
+    if (resp.results.length !== specs.length) {
+      throw new ProtocolError(`SubmitBatch returned ${resp.results.length} results for ${specs.length} tasks`);
+    }
+    return resp.results.map(submitResultFromWire);
+  }
+
+  /**
+   * Cancel a task that has not finished; resolves to its state ('cancelled').
+   * Rejects with NotFoundError for an unknown id and FailedPreconditionError
+   * when the task is past the point where it can be stopped.
+   */
+  async cancel(taskId: string): Promise<TaskState> {
+    const resp = await this.call<CancelResponse__Output>(true, (s, o, done) => s.Cancel({ task_id: taskId }, o, done));
+    return stateFromWire(resp.state);
+  }
+
+  /** The task as stored: state, attempts, last error and its history. */
+  async get(taskId: string): Promise<TaskInfo> {
+    const resp = await this.call<GetTaskResponse__Output>(true, (s, o, done) => s.GetTask({ task_id: taskId }, o, done));
+    return taskInfoFromWire(resp);
+  }
+
+  /** Close every channel. Safe to call twice. */
+  close(): void {
+    for (const stub of this.nodes.all()) stub.close();
+  }
+
+  private call<Res>(idempotent: boolean, invoke: Invoke<Res>): Promise<Res> {
+    return this.nodes.run(idempotent, (stub) => new Promise<Res>((resolve, reject) => {
+      const options: grpc.CallOptions = this.timeoutMs === null ? {} : { deadline: Date.now() + this.timeoutMs };
+      invoke(stub, options, (err, value) => {
+        if (err) reject(err); // mapped below, after the node list had its chance to retry
+        else if (value === undefined) reject(new ProtocolError('empty response'));
+        else resolve(value);
+      });
+    })).catch((err: unknown) => {
+      throw err instanceof ProtocolError ? err : fromRpcError(err);
+    });
+  }
+}

@@ -1,0 +1,54 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { CancelRequest as _taskring_v1_CancelRequest, CancelRequest__Output as _taskring_v1_CancelRequest__Output } from './taskring/v1/CancelRequest';
+import type { CancelResponse as _taskring_v1_CancelResponse, CancelResponse__Output as _taskring_v1_CancelResponse__Output } from './taskring/v1/CancelResponse';
+import type { Delivery as _taskring_v1_Delivery, Delivery__Output as _taskring_v1_Delivery__Output } from './taskring/v1/Delivery';
+import type { ExecuteRequest as _taskring_v1_ExecuteRequest, ExecuteRequest__Output as _taskring_v1_ExecuteRequest__Output } from './taskring/v1/ExecuteRequest';
+import type { ExecuteResponse as _taskring_v1_ExecuteResponse, ExecuteResponse__Output as _taskring_v1_ExecuteResponse__Output } from './taskring/v1/ExecuteResponse';
+import type { ExecutorServiceClient as _taskring_v1_ExecutorServiceClient, ExecutorServiceDefinition as _taskring_v1_ExecutorServiceDefinition } from './taskring/v1/ExecutorService';
+import type { GetTaskRequest as _taskring_v1_GetTaskRequest, GetTaskRequest__Output as _taskring_v1_GetTaskRequest__Output } from './taskring/v1/GetTaskRequest';
+import type { GetTaskResponse as _taskring_v1_GetTaskResponse, GetTaskResponse__Output as _taskring_v1_GetTaskResponse__Output } from './taskring/v1/GetTaskResponse';
+import type { Outcome as _taskring_v1_Outcome, Outcome__Output as _taskring_v1_Outcome__Output } from './taskring/v1/Outcome';
+import type { QueuedTask as _taskring_v1_QueuedTask, QueuedTask__Output as _taskring_v1_QueuedTask__Output } from './taskring/v1/QueuedTask';
+import type { RetryPolicy as _taskring_v1_RetryPolicy, RetryPolicy__Output as _taskring_v1_RetryPolicy__Output } from './taskring/v1/RetryPolicy';
+import type { SubmitBatchRequest as _taskring_v1_SubmitBatchRequest, SubmitBatchRequest__Output as _taskring_v1_SubmitBatchRequest__Output } from './taskring/v1/SubmitBatchRequest';
+import type { SubmitBatchResponse as _taskring_v1_SubmitBatchResponse, SubmitBatchResponse__Output as _taskring_v1_SubmitBatchResponse__Output } from './taskring/v1/SubmitBatchResponse';
+import type { SubmitRequest as _taskring_v1_SubmitRequest, SubmitRequest__Output as _taskring_v1_SubmitRequest__Output } from './taskring/v1/SubmitRequest';
+import type { SubmitResponse as _taskring_v1_SubmitResponse, SubmitResponse__Output as _taskring_v1_SubmitResponse__Output } from './taskring/v1/SubmitResponse';
+import type { Task as _taskring_v1_Task, Task__Output as _taskring_v1_Task__Output } from './taskring/v1/Task';
+import type { TaskEvent as _taskring_v1_TaskEvent, TaskEvent__Output as _taskring_v1_TaskEvent__Output } from './taskring/v1/TaskEvent';
+import type { TaskServiceClient as _taskring_v1_TaskServiceClient, TaskServiceDefinition as _taskring_v1_TaskServiceDefinition } from './taskring/v1/TaskService';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  taskring: {
+    v1: {
+      CancelRequest: MessageTypeDefinition<_taskring_v1_CancelRequest, _taskring_v1_CancelRequest__Output>
+      CancelResponse: MessageTypeDefinition<_taskring_v1_CancelResponse, _taskring_v1_CancelResponse__Output>
+      Delivery: MessageTypeDefinition<_taskring_v1_Delivery, _taskring_v1_Delivery__Output>
+      ExecuteRequest: MessageTypeDefinition<_taskring_v1_ExecuteRequest, _taskring_v1_ExecuteRequest__Output>
+      ExecuteResponse: MessageTypeDefinition<_taskring_v1_ExecuteResponse, _taskring_v1_ExecuteResponse__Output>
+      ExecutorService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_ExecutorServiceClient> & { service: _taskring_v1_ExecutorServiceDefinition }
+      GetTaskRequest: MessageTypeDefinition<_taskring_v1_GetTaskRequest, _taskring_v1_GetTaskRequest__Output>
+      GetTaskResponse: MessageTypeDefinition<_taskring_v1_GetTaskResponse, _taskring_v1_GetTaskResponse__Output>
+      Outcome: MessageTypeDefinition<_taskring_v1_Outcome, _taskring_v1_Outcome__Output>
+      OutcomeKind: EnumTypeDefinition
+      Priority: EnumTypeDefinition
+      QueuedTask: MessageTypeDefinition<_taskring_v1_QueuedTask, _taskring_v1_QueuedTask__Output>
+      RetryPolicy: MessageTypeDefinition<_taskring_v1_RetryPolicy, _taskring_v1_RetryPolicy__Output>
+      SubmitBatchRequest: MessageTypeDefinition<_taskring_v1_SubmitBatchRequest, _taskring_v1_SubmitBatchRequest__Output>
+      SubmitBatchResponse: MessageTypeDefinition<_taskring_v1_SubmitBatchResponse, _taskring_v1_SubmitBatchResponse__Output>
+      SubmitRequest: MessageTypeDefinition<_taskring_v1_SubmitRequest, _taskring_v1_SubmitRequest__Output>
+      SubmitResponse: MessageTypeDefinition<_taskring_v1_SubmitResponse, _taskring_v1_SubmitResponse__Output>
+      Task: MessageTypeDefinition<_taskring_v1_Task, _taskring_v1_Task__Output>
+      TaskEvent: MessageTypeDefinition<_taskring_v1_TaskEvent, _taskring_v1_TaskEvent__Output>
+      TaskService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_TaskServiceClient> & { service: _taskring_v1_TaskServiceDefinition }
+      TaskState: EnumTypeDefinition
+    }
+  }
+}
+

@@ -1,0 +1,36 @@
+// Original file: proto/taskring/v1/taskring.proto
+
+import type { Task as _taskring_v1_Task, Task__Output as _taskring_v1_Task__Output } from '../../taskring/v1/Task';
+import type { Long } from '@grpc/proto-loader';
+
+export interface Delivery {
+  'task'?: (_taskring_v1_Task | null);
+  /**
+   * 1 for the first run
+   */
+  'attempt'?: (number);
+  /**
+   * the slot's ownership epoch (fencing token)
+   */
+  'epoch'?: (number | string | Long);
+  /**
+   * the handler's deadline for this attempt
+   */
+  'timeout_ms'?: (number);
+}
+
+export interface Delivery__Output {
+  'task': (_taskring_v1_Task__Output | null);
+  /**
+   * 1 for the first run
+   */
+  'attempt': (number);
+  /**
+   * the slot's ownership epoch (fencing token)
+   */
+  'epoch': (string);
+  /**
+   * the handler's deadline for this attempt
+   */
+  'timeout_ms': (number);
+}

@@ -1,0 +1,30 @@
+// Original file: proto/taskring/v1/taskring.proto
+
+import type { OutcomeKind as _taskring_v1_OutcomeKind, OutcomeKind__Output as _taskring_v1_OutcomeKind__Output } from '../../taskring/v1/OutcomeKind';
+import type { Long } from '@grpc/proto-loader';
+
+export interface Outcome {
+  'task_id'?: (string);
+  'attempt'?: (number);
+  'kind'?: (_taskring_v1_OutcomeKind);
+  'error'?: (string);
+  'stack_trace'?: (string);
+  /**
+   * unix epoch milliseconds
+   */
+  'started_at_ms'?: (number | string | Long);
+  'finished_at_ms'?: (number | string | Long);
+}
+
+export interface Outcome__Output {
+  'task_id': (string);
+  'attempt': (number);
+  'kind': (_taskring_v1_OutcomeKind__Output);
+  'error': (string);
+  'stack_trace': (string);
+  /**
+   * unix epoch milliseconds
+   */
+  'started_at_ms': (string);
+  'finished_at_ms': (string);
+}

@@ -1,0 +1,50 @@
+// Original file: proto/taskring/v1/taskring.proto
+
+export const OutcomeKind = {
+  OUTCOME_KIND_UNSPECIFIED: 'OUTCOME_KIND_UNSPECIFIED',
+  OUTCOME_KIND_SUCCEEDED: 'OUTCOME_KIND_SUCCEEDED',
+  /**
+   * retryable exception or any unexpected exception
+   */
+  OUTCOME_KIND_RETRYABLE_FAILURE: 'OUTCOME_KIND_RETRYABLE_FAILURE',
+  /**
+   * the handler raised NonRetryableError
+   */
+  OUTCOME_KIND_NON_RETRYABLE_FAILURE: 'OUTCOME_KIND_NON_RETRYABLE_FAILURE',
+  /**
+   * retryable
+   */
+  OUTCOME_KIND_TIMED_OUT: 'OUTCOME_KIND_TIMED_OUT',
+  /**
+   * this executor has no handler for the type: retryable elsewhere
+   */
+  OUTCOME_KIND_NO_HANDLER: 'OUTCOME_KIND_NO_HANDLER',
+} as const;
+
+export type OutcomeKind =
+  | 'OUTCOME_KIND_UNSPECIFIED'
+  | 0
+  | 'OUTCOME_KIND_SUCCEEDED'
+  | 1
+  /**
+   * retryable exception or any unexpected exception
+   */
+  | 'OUTCOME_KIND_RETRYABLE_FAILURE'
+  | 2
+  /**
+   * the handler raised NonRetryableError
+   */
+  | 'OUTCOME_KIND_NON_RETRYABLE_FAILURE'
+  | 3
+  /**
+   * retryable
+   */
+  | 'OUTCOME_KIND_TIMED_OUT'
+  | 4
+  /**
+   * this executor has no handler for the type: retryable elsewhere
+   */
+  | 'OUTCOME_KIND_NO_HANDLER'
+  | 5
+
+export type OutcomeKind__Output = typeof OutcomeKind[keyof typeof OutcomeKind]

@@ -1,0 +1,39 @@
+/**
+ * taskring for Node.js: submit tasks with `Client`; run them with an
+ * `Executor` and handlers that take a `TaskContext`.
+ */
+export { Client, type ClientOptions } from './client';
+export type { TaskContext } from './context';
+export {
+  AlreadyExistsError,
+  DeadlineExceededError,
+  FailedPreconditionError,
+  HandlerError,
+  InvalidArgumentError,
+  NonRetryableError,
+  NotFoundError,
+  PermissionDeniedError,
+  ProtocolError,
+  ResourceExhaustedError,
+  RetryableError,
+  RpcError,
+  TaskringError,
+  UnavailableError,
+  ValidationError,
+  fromRpcError,
+} from './errors';
+export { Executor, type ExecutorOptions } from './executor';
+export { formatInstant, parseInstant } from './instant';
+export { consoleLogger, silentLogger, type Logger } from './log';
+export { backoffCeilingMs, retryDelayMs, type ResolvedRetryPolicy } from './retry';
+export type { BuiltOutcome as Outcome, Handler } from './runner';
+export {
+  isTerminal,
+  type Priority,
+  type RetryPolicy,
+  type SubmitResult,
+  type TaskEvent,
+  type TaskInfo,
+  type TaskSpec,
+  type TaskState,
+} from './task';

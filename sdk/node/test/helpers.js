@@ -1,0 +1,152 @@
+'use strict';
+// Test helpers: the shared vectors, a proto3-JSON view of wire messages, an
+// in-process fake dispatcher, and a caller of an executor. Everything binds
+// 127.0.0.1 only.
+const fs = require('node:fs');
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+const protobuf = require('protobufjs');
+const { loadWire, protoDir, PROTO_FILE } = require('../dist/wire/load');
+
+const VECTORS = path.resolve(__dirname, '..', '..', 'vectors');
+
+function loadVector(name) {
+  return JSON.parse(fs.readFileSync(path.join(VECTORS, name), 'utf8'));
+}
+
+// ---- proto3 JSON (canonical), by reflection over the .proto ----
+
+const root = new protobuf.Root().loadSync(path.join(protoDir(), PROTO_FILE), { keepCase: true });
+root.resolveAll();
+const type = (name) => root.lookupType(`taskring.v1.${name}`);
+
+const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+const LONGS = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+
+/** A proto3 `optional` field: alone in a synthetic oneof, so it has presence. */
+function hasPresence(field) {
+  return Boolean(field.partOf && field.partOf.oneof.length === 1 && field.partOf.name === `_${field.name}`);
+}
+
+function scalarToJson(field, v) {
+  if (field.resolvedType instanceof protobuf.Enum) return field.resolvedType.valuesById[v] ?? v;
+  if (LONGS.has(field.type)) return String(v);
+  return v;
+}
+
+function isDefault(field, v) {
+  if (field.resolvedType instanceof protobuf.Enum) return v === 0;
+  if (LONGS.has(field.type)) return String(v) === '0';
+  return v === 0 || v === '' || v === false;
+}
+
+/** Canonical proto3 JSON of a decoded protobufjs message. */
+function toProto3Json(t, msg) {
+  const out = {};
+  for (const field of t.fieldsArray) {
+    if (!Object.prototype.hasOwnProperty.call(msg, field.name)) continue;
+    const v = msg[field.name];
+    if (v === null || v === undefined) continue;
+    const key = camel(field.name);
+    if (field.repeated) {
+      if (v.length === 0) continue;
+      out[key] = v.map((x) => (field.resolvedType instanceof protobuf.Type ? toProto3Json(field.resolvedType, x) : scalarToJson(field, x)));
+    } else if (field.resolvedType instanceof protobuf.Type) {
+      out[key] = toProto3Json(field.resolvedType, v);
+    } else if (hasPresence(field) || !isDefault(field, v)) {
+      out[key] = scalarToJson(field, v);
+    }
+  }
+  return out;
+}
+
+/** proto3 JSON -> a plain object with .proto field names, for Type.fromObject. */
+function fromProto3Json(t, json) {
+  const out = {};
+  for (const field of t.fieldsArray) {
+    const key = camel(field.name);
+    const v = json[key] ?? json[field.name];
+    if (v === undefined) continue;
+    const conv = (x) => {
+      if (field.resolvedType instanceof protobuf.Type) return fromProto3Json(field.resolvedType, x);
+      if (field.type === 'double' || field.type === 'float') return typeof x === 'string' ? Number(x) : x;
+      return x;
+    };
+    out[field.name] = field.repeated ? v.map(conv) : conv(v);
+  }
+  return out;
+}
+
+/** Bytes of a message given in proto3 JSON. */
+function encodeProto3Json(typeName, json) {
+  const t = type(typeName);
+  return Buffer.from(t.encode(t.fromObject(fromProto3Json(t, json))).finish());
+}
+
+// ---- gRPC on loopback ----
+
+/** Start a server with `services` [[definition, impl]], on 127.0.0.1:<free>; resolves { port, close }. */
+function serve(services) {
+  const server = new grpc.Server();
+  for (const [definition, impl] of services) server.addService(definition, impl);
+  return new Promise((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+      if (err) return reject(err);
+      resolve({
+        port,
+        address: `127.0.0.1:${port}`,
+        close: () => new Promise((r) => server.tryShutdown(() => r())),
+        force: () => server.forceShutdown(),
+      });
+    });
+  });
+}
+
+/** A fake dispatcher: `handlers` override TaskService methods; every call is recorded. */
+async function fakeDispatcher(name, handlers = {}) {
+  const wire = loadWire();
+  const calls = [];
+  const impl = {};
+  for (const method of ['Submit', 'SubmitBatch', 'Cancel', 'GetTask']) {
+    impl[method] = (call, callback) => {
+      calls.push({ method, request: call.request, node: name });
+      const h = handlers[method];
+      if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
+      Promise.resolve()
+        .then(() => h(call.request, name))
+        .then((resp) => callback(null, resp), (err) => callback(err));
+    };
+  }
+  const s = await serve([[wire.TaskService.service, impl]]);
+  return { ...s, calls, name };
+}
+
+/** Call Execute on an executor at `address`. */
+function execute(address, deliveries, deadlineMs = 30_000) {
+  const wire = loadWire();
+  const client = new wire.ExecutorService(address, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    client.Execute({ deliveries, dispatcher_node: 'test' }, { deadline: Date.now() + deadlineMs }, (err, resp) => {
+      client.close();
+      if (err) reject(err);
+      else resolve(resp.outcomes);
+    });
+  });
+}
+
+/** A delivery of `taskType` with the given id/attempt/timeout. */
+function delivery(taskId, taskType, { attempt = 1, timeoutMs = 5_000, payload = '{"n":1}', epoch = '7' } = {}) {
+  return {
+    task: { task_id: taskId, namespace: 'shop', task_type: taskType, payload_json: payload, trace_id: 'tr' },
+    attempt,
+    epoch,
+    timeout_ms: timeoutMs,
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+module.exports = {
+  VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, execute,
+  delivery, sleep,
+};
