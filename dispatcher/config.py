@@ -26,9 +26,21 @@ class MySQLConfig:
     database: str = "taskring"
     pool_size: int = 8
     """Most connections (and transactions at once) of one node's store."""
+    idle_transaction_timeout_s: int = 5
+    """MariaDB ends a connection whose transaction has waited this long for its next
+    statement. Ours take milliseconds between statements, so an idle one belongs to
+    a node frozen or cut off mid-transaction: without this its row locks would keep
+    the slot's new owner from claiming the slot for as long as the node stays
+    frozen (every write of a slot locks its ownership row)."""
+    lock_wait_timeout_s: int = 10
+    """innodb_lock_wait_timeout of our sessions (the server's default is 50 s)."""
+    io_timeout_s: int = 30
+    """Socket read and write timeouts: a store that stops answering (a silent network
+    cut) fails the call instead of holding a pooled connection for good. Longer
+    than a lock wait, so a statement waiting on a lock is not cut short."""
 
     def __post_init__(self) -> None:
-        _positive(self, "port", "pool_size")
+        _positive(self, "port", "pool_size", "idle_transaction_timeout_s", "lock_wait_timeout_s", "io_timeout_s")
 
 
 @dataclasses.dataclass(frozen=True)

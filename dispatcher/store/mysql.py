@@ -66,13 +66,17 @@ class TaskStore:
         try:
             return pymysql.connect(
                 host=c.host, port=c.port, user=c.user, password=c.password, database=c.database,
-                autocommit=False, connect_timeout=5,
+                autocommit=False, connect_timeout=5, read_timeout=c.io_timeout_s, write_timeout=c.io_timeout_s,
                 # PyMySQL would negotiate TLS whenever the server offers it, paying a
                 # context per connect; TLS to the store is not configured here.
                 ssl_disabled=True,
                 # READ COMMITTED: no gap locks, so concurrent batch inserts and
                 # SKIP LOCKED claims do not block one another.
-                init_command="SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'",
+                # idle_transaction_timeout: see MySQLConfig; it is what frees a frozen
+                # node's locks for the slot's next owner.
+                init_command=("SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00',"
+                              f" idle_transaction_timeout = {int(c.idle_transaction_timeout_s)},"
+                              f" innodb_lock_wait_timeout = {int(c.lock_wait_timeout_s)}"),
             )
         except pymysql.err.OperationalError as exc:
             raise Unavailable(f"mysql {c.host}:{c.port}/{c.database}: {exc.args[-1]}") from exc

@@ -148,7 +148,9 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
         t_freeze = time.monotonic()
         wait_until(lambda: all(cluster.owners(cluster.nodes["n2"])[s] in ("n2", "n3") for s in lost),
                    SESSION_TIMEOUT_MS / 1000 + 10, "the frozen node's slots to be taken over")
-        epochs_taken = taskring_env.epochs()
+        # The claim znode comes first, the epoch bump in MySQL right after: wait for both.
+        epochs_taken = wait_until(lambda: (lambda e: e if all(e[s] > epochs_before[s] for s in lost) else None)(
+            taskring_env.epochs()), 10, "the new owners' epochs in MySQL")
         # Stay frozen for twice the session timeout in all.
         remaining = 2 * SESSION_TIMEOUT_MS / 1000 - (time.monotonic() - t_freeze)
         if remaining > 0:

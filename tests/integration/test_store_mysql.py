@@ -51,3 +51,33 @@ class TestMySQLTaskStore(StoreConformance):
         finally:
             store.stop()
             stack.drop_database(database)
+
+
+def test_a_holder_frozen_mid_transaction_does_not_keep_the_next_owner_from_claiming(stack):
+    # A node frozen (SIGSTOP) inside a fenced write holds a lock on its slot's ownership
+    # row; the slot's next owner must still be able to claim it once the holder has
+    # been idle past idle_transaction_timeout, well before the lock wait runs out.
+    import datetime as dt
+    database = stack.create_database(f"taskring_idle_{uuid.uuid4().hex[:12]}")
+    config = MySQLConfig(host=stack.host, port=stack.mysql_port, user=stack.mysql_user,
+                         password=stack.mysql_password, database=database, idle_transaction_timeout_s=1,
+                         lock_wait_timeout_s=4)
+    frozen, next_owner = TaskStore(config), TaskStore(config)
+    try:
+        frozen.start()
+        next_owner.start()
+        now = dt.datetime(2030, 1, 1)
+        epoch = frozen.claim_slot(0, "frozen", now)
+        held = frozen._connect()  # the frozen node's connection, mid-transaction
+        with held.cursor() as cur:
+            cur.execute("SELECT epoch FROM slot_owners WHERE slot = 0 LOCK IN SHARE MODE")
+        # When the next owner claims the slot while that transaction is still open
+        assert next_owner.claim_slot(0, "next", now) == epoch + 1
+        # Then the frozen node's transaction is gone: it can commit nothing
+        with pytest.raises(Exception):
+            with held.cursor() as cur:
+                cur.execute("SELECT 1")
+    finally:
+        frozen.stop()
+        next_owner.stop()
+        stack.drop_database(database)
