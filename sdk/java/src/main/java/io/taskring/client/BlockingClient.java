@@ -1,0 +1,54 @@
+package io.taskring.client;
+
+import io.taskring.TaskState;
+import io.taskring.errors.TaskringException;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * The client's calls, waiting for the answer. Throws the typed exceptions themselves,
+ * not wrapped in a CompletionException. A view: closing the client closes this too.
+ */
+public final class BlockingClient {
+    private final TaskringClient client;
+
+    BlockingClient(TaskringClient client) {
+        this.client = client;
+    }
+
+    public SubmitResult submit(TaskSpec spec) {
+        return join(client.submit(spec));
+    }
+
+    public SubmitResult submit(String namespace, String taskType, Object payload) {
+        return join(client.submit(namespace, taskType, payload));
+    }
+
+    public List<SubmitResult> submitBatch(List<TaskSpec> specs) {
+        return join(client.submitBatch(specs));
+    }
+
+    public TaskState cancel(String taskId) {
+        return join(client.cancel(taskId));
+    }
+
+    public TaskInfo get(String taskId) {
+        return join(client.get(taskId));
+    }
+
+    private static <T> T join(CompletableFuture<T> f) {
+        try {
+            return f.join();
+        } catch (CompletionException e) {
+            Throwable cause = TaskringClient.unwrap(e);
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new TaskringException(cause.toString(), cause);
+        }
+    }
+}

@@ -1,0 +1,261 @@
+package io.taskring.executor;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.taskring.Payloads;
+import io.taskring.errors.ProtocolException;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import taskring.v1.Taskring;
+import taskring.v1.Taskring.OutcomeKind;
+
+/**
+ * Runs one delivery to one outcome: the executor's hot path (Python: {@code _runner.py}).
+ *
+ * <ul>
+ *   <li>The deadline is {@code received + timeout_ms}: the dispatcher's RPC deadline is the
+ *       task timeout, so counting from receipt keeps the outcome inside the time the
+ *       dispatcher still listens. A delivery that waits for a slot past it is TIMED_OUT
+ *       without running.
+ *   <li>Each attempt's outcome is one future completed first-wins by whoever gets there
+ *       first: the handler, the deadline timer, or a stop that gives up on it. So a
+ *       handler that overruns is answered TIMED_OUT at its deadline, without waiting for
+ *       its thread, which is interrupted.
+ *   <li>The slot, though, is held until the handler really returns: a hung handler
+ *       visibly costs capacity instead of piling up threads without bound.
+ * </ul>
+ */
+final class DeliveryRunner {
+    private static final Logger log = LoggerFactory.getLogger(DeliveryRunner.class);
+
+    /** Deadline when neither the delivery nor the task carries one (a dispatcher always should). */
+    static final long FALLBACK_TIMEOUT_MS = 300_000;
+
+    private final Map<String, Handler> handlers;
+    private final Slots slots;
+    private final ExecutorService pool;
+    private final ScheduledExecutorService timer;
+    private final Set<Attempt> pending = ConcurrentHashMap.newKeySet();
+    private volatile boolean stopping;
+
+    /** One delivery in progress. */
+    private final class Attempt {
+        final Taskring.Delivery delivery;
+        final TaskContext ctx;
+        final Handler handler;
+        final long timeoutMs;
+        final CompletableFuture<Taskring.Outcome> outcome = new CompletableFuture<>();
+        volatile long startedMs;
+        volatile Thread thread;
+        volatile Future<?> work;
+        volatile CompletableFuture<Void> asyncWork;
+        volatile ScheduledFuture<?> deadlineTimer;
+
+        Attempt(Taskring.Delivery delivery, TaskContext ctx, Handler handler, long timeoutMs) {
+            this.delivery = delivery;
+            this.ctx = ctx;
+            this.handler = handler;
+            this.timeoutMs = timeoutMs;
+        }
+
+        /** Stop whatever still runs for this attempt once its outcome is decided elsewhere. */
+        void interrupt() {
+            Future<?> w = work;
+            if (w != null) {
+                w.cancel(true);
+            }
+            CompletableFuture<Void> a = asyncWork;
+            if (a != null) {
+                a.cancel(true);
+            }
+        }
+    }
+
+    DeliveryRunner(Map<String, Handler> handlers, int maxInFlight, ExecutorService pool, ScheduledExecutorService timer) {
+        this.handlers = Map.copyOf(handlers);
+        this.slots = new Slots(maxInFlight, timer);
+        this.pool = pool;
+        this.timer = timer;
+    }
+
+    /** Handlers running now, including timed-out ones whose thread has not returned. */
+    int inFlight() {
+        return slots.inUse();
+    }
+
+    /** Deliveries waiting for a free slot. */
+    int waiting() {
+        return slots.waiting();
+    }
+
+    /** Never completes exceptionally. */
+    CompletableFuture<Taskring.Outcome> run(Taskring.Delivery d, long receivedNanos) {
+        Taskring.Task task = d.getTask();
+        try {
+            Handler handler = handlers.get(Handler.key(task.getNamespace(), task.getTaskType()));
+            if (handler == null) {
+                return done(Outcomes.immediate(d, OutcomeKind.OUTCOME_KIND_NO_HANDLER,
+                        "no handler for task type '" + task.getTaskType() + "' of namespace '"
+                                + task.getNamespace() + "' in this executor"));
+            }
+            long timeoutMs = timeoutMs(d);
+            long deadlineNanos = receivedNanos + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            ObjectNode payload;
+            try {
+                payload = Payloads.decode(task.getPayloadJson());
+            } catch (ProtocolException e) { // a payload the server should never have accepted
+                return done(Outcomes.immediate(d, OutcomeKind.OUTCOME_KIND_NON_RETRYABLE_FAILURE,
+                        "payload_json: not a JSON object"));
+            }
+            if (stopping) {
+                return done(Outcomes.immediate(d, OutcomeKind.OUTCOME_KIND_RETRYABLE_FAILURE, "executor is stopping"));
+            }
+            Instant deadline = Instant.now().plusNanos(deadlineNanos - System.nanoTime());
+            TaskContext ctx = new TaskContext(task.getTaskId(), task.getNamespace(), task.getTaskType(),
+                    task.getPayloadJson().isEmpty() ? "{}" : task.getPayloadJson(), payload,
+                    Integer.toUnsignedLong(d.getAttempt()), d.getEpoch(), task.getTraceId(),
+                    Integer.toUnsignedLong(task.getPayloadVersion()), task.getCreatedAt(), deadlineNanos, deadline);
+            Attempt a = new Attempt(d, ctx, handler, timeoutMs);
+            pending.add(a);
+            a.outcome.whenComplete((o, e) -> pending.remove(a));
+            slots.acquire(deadlineNanos).thenAccept(granted -> {
+                if (granted) {
+                    start(a, deadlineNanos);
+                } else {
+                    a.outcome.complete(Outcomes.immediate(d, OutcomeKind.OUTCOME_KIND_TIMED_OUT,
+                            "deadline of " + timeoutMs + " ms passed while waiting for a free slot (max_in_flight is reached)"));
+                }
+            });
+            return a.outcome;
+        } catch (RuntimeException e) { // a bug here must not fail the whole batch
+            log.error("executor failed to run task {}", task.getTaskId(), e);
+            long now = Outcomes.nowMs();
+            return done(Outcomes.of(d, OutcomeKind.OUTCOME_KIND_RETRYABLE_FAILURE, "executor error: " + Outcomes.describe(e),
+                    Outcomes.trim(Outcomes.stackTrace(e)), now, now));
+        }
+    }
+
+    /** delivery.timeout_ms, else the task's, else a fallback. */
+    static long timeoutMs(Taskring.Delivery d) {
+        if (d.getTimeoutMs() != 0) {
+            return Integer.toUnsignedLong(d.getTimeoutMs());
+        }
+        if (d.getTask().hasTimeoutMs() && d.getTask().getTimeoutMs() != 0) {
+            return Integer.toUnsignedLong(d.getTask().getTimeoutMs());
+        }
+        return FALLBACK_TIMEOUT_MS;
+    }
+
+    private void start(Attempt a, long deadlineNanos) {
+        if (a.outcome.isDone()) { // given up (stop) while it waited for the slot
+            slots.release();
+            return;
+        }
+        a.startedMs = Outcomes.nowMs();
+        try {
+            a.work = pool.submit(() -> execute(a));
+        } catch (RejectedExecutionException e) { // the pool is shut down: the executor is stopping
+            slots.release();
+            a.outcome.complete(Outcomes.immediate(a.delivery, OutcomeKind.OUTCOME_KIND_RETRYABLE_FAILURE, "executor is stopping"));
+            return;
+        }
+        a.deadlineTimer = timer.schedule(() -> onDeadline(a), deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
+        a.outcome.whenComplete((o, e) -> {
+            ScheduledFuture<?> t = a.deadlineTimer;
+            if (t != null) {
+                t.cancel(false);
+            }
+        });
+    }
+
+    /** On a pool thread. Releases the slot only when the handler is really done. */
+    private void execute(Attempt a) {
+        if (a.handler.sync() != null) {
+            a.thread = Thread.currentThread();
+            try {
+                a.handler.sync().handle(a.ctx);
+                a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", a.startedMs, Outcomes.nowMs()));
+            } catch (Throwable t) { // an Error in a handler is still a failed task
+                a.outcome.complete(Outcomes.failure(a.delivery, t, a.startedMs));
+            } finally {
+                a.thread = null;
+                Thread.interrupted(); // do not leak an interrupt to the next task on this thread
+                slots.release();
+            }
+            return;
+        }
+        CompletableFuture<Void> f;
+        try {
+            f = a.handler.async().handle(a.ctx);
+            if (f == null) {
+                throw new IllegalStateException("the async handler returned null instead of a future");
+            }
+        } catch (Throwable t) {
+            slots.release();
+            a.outcome.complete(Outcomes.failure(a.delivery, t, a.startedMs));
+            return;
+        }
+        a.asyncWork = f;
+        f.whenComplete((v, t) -> {
+            slots.release();
+            a.outcome.complete(t == null
+                    ? Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", a.startedMs, Outcomes.nowMs())
+                    : Outcomes.failure(a.delivery, t, a.startedMs));
+        });
+        if (a.outcome.isDone()) { // timed out before the handler even returned its future
+            f.cancel(true);
+        }
+    }
+
+    private void onDeadline(Attempt a) {
+        if (a.outcome.isDone()) {
+            return;
+        }
+        boolean sync = a.handler.sync() != null;
+        Thread t = a.thread;
+        String trace = sync && t != null ? Outcomes.trim(Outcomes.stackOf(t)) : "";
+        String error = sync
+                ? "handler exceeded its timeout of " + a.timeoutMs + " ms (its thread was interrupted)"
+                : "handler exceeded its timeout of " + a.timeoutMs + " ms and was cancelled";
+        long started = a.startedMs;
+        if (a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_TIMED_OUT, error, trace, started, Outcomes.nowMs()))) {
+            if (sync) {
+                log.warn("task {}: handler for {} exceeded {} ms; interrupted, it keeps its slot until it returns",
+                        a.ctx.taskId(), a.ctx.taskType(), a.timeoutMs);
+            }
+            a.interrupt();
+        }
+    }
+
+    /** Refuse deliveries from now on (those already received still run). */
+    void refuseNew() {
+        stopping = true;
+    }
+
+    /** Answer every unfinished delivery as retryable, so the dispatcher re-queues it; interrupt its handler. */
+    int abandonAll(String reason) {
+        int n = 0;
+        for (Attempt a : pending) {
+            if (a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_RETRYABLE_FAILURE, reason, "",
+                    a.startedMs == 0 ? Outcomes.nowMs() : a.startedMs, Outcomes.nowMs()))) {
+                n++;
+                a.interrupt();
+            }
+        }
+        return n;
+    }
+
+    private static CompletableFuture<Taskring.Outcome> done(Taskring.Outcome o) {
+        return CompletableFuture.completedFuture(o);
+    }
+}
