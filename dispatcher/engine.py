@@ -584,10 +584,12 @@ class Engine:
             self._settle(d)
 
     async def _give_back(self, items: list[Due]) -> None:
-        """Dispatched but never sent (the lease ran out in between): the rows go back to
+        """Dispatched but never run (the lease ran out before the send, or before the
+        executor could start it): the rows go back to
         pending with their attempt unspent, if the slot is still ours; if it is not,
         the new owner's claim has already taken them back."""
-        log.warning("%d dispatched tasks not sent: no ZooKeeper session lease; giving them back", len(items))
+        log.warning("%d dispatched tasks not run: the ZooKeeper session lease ran out; giving them back",
+                    len(items))
         self._metrics.not_sent.inc(len(items))
         claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in items]

@@ -41,8 +41,9 @@ class Reservation:
 
 @dataclasses.dataclass
 class RunResult:
-    """What became of a batch: an outcome per delivery sent, and the deliveries not
-    sent at all because this node could not prove it still holds its slots."""
+    """What became of a batch: an outcome per delivery run, and the deliveries never
+    run (not sent, or not started in time) because this node could not prove it
+    still holds their slots."""
 
     outcomes: list[pb.Outcome]
     not_sent: list[pb.Delivery]
@@ -50,13 +51,15 @@ class RunResult:
 
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0,
-                 may_send: Callable[[], bool] = lambda: True):
+                 lease_remaining_ms: Callable[[], int | None] = lambda: None):
         self._directory = directory
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
-        # Checked right before each Execute call, the last moment at which a node
-        # frozen since it marked the tasks dispatched can still keep them to itself.
-        self._may_send = may_send
+        # What remains of the session lease (None: no lease, a single node). Read right
+        # before each Execute call, the last moment at which a node frozen since it
+        # marked the tasks dispatched can still keep them to itself; what remains is
+        # sent along, so that the executor starts nothing after the lease ran out.
+        self._lease_remaining_ms = lease_remaining_ms
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
@@ -134,15 +137,24 @@ class ExecutorPool:
     async def _call(self, inst: _Instance, chunk: list[pb.Delivery]) -> RunResult:
         deadline_s = max(d.timeout_ms for d in chunk) / 1000 + self._rpc_margin_s
         try:
-            if not self._may_send():
-                return RunResult([], chunk)
+            lease_ms = self._lease_remaining_ms()
+            if lease_ms is not None:
+                if lease_ms <= 0:
+                    return RunResult([], chunk)
+                for d in chunk:
+                    d.start_within_ms = lease_ms
             reply = await self._stub(inst.address).Execute(
                 pb.ExecuteRequest(deliveries=chunk, dispatcher_node=self._node_id), timeout=deadline_s)
             wanted = {(d.task.task_id, d.attempt) for d in chunk}
             outcomes = [o for o in reply.outcomes if (o.task_id, o.attempt) in wanted]
             got = {(o.task_id, o.attempt) for o in outcomes}
             missing = [d for d in chunk if (d.task.task_id, d.attempt) not in got]
-            return RunResult(outcomes + _failed(missing, f"executor {inst.address} returned no outcome"), [])
+            # Not started in time (the lease ran out while they queued at the executor):
+            # never run, so they come back unspent, as if never sent.
+            late = {(o.task_id, o.attempt) for o in outcomes if o.kind == pb.OUTCOME_KIND_NOT_STARTED}
+            outcomes = [o for o in outcomes if (o.task_id, o.attempt) not in late]
+            unstarted = [d for d in chunk if (d.task.task_id, d.attempt) in late]
+            return RunResult(outcomes + _failed(missing, f"executor {inst.address} returned no outcome"), unstarted)
         except grpc.aio.AioRpcError as exc:
             return RunResult(_failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}"), [])
         finally:

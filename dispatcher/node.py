@@ -44,7 +44,7 @@ class Node:
             config=config, store=self.store, producer=self.producer,
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
-            executors=ExecutorPool(self.executors_directory, config.node_id, may_send=self._may_send),
+            executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
         self.ownership = self._build_ownership()
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
@@ -72,6 +72,11 @@ class Node:
         """A clustered node acts only while its ZooKeeper session lease holds; a single
         node owns every slot without claims, so nothing can take them from it."""
         return not self.config.cluster or self.session.has_lease()
+
+    def _lease_ms(self) -> int | None:
+        if not self.config.cluster:
+            return None
+        return int(self.session.lease_remaining_s() * 1000)
 
     def _slot_lost(self, slot: int) -> None:
         self.ownership.slot_lost(slot)

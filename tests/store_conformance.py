@@ -500,7 +500,7 @@ BEGIN_DISPATCH = (
 def _check_given_back(w: World, _result) -> None:
     row = w.row("d")
     assert row.trigger_at == T(-3) and row.updated_at == T0
-    assert w.history("d")[-1] == r.Event("d", "queued", T0, NODE, 1, "not sent: no session lease; attempt not spent")
+    assert w.history("d")[-1] == r.Event("d", "queued", T0, NODE, 1, "not run: the session lease ran out; attempt not spent")
 
 
 GUARD = (

@@ -173,7 +173,7 @@ class TaskStoreProtocol(Protocol):
         A claim of a live slot applies only if its row is dispatched at exactly
         `claim.attempt`: the row becomes pending with attempts = attempt - 1 (the
         attempt is not spent) and trigger_at = due_at, and gets a "queued" event at
-        `now` by `node` with the attempt and a detail saying it was not sent.
+        `now` by `node` with the attempt and a detail saying it was not run.
         """
 
     def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,

@@ -266,7 +266,7 @@ class MemoryTaskStore:
                 self._update(c.task_id, status=r.PENDING, attempts=c.attempt - 1, trigger_at=_ms(c.due_at),
                              updated_at=now)
                 self._append([r.Event(c.task_id, "queued", now, node, c.attempt,
-                                      "not sent: no session lease; attempt not spent")])
+                                      "not run: the session lease ran out; attempt not spent")])
             return stale
 
     def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,

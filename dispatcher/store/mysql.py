@@ -394,7 +394,7 @@ class TaskStore:
                                 " updated_at = %s WHERE task_id = %s",
                                 [(r.PENDING, c.due_at, now, c.task_id) for c in back])
                 self._append_events(cur, [r.Event(c.task_id, "queued", now, node, c.attempt,
-                                                  "not sent: no session lease; attempt not spent") for c in back])
+                                                  "not run: the session lease ran out; attempt not spent") for c in back])
             return stale
         return self.run(body)
 

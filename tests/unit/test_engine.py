@@ -126,7 +126,7 @@ class InProcessPool(ExecutorPool):
     stub replaced by the in-process executor."""
 
     def __init__(self, directory: FakeDirectory, executor: FakeExecutor, may_send: Callable[[], bool] = lambda: True):
-        super().__init__(directory, node_id="n1", may_send=may_send)
+        super().__init__(directory, node_id="n1", lease_remaining_ms=lambda: 3_000 if may_send() else 0)
         self._executor = executor
 
     def _stub(self, address: str) -> FakeExecutor:
@@ -669,7 +669,7 @@ async def test_a_dispatch_the_lease_ran_out_on_before_the_send_is_given_back_uns
         await w.submit("a")
         await eventually(lambda: w.status("a") == (r.PENDING, 0), "the unsent attempt given back")
         assert w.executor.calls == []
-        assert ("queued", 1, "not sent: no session lease; attempt not spent") in \
+        assert ("queued", 1, "not run: the session lease ran out; attempt not spent") in \
             [(e.state, e.attempt, e.detail) for e in w.store.get_task("a")[1]]
         # When the lease holds again, the poller brings it back as attempt 1
         w.lease_at_send = True
@@ -718,3 +718,18 @@ async def test_a_claimed_row_the_owner_does_not_hold_goes_back_to_the_poller():
         await eventually(lambda: w.executor.attempts("a") == [1] and w.status("a") == (r.SUCCEEDED, 1),
                          "recovered, claimed again and run")
         assert w.metrics.registry.get_sample_value("taskring_tasks_recovered_total", {"status": "claimed"}) == 1
+
+
+@scenario
+async def test_an_attempt_the_executor_did_not_start_in_time_is_given_back_unspent():
+    async with World() as w:
+        await w.own()
+        # Given an executor that answers NOT_STARTED (the lease ran out while it queued)
+        w.executor.script["a"] = [pb.OUTCOME_KIND_NOT_STARTED]
+        await w.submit("a")
+        await eventually(lambda: w.status("a") == (r.PENDING, 0), "the attempt given back")
+        # When the executor can run it, it runs as attempt 1 again
+        w.executor.script["a"] = [SUCCEEDED]
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        assert w.executor.attempts("a") == [1, 1]
+        assert all(c.attempt == 1 for c in w.executor.calls)

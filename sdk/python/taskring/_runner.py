@@ -57,6 +57,7 @@ RETRYABLE = pb.OUTCOME_KIND_RETRYABLE_FAILURE
 NON_RETRYABLE = pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
 TIMED_OUT = pb.OUTCOME_KIND_TIMED_OUT
 NO_HANDLER = pb.OUTCOME_KIND_NO_HANDLER
+NOT_STARTED = pb.OUTCOME_KIND_NOT_STARTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,16 @@ class DeliveryRunner:
                     error=f"deadline of {timeout_ms} ms passed while waiting for a free slot "
                     f"(max_in_flight is reached)",
                     started_at_ms=now, finished_at_ms=now,
+                )
+            if d.start_within_ms and time.monotonic() - received > d.start_within_ms / 1000.0:
+                # Waited past what the dispatcher's lease allowed: its slot may have a new
+                # owner by now, which runs the attempt itself. Not run, not spent.
+                self._release()
+                now = _now_ms()
+                return pb.Outcome(
+                    task_id=task.task_id, attempt=d.attempt, kind=NOT_STARTED,
+                    error=f"not started within {d.start_within_ms} ms of arrival (max_in_flight is reached)",
+                    started_at_ms=0, finished_at_ms=now,
                 )
             if handler.is_async:
                 return await self._run_async(handler, ctx, d, timeout_ms)

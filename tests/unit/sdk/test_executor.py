@@ -244,6 +244,41 @@ def test_a_timed_out_sync_handler_keeps_its_slot_until_it_returns(make_executor,
     assert call(ex, delivery("ok", "3"))["3"].kind == K.OUTCOME_KIND_SUCCEEDED
 
 
+def test_a_delivery_that_cannot_start_within_start_within_ms_is_not_run(make_executor, release):
+    ex = make_executor(max_in_flight=1)
+    ran: list[str] = []
+    busy = threading.Event()
+
+    @ex.handler("hold")
+    def hold(ctx):
+        busy.set()
+        release.wait(5)
+
+    @ex.handler("ok")
+    def ok(ctx):
+        ran.append(ctx.task_id)
+
+    ex.start()
+    # Given the only slot busy until `release` is set
+    holder = threading.Thread(target=call, args=(ex, delivery("hold", "h", timeout_ms=10_000)))
+    holder.start()
+    assert busy.wait(5)
+    # When a delivery that must start within 100 ms waits behind it for longer
+    d = delivery("ok", "late", timeout_ms=10_000)
+    d.start_within_ms = 100
+    waiter = threading.Timer(0.5, release.set)
+    waiter.start()
+    out = call(ex, d)["late"]
+    holder.join(10)
+    # Then it was never run, and says so (the dispatcher gives it back unspent)
+    assert out.kind == K.OUTCOME_KIND_NOT_STARTED and out.started_at_ms == 0
+    assert ran == []
+    # While one that starts in time runs as usual
+    d = delivery("ok", "on-time")
+    d.start_within_ms = 5_000
+    assert call(ex, d)["on-time"].kind == K.OUTCOME_KIND_SUCCEEDED and ran == ["on-time"]
+
+
 def test_a_sync_wrapper_around_a_coroutine_is_reported_not_silently_dropped(make_executor):
     ex = make_executor()
 

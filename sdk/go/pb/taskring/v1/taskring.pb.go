@@ -165,6 +165,7 @@ const (
 	OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE OutcomeKind = 3 // the handler raised NonRetryableError
 	OutcomeKind_OUTCOME_KIND_TIMED_OUT             OutcomeKind = 4 // retryable
 	OutcomeKind_OUTCOME_KIND_NO_HANDLER            OutcomeKind = 5 // this executor has no handler for the type: retryable elsewhere
+	OutcomeKind_OUTCOME_KIND_NOT_STARTED           OutcomeKind = 6 // never run: start_within_ms passed first; the attempt is not spent
 )
 
 // Enum value maps for OutcomeKind.
@@ -176,6 +177,7 @@ var (
 		3: "OUTCOME_KIND_NON_RETRYABLE_FAILURE",
 		4: "OUTCOME_KIND_TIMED_OUT",
 		5: "OUTCOME_KIND_NO_HANDLER",
+		6: "OUTCOME_KIND_NOT_STARTED",
 	}
 	OutcomeKind_value = map[string]int32{
 		"OUTCOME_KIND_UNSPECIFIED":           0,
@@ -184,6 +186,7 @@ var (
 		"OUTCOME_KIND_NON_RETRYABLE_FAILURE": 3,
 		"OUTCOME_KIND_TIMED_OUT":             4,
 		"OUTCOME_KIND_NO_HANDLER":            5,
+		"OUTCOME_KIND_NOT_STARTED":           6,
 	}
 )
 
@@ -968,11 +971,17 @@ func (x *GetTaskResponse) GetHistory() []*TaskEvent {
 }
 
 type Delivery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`                      // 1 for the first run
-	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`                          // the slot's ownership epoch (fencing token)
-	TimeoutMs     uint32                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // the handler's deadline for this attempt
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Task      *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Attempt   uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`                      // 1 for the first run
+	Epoch     uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`                          // the slot's ownership epoch (fencing token)
+	TimeoutMs uint32                 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // the handler's deadline for this attempt
+	// 0: no limit. Otherwise the handler must start within this many ms of the
+	// delivery's arrival, or not at all (OUTCOME_KIND_NOT_STARTED). The dispatcher
+	// sends what remains of its ZooKeeper session lease, so that no attempt starts
+	// after another node may own the task's slot (an executor queueing deliveries
+	// behind its in-flight cap would otherwise start one from a lost epoch).
+	StartWithinMs uint32 `protobuf:"varint,5,opt,name=start_within_ms,json=startWithinMs,proto3" json:"start_within_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1031,6 +1040,13 @@ func (x *Delivery) GetEpoch() uint64 {
 func (x *Delivery) GetTimeoutMs() uint32 {
 	if x != nil {
 		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *Delivery) GetStartWithinMs() uint32 {
+	if x != nil {
+		return x.StartWithinMs
 	}
 	return 0
 }
@@ -1358,13 +1374,14 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12(\n" +
 	"\x10last_stack_trace\x18\a \x01(\tR\x0elastStackTrace\x120\n" +
-	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\x80\x01\n" +
+	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\xa8\x01\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"p\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12&\n" +
+	"\x0fstart_within_ms\x18\x05 \x01(\rR\rstartWithinMs\"p\n" +
 	"\x0eExecuteRequest\x125\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x15.taskring.v1.DeliveryR\n" +
@@ -1401,14 +1418,15 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14TASK_STATE_SUCCEEDED\x10\x06\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\a\x12\x1c\n" +
 	"\x18TASK_STATE_DEAD_LETTERED\x10\b\x12\x18\n" +
-	"\x14TASK_STATE_CANCELLED\x10\t*\xcc\x01\n" +
+	"\x14TASK_STATE_CANCELLED\x10\t*\xea\x01\n" +
 	"\vOutcomeKind\x12\x1c\n" +
 	"\x18OUTCOME_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OUTCOME_KIND_SUCCEEDED\x10\x01\x12\"\n" +
 	"\x1eOUTCOME_KIND_RETRYABLE_FAILURE\x10\x02\x12&\n" +
 	"\"OUTCOME_KIND_NON_RETRYABLE_FAILURE\x10\x03\x12\x1a\n" +
 	"\x16OUTCOME_KIND_TIMED_OUT\x10\x04\x12\x1b\n" +
-	"\x17OUTCOME_KIND_NO_HANDLER\x10\x052\xab\x02\n" +
+	"\x17OUTCOME_KIND_NO_HANDLER\x10\x05\x12\x1c\n" +
+	"\x18OUTCOME_KIND_NOT_STARTED\x10\x062\xab\x02\n" +
 	"\vTaskService\x12A\n" +
 	"\x06Submit\x12\x1a.taskring.v1.SubmitRequest\x1a\x1b.taskring.v1.SubmitResponse\x12P\n" +
 	"\vSubmitBatch\x12\x1f.taskring.v1.SubmitBatchRequest\x1a .taskring.v1.SubmitBatchResponse\x12A\n" +

@@ -17,6 +17,14 @@ export interface Delivery {
    * the handler's deadline for this attempt
    */
   'timeout_ms'?: (number);
+  /**
+   * 0: no limit. Otherwise the handler must start within this many ms of the
+   * delivery's arrival, or not at all (OUTCOME_KIND_NOT_STARTED). The dispatcher
+   * sends what remains of its ZooKeeper session lease, so that no attempt starts
+   * after another node may own the task's slot (an executor queueing deliveries
+   * behind its in-flight cap would otherwise start one from a lost epoch).
+   */
+  'start_within_ms'?: (number);
 }
 
 export interface Delivery__Output {
@@ -33,4 +41,12 @@ export interface Delivery__Output {
    * the handler's deadline for this attempt
    */
   'timeout_ms': (number);
+  /**
+   * 0: no limit. Otherwise the handler must start within this many ms of the
+   * delivery's arrival, or not at all (OUTCOME_KIND_NOT_STARTED). The dispatcher
+   * sends what remains of its ZooKeeper session lease, so that no attempt starts
+   * after another node may own the task's slot (an executor queueing deliveries
+   * behind its in-flight cap would otherwise start one from a lost epoch).
+   */
+  'start_within_ms': (number);
 }

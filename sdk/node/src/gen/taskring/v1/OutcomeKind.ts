@@ -19,6 +19,10 @@ export const OutcomeKind = {
    * this executor has no handler for the type: retryable elsewhere
    */
   OUTCOME_KIND_NO_HANDLER: 'OUTCOME_KIND_NO_HANDLER',
+  /**
+   * never run: start_within_ms passed first; the attempt is not spent
+   */
+  OUTCOME_KIND_NOT_STARTED: 'OUTCOME_KIND_NOT_STARTED',
 } as const;
 
 export type OutcomeKind =
@@ -46,5 +50,10 @@ export type OutcomeKind =
    */
   | 'OUTCOME_KIND_NO_HANDLER'
   | 5
+  /**
+   * never run: start_within_ms passed first; the attempt is not spent
+   */
+  | 'OUTCOME_KIND_NOT_STARTED'
+  | 6
 
 export type OutcomeKind__Output = typeof OutcomeKind[keyof typeof OutcomeKind]

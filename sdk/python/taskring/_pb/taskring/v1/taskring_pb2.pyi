@@ -35,6 +35,7 @@ class OutcomeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUTCOME_KIND_NON_RETRYABLE_FAILURE: _ClassVar[OutcomeKind]
     OUTCOME_KIND_TIMED_OUT: _ClassVar[OutcomeKind]
     OUTCOME_KIND_NO_HANDLER: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_NOT_STARTED: _ClassVar[OutcomeKind]
 PRIORITY_UNSPECIFIED: Priority
 PRIORITY_LOW: Priority
 PRIORITY_NORMAL: Priority
@@ -55,6 +56,7 @@ OUTCOME_KIND_RETRYABLE_FAILURE: OutcomeKind
 OUTCOME_KIND_NON_RETRYABLE_FAILURE: OutcomeKind
 OUTCOME_KIND_TIMED_OUT: OutcomeKind
 OUTCOME_KIND_NO_HANDLER: OutcomeKind
+OUTCOME_KIND_NOT_STARTED: OutcomeKind
 
 class RetryPolicy(_message.Message):
     __slots__ = ("initial_backoff_ms", "max_backoff_ms", "multiplier", "schedule_ms")
@@ -189,16 +191,18 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("task", "attempt", "epoch", "timeout_ms")
+    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    START_WITHIN_MS_FIELD_NUMBER: _ClassVar[int]
     task: Task
     attempt: int
     epoch: int
     timeout_ms: int
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    start_within_ms: int
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
     __slots__ = ("deliveries", "dispatcher_node")
