@@ -1,0 +1,211 @@
+"""Helpers for the cross-language test: build the Go, Java and Node SDK CLIs, run
+them as processes whose output goes to files, and stop them by PID.
+
+The CLIs (see each SDK's README):
+- `taskring-go submit|executor` (built here with `go build ./cmd/taskring-go`);
+- `node sdk/node/dist/cli.js executor` (`npm ci` when node_modules is missing, `npm run build`
+  when dist/cli.js is missing);
+- `java -cp <target/classpath.txt>:target/classes io.taskring.cli.Main get|cancel`
+  (`mvn -q -B -DskipTests compile`, which also writes target/classpath.txt, when missing).
+A missing toolchain fails the test, naming it: CI has them all, so it is never skipped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+
+from tests.integration.harness import REPO
+
+SDK = REPO / "sdk"
+GO_DIR = SDK / "go"
+NODE_DIR = SDK / "node"
+JAVA_DIR = SDK / "java"
+NODE_CLI = NODE_DIR / "dist" / "cli.js"
+JAVA_CLASSPATH_FILE = JAVA_DIR / "target" / "classpath.txt"
+JAVA_CLASSES = JAVA_DIR / "target" / "classes"
+JAVA_MAIN_CLASS = JAVA_CLASSES / "io" / "taskring" / "cli" / "Main.class"
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _require(tool: str) -> str:
+    found = shutil.which(tool)
+    if not found:
+        pytest.fail(f"toolchain missing: `{tool}` is not on PATH; the cross-language test needs go, node, npm, "
+                    f"java and mvn (CI has them)", pytrace=False)
+    return found
+
+
+def _build_step(what: str, args: Sequence[str], cwd: Path, log: Path, timeout_s: float) -> None:
+    t0 = time.monotonic()
+    with open(log, "ab") as out:
+        out.write(f"$ (cd {cwd} && {' '.join(args)})\n".encode())
+        out.flush()
+        try:
+            proc = subprocess.run(list(args), cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"building {what} timed out after {timeout_s:.0f}s: `{' '.join(args)}` in {cwd}; "
+                        f"log {log}:\n{tail(log)}", pytrace=False)
+    if proc.returncode != 0:
+        pytest.fail(f"building {what} failed (exit {proc.returncode}): `{' '.join(args)}` in {cwd}; "
+                    f"log {log}:\n{tail(log)}", pytrace=False)
+    print(f"polyglot: built {what} in {time.monotonic() - t0:.1f}s")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tools:
+    go_cli: Path
+    node_cli: Path
+    java_classpath: str
+    build_log: Path
+
+    def java(self, *args: str) -> list[str]:
+        return ["java", "-cp", self.java_classpath, "io.taskring.cli.Main", *args]
+
+    def node_executor(self, zk: str, namespace: str, types: str, behavior: str) -> list[str]:
+        return ["node", str(self.node_cli), "executor", "--zk", zk, "--namespace", namespace,
+                "--types", types, "--behavior", behavior]
+
+    def go_executor(self, zk: str, namespace: str, types: str, behavior: str) -> list[str]:
+        return [str(self.go_cli), "executor", "--zk", zk, "--namespace", namespace,
+                "--types", types, "--behavior", behavior]
+
+
+def build_tools(out_dir: Path) -> Tools:
+    """Build what is missing (once per module: call from a module-scoped fixture)."""
+    for tool in ("go", "node", "npm", "java", "mvn"):
+        _require(tool)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "build.log"
+    if not NODE_CLI.exists():
+        if not (NODE_DIR / "node_modules").is_dir():
+            _build_step("the Node SDK's dependencies", ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                        NODE_DIR, log, 600)
+        _build_step("the Node SDK (dist/cli.js)", ["npm", "run", "--silent", "build"], NODE_DIR, log, 600)
+        if not NODE_CLI.exists():
+            pytest.fail(f"`npm run build` in {NODE_DIR} left no {NODE_CLI}; log {log}:\n{tail(log)}", pytrace=False)
+    if not (JAVA_CLASSPATH_FILE.exists() and JAVA_MAIN_CLASS.exists()):
+        # sdk/java/README.md: `mvn -q -B -DskipTests compile` also writes target/classpath.txt
+        # (maven-dependency-plugin build-classpath, bound to generate-resources in the pom).
+        _build_step("the Java SDK (target/classes, target/classpath.txt)",
+                    ["mvn", "-q", "-B", "-Dstyle.color=never", "-DskipTests", "compile"], JAVA_DIR, log, 900)
+        if not (JAVA_CLASSPATH_FILE.exists() and JAVA_MAIN_CLASS.exists()):
+            pytest.fail(f"mvn compile in {JAVA_DIR} left no {JAVA_CLASSPATH_FILE} or {JAVA_MAIN_CLASS}; "
+                        f"log {log}:\n{tail(log)}", pytrace=False)
+    go_cli = out_dir / "taskring-go"
+    _build_step("the Go CLI (cmd/taskring-go)", ["go", "build", "-o", str(go_cli), "./cmd/taskring-go"],
+                GO_DIR, log, 600)
+    classpath = JAVA_CLASSPATH_FILE.read_text().strip()
+    return Tools(go_cli=go_cli, node_cli=NODE_CLI,
+                 java_classpath=f"{classpath}{os.pathsep}{JAVA_CLASSES}" if classpath else str(JAVA_CLASSES),
+                 build_log=log)
+
+
+def _display(args: Sequence[str]) -> str:
+    """The command line, with a long argument (the Java classpath) shortened."""
+    return " ".join(a if len(a) <= 200 else f"<{len(a)} chars: {a[:40]}...{a[-40:]}>" for a in args)
+
+
+@dataclasses.dataclass
+class CliResult:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def command(self) -> str:
+        return _display(self.args)
+
+    def describe(self) -> str:
+        return (f"`{self.command()}` exited {self.returncode}\n--- stdout:\n{self.stdout[-3000:]}"
+                f"\n--- stderr:\n{self.stderr[-3000:]}")
+
+    def line(self) -> str:
+        """The one stdout line a CLI prints on success."""
+        assert self.returncode == 0, self.describe()
+        lines = [ln for ln in self.stdout.splitlines() if ln.strip()]
+        assert len(lines) == 1, f"expected one stdout line; {self.describe()}"
+        return lines[0].strip()
+
+    def json(self) -> dict:
+        line = self.line()
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not one JSON line; {self.describe()}") from None
+
+
+def run_cli(args: Sequence[str], log: Path, timeout_s: float = 60.0, cwd: Path = REPO) -> CliResult:
+    """Run a CLI to completion; its command line and output are appended to `log`."""
+    args = list(args)
+    try:
+        proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+        result = CliResult(args, proc.returncode, proc.stdout, proc.stderr)
+    except subprocess.TimeoutExpired as exc:
+        def text(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        result = CliResult(args, -1, text(exc.stdout), text(exc.stderr) + f"\n(timed out after {timeout_s:.0f}s)")
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"$ {result.command()}\n[exit {result.returncode}]\n{result.stdout}{result.stderr}\n")
+    if result.returncode == -1:
+        raise AssertionError(result.describe())
+    return result
+
+
+class ServiceProcess:
+    """A long-running CLI process (an executor): stdout to <logs>/<name>.out, stderr to
+    <logs>/<name>.err; stopped by its PID (SIGTERM, then SIGKILL after a deadline)."""
+
+    def __init__(self, name: str, args: Sequence[str], logs: Path, cwd: Path = REPO):
+        self.name = name
+        self.args = list(args)
+        self.cwd = cwd
+        self.out_path = logs / f"{name}.out"
+        self.err_path = logs / f"{name}.err"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "ServiceProcess":
+        with open(self.out_path, "ab") as out, open(self.err_path, "ab") as err:
+            self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stdout_lines(self) -> list[str]:
+        try:
+            return self.out_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def logs(self, lines: int = 30) -> str:
+        state = ("running" if self.alive() else f"exited {self.proc.returncode}") if self.proc else "not started"
+        return (f"[{self.name}: `{_display(self.args)}` pid {self.proc.pid if self.proc else '-'} {state}]\n"
+                f"--- {self.out_path}:\n{tail(self.out_path, lines)}\n--- {self.err_path}:\n{tail(self.err_path, lines)}")
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            print(f"polyglot: {self.name} (pid {self.proc.pid}) ignored SIGTERM for {timeout_s:.0f}s; killing it")
+            self.proc.kill()
+            self.proc.wait(timeout=10)
