@@ -451,20 +451,20 @@ class Engine:
     def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
         """Keep the items executors can take now, each group with its reservation;
         postpone what has no executor, put back what does not fit."""
-        by_namespace: dict[str, list[Due]] = collections.defaultdict(list)
+        by_type: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
         for d in items:
             state = self._slots.get(d.slot)
             if state is None or not state.active or state.epoch != d.epoch:
                 continue  # the slot moved on; its new owner has this task
-            if not self._executors.has_executor(d.task.namespace):
+            if not self._executors.has_executor(d.task.namespace, d.task.task_type):
                 self._metrics.no_executor.labels(d.task.namespace).inc()
                 d.due_ms = now_ms + _NO_EXECUTOR_RETRY_MS  # postponed, no attempt spent
                 self._push(d)
                 continue
-            by_namespace[d.task.namespace].append(d)
+            by_type[(d.task.namespace, d.task.task_type)].append(d)
         taken: list[tuple[Due, Reservation | None]] = []
-        for namespace, group in by_namespace.items():
-            reservation = self._executors.reserve(namespace, len(group))
+        for (namespace, task_type), group in by_type.items():
+            reservation = self._executors.reserve(namespace, task_type, len(group))
             fits, rest = group[:reservation.total], group[reservation.total:]
             for d in rest:  # still due: back in the heap until capacity frees up
                 self._heap.push(d.due_ms, d.task.priority, d.slot, d)
@@ -475,7 +475,7 @@ class Engine:
 
     async def _run_batch(self, taken: list[tuple[Due, Reservation | None]], now_ms: int) -> None:
         ready = [d for d, _ in taken]
-        reservations = {res.namespace: res for _, res in taken if res is not None}
+        reservations = {res.key: res for _, res in taken if res is not None}
         epochs = {d.slot: d.epoch for d in ready}
         # One task can be in a batch more than once: a swept row and its message (same
         # attempt), or, after a handoff replays a partition, an old attempt's message
@@ -507,7 +507,7 @@ class Engine:
             finally:
                 self._batch_gate.release()
             await self._lose(stale)
-            go: dict[str, list[Due]] = collections.defaultdict(list)
+            go: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
             delivered: set[str] = set()
             for d in ready:
                 # The store dispatched each task at most once, as its highest attempt
@@ -515,14 +515,14 @@ class Engine:
                 if d.task.task_id in dispatched and d.attempt == top[d.task.task_id] \
                         and d.task.task_id not in delivered:
                     delivered.add(d.task.task_id)
-                    go[d.task.namespace].append(d)
+                    go[(d.task.namespace, d.task.task_type)].append(d)
                     self._lateness[d.source].observe(max(0, now_ms - d.due_ms) / 1000)
                 elif d.slot not in stale and not requeued:
                     self._metrics.skipped.inc()
                     self._settle(d)
             self._metrics.dispatched.inc(len(dispatched))
             # Every reservation is run, even with nothing to send: that releases it.
-            await asyncio.gather(*(self._deliver(ns, go.get(ns, []), res) for ns, res in reservations.items()))
+            await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
         finally:
             self._in_flight_ids.difference_update(ids)
             for d in ready:
@@ -530,7 +530,7 @@ class Engine:
                 if state is not None:
                     state.in_flight -= 1
 
-    async def _deliver(self, namespace: str, items: list[Due], reservation: Reservation) -> None:
+    async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
         deliveries = []
         for d in items:
             task = pb.Task()

@@ -20,6 +20,7 @@ from taskring.wire import pb, pb_grpc
 class _Instance(Protocol):
     instance_id: str
     address: str
+    task_types: Sequence[str]
     max_in_flight: int
 
 
@@ -29,10 +30,15 @@ class Directory(Protocol):
 
 @dataclasses.dataclass
 class Reservation:
-    """Capacity held on executor instances for one batch: [(instance, tasks)]."""
+    """Capacity held on executor instances for one batch of one task type: [(instance, tasks)]."""
 
     namespace: str
+    task_type: str
     allocations: list[tuple[_Instance, int]]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.task_type
 
     @property
     def total(self) -> int:
@@ -72,17 +78,24 @@ class ExecutorPool:
         for channel, _ in channels.values():
             await channel.close(grace=None)
 
-    def has_executor(self, namespace: str) -> bool:
-        return bool(self._directory.instances(namespace))
+    def _handlers_of(self, namespace: str, task_type: str) -> list[_Instance]:
+        """The instances of the namespace that announce a handler for the type (one that
+        announces no types at all is taken to handle any). Choosing by namespace alone
+        sent tasks to executors that answered NO_HANDLER, spending an attempt each."""
+        return [inst for inst in self._directory.instances(namespace)
+                if not inst.task_types or task_type in inst.task_types]
+
+    def has_executor(self, namespace: str, task_type: str) -> bool:
+        return bool(self._handlers_of(namespace, task_type))
 
     def in_flight(self) -> int:
         return sum(self._in_flight.values())
 
-    def reserve(self, namespace: str, wanted: int) -> Reservation:
-        """Hold capacity for up to `wanted` tasks, spread evenly over the instances
-        that have room; may hold less than wanted, or nothing."""
+    def reserve(self, namespace: str, task_type: str, wanted: int) -> Reservation:
+        """Hold capacity for up to `wanted` tasks of one type, spread evenly over the
+        instances that handle it and have room; may hold less than wanted, or nothing."""
         room = {}
-        for inst in self._directory.instances(namespace):
+        for inst in self._handlers_of(namespace, task_type):
             free = inst.max_in_flight - self._in_flight.get(inst.address, 0)
             if free > 0:
                 room[inst.address] = [inst, free, 0]
@@ -99,7 +112,7 @@ class ExecutorPool:
         allocations = [(inst, n) for inst, _free, n in room.values() if n > 0]
         for inst, n in allocations:
             self._in_flight[inst.address] = self._in_flight.get(inst.address, 0) + n
-        return Reservation(namespace, allocations)
+        return Reservation(namespace, task_type, allocations)
 
     def _release(self, address: str, n: int) -> None:
         self._in_flight[address] = self._in_flight.get(address, 0) - n
@@ -120,7 +133,7 @@ class ExecutorPool:
         for part in await asyncio.gather(*calls):
             result.outcomes.extend(part.outcomes)
             result.not_sent.extend(part.not_sent)
-        result.outcomes.extend(_failed(deliveries[i:], f"no capacity reserved in namespace {reservation.namespace!r}"))
+        result.outcomes.extend(_failed(deliveries[i:], f"no capacity reserved for {reservation.namespace}/{reservation.task_type}"))
         return result
 
     def _stub(self, address: str) -> pb_grpc.ExecutorServiceStub:

@@ -71,8 +71,10 @@ class FakeDirectory:
     def _instances(ns: str) -> tuple[ExecutorInstance, ...]:
         return (ExecutorInstance(f"{ns}-1", f"in-process/{ns}", ("send",), 100),)
 
-    def add(self, ns: str) -> None:
-        self._by_ns[ns] = self._instances(ns)
+    def add(self, ns: str, *task_types: str) -> None:
+        self._by_ns[ns] = self._instances(ns) if not task_types else (
+            *self._by_ns.get(ns, ()), ExecutorInstance(f"{ns}-{len(self._by_ns.get(ns, ())) + 1}",
+                                                      f"in-process/{ns}", task_types, 100))
 
     def instances(self, namespace: str, *, wait_s: float | None = None) -> tuple[ExecutorInstance, ...]:
         return self._by_ns.get(namespace, ())
@@ -181,14 +183,14 @@ class World:
         return epoch
 
     async def submit(self, task_id: str, *, due_in_ms: int = 0, route: str = "kafka", namespace: str = "ns",
-                     max_retries: int = 3, backoff_ms: int = 500) -> int:
+                     max_retries: int = 3, backoff_ms: int = 500, task_type: str = "send") -> int:
         """What the API does: the row first, then (Kafka path) the message. Returns the due time."""
         due_ms = self.clock.now_ms() + due_in_ms
-        task = pb.Task(task_id=task_id, namespace=namespace, task_type="send", payload_json="{}",
+        task = pb.Task(task_id=task_id, namespace=namespace, task_type=task_type, payload_json="{}",
                        timeout_ms=1_000, max_retries=max_retries, priority=NORMAL,
                        retry_policy=pb.RetryPolicy(schedule_ms=[backoff_ms]))
         self.store.insert_tasks([r.NewTask(
-            task_id=task_id, slot=SLOT, namespace=namespace, task_type="send", priority=NORMAL,
+            task_id=task_id, slot=SLOT, namespace=namespace, task_type=task_type, priority=NORMAL,
             status=r.ENQUEUED if route == "kafka" else r.PENDING, trigger_at=ms_to_datetime(due_ms),
             envelope=task.SerializeToString(), created_at=self.clock.now())], "api")
         if route == "kafka":
@@ -733,3 +735,21 @@ async def test_an_attempt_the_executor_did_not_start_in_time_is_given_back_unspe
         await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
         assert w.executor.attempts("a") == [1, 1]
         assert all(c.attempt == 1 for c in w.executor.calls)
+
+
+
+@scenario
+async def test_a_task_goes_only_to_an_executor_that_handles_its_type():
+    async with World() as w:
+        await w.own()
+        # Given the namespace's only executor handles "send", not "refund"
+        await w.submit("r", task_type="refund")
+        await eventually(lambda: w.no_executor("ns") >= 1, "the task postponed")
+        await w.engine_looked()
+        # Then nothing was sent and no attempt spent
+        assert w.executor.calls == [] and w.status("r") == (r.ENQUEUED, 0)
+        # When an executor announcing "refund" joins, the task runs as attempt 1
+        w.directory.add("ns", "refund")
+        w.clock.advance(1_000)
+        await eventually(lambda: w.status("r") == (r.SUCCEEDED, 1), "success")
+        assert w.executor.attempts("r") == [1]
