@@ -184,6 +184,65 @@ func TestExecutorMaxInFlight(t *testing.T) {
 	<-done
 }
 
+func TestExecutorDeliveryThatCannotStartWithinStartWithinMsIsNotRun(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	_, stub := startExecutor(t, map[string]HandlerFunc{
+		"hold": func(context.Context, *Task) error {
+			close(busy)
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+			return nil
+		},
+		"ok": func(_ context.Context, task *Task) error {
+			mu.Lock()
+			ran = append(ran, task.TaskID)
+			mu.Unlock()
+			return nil
+		},
+	}, WithMaxInFlight(1))
+	// Given the only slot busy until `release` is closed
+	held := make(chan map[string]*pb.Outcome, 1)
+	go func() { held <- execute(t, stub, delivery("h", "hold", 1, 10_000)) }()
+	select {
+	case <-busy:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holding handler did not start")
+	}
+	// When a delivery that must start within 100 ms waits behind it for longer
+	late := delivery("late", "ok", 1, 10_000)
+	late.StartWithinMs = 100
+	timer := time.AfterFunc(500*time.Millisecond, func() { close(release) })
+	defer timer.Stop()
+	out := execute(t, stub, late)["late"]
+	<-held
+	// Then it was never run, and says so (the dispatcher gives it back unspent)
+	if out.GetKind() != pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED || out.GetStartedAtMs() != 0 ||
+		!strings.Contains(out.GetError(), "not started within 100 ms") {
+		t.Errorf("late: %v started_at_ms=%d %q", out.GetKind(), out.GetStartedAtMs(), out.GetError())
+	}
+	mu.Lock()
+	if len(ran) != 0 {
+		t.Errorf("handler ran for %v", ran)
+	}
+	mu.Unlock()
+	// While one that starts in time runs as usual
+	onTime := delivery("on-time", "ok", 1, 5000)
+	onTime.StartWithinMs = 5000
+	if o := execute(t, stub, onTime)["on-time"]; o.GetKind() != pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED {
+		t.Errorf("on-time: %v %q", o.GetKind(), o.GetError())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != "on-time" {
+		t.Errorf("ran %v, want [on-time]", ran)
+	}
+}
+
 func TestExecutorGracefulStopFinishesInFlightWork(t *testing.T) {
 	started := make(chan struct{})
 	ex, stub := startExecutor(t, map[string]HandlerFunc{

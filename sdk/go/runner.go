@@ -20,6 +20,10 @@ import (
 //     so counting from receipt keeps the outcome inside the time it still
 //     listens. A delivery that waits for a free slot past its deadline is
 //     reported TIMED_OUT without running.
+//   - A delivery with start_within_ms set that got its slot later than that
+//     after receipt is not run at all: the slot is given back and the answer
+//     is NOT_STARTED (started_at_ms 0), which the dispatcher does not count
+//     as a spent attempt. Its lease may have a new owner by then.
 //   - max_in_flight is one semaphore shared by all Execute calls; a slot is
 //     held for as long as the handler really runs. A handler that ignores its
 //     ctx and overruns is reported TIMED_OUT at the deadline, but a goroutine
@@ -64,7 +68,7 @@ func (r *runner) run(ctx context.Context, d *pb.Delivery, received time.Time) *p
 		r.observe(Outcome{
 			TaskID: o.GetTaskId(), TaskType: d.GetTask().GetTaskType(), Attempt: o.GetAttempt(),
 			Kind: kindName(o.GetKind()), Error: o.GetError(), StackTrace: o.GetStackTrace(),
-			Started: time.UnixMilli(o.GetStartedAtMs()), Finished: time.UnixMilli(o.GetFinishedAtMs()),
+			Started: startedAt(o.GetStartedAtMs()), Finished: time.UnixMilli(o.GetFinishedAtMs()),
 		})
 	}
 	return o
@@ -102,6 +106,14 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 			"deadline of %d ms passed while waiting for a free slot (max_in_flight is reached)", timeout.Milliseconds()))
 	case acquiredAborted:
 		return quick(pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack)
+	}
+	if sw := d.GetStartWithinMs(); sw != 0 && time.Since(received) > time.Duration(sw)*time.Millisecond {
+		// Waited past what the dispatcher's lease allowed: its slot may have a new
+		// owner by now, which runs the attempt itself. Not run, not spent.
+		r.release()
+		return &pb.Outcome{TaskId: task.GetTaskId(), Attempt: d.GetAttempt(), Kind: pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED,
+			Error:       fmt.Sprintf("not started within %d ms of arrival (max_in_flight is reached)", sw),
+			StartedAtMs: 0, FinishedAtMs: time.Now().UnixMilli()}
 	}
 	createdAt, _ := parseInstant(task.GetCreatedAt()) // informational only; never fail a task over it
 	t := &Task{
@@ -211,6 +223,14 @@ func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout
 	return o
 }
 
+// startedAt is the zero time for an attempt that never started (started_at_ms 0).
+func startedAt(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
 func trimTrace(s string) string {
 	if len(s) <= maxTraceChars {
 		return s
@@ -230,6 +250,8 @@ func kindName(k pb.OutcomeKind) OutcomeKind {
 		return OutcomeTimedOut
 	case pb.OutcomeKind_OUTCOME_KIND_NO_HANDLER:
 		return OutcomeNoHandler
+	case pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED:
+		return OutcomeNotStarted
 	}
 	return OutcomeKind(k.String())
 }

@@ -40,6 +40,7 @@ const (
 	OutcomeNonRetryable OutcomeKind = "non_retryable_failure" // NonRetryable(err): dead-lettered now
 	OutcomeTimedOut     OutcomeKind = "timed_out"             // the deadline passed: retried
 	OutcomeNoHandler    OutcomeKind = "no_handler"            // retried, possibly on another executor
+	OutcomeNotStarted   OutcomeKind = "not_started"           // never run: start_within_ms passed first; the attempt is not spent
 )
 
 // Outcome is one attempt's result, given to the WithOutcomeObserver callback
@@ -51,6 +52,6 @@ type Outcome struct {
 	Kind       OutcomeKind
 	Error      string
 	StackTrace string
-	Started    time.Time
+	Started    time.Time // the zero time for OutcomeNotStarted: it never started
 	Finished   time.Time
 }

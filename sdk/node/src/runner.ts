@@ -6,6 +6,10 @@
  *   so counting from receipt, not from when the handler starts, keeps the
  *   answer inside the time the dispatcher is still listening. A delivery that
  *   waits for a free slot past its deadline is answered TIMED_OUT without running.
+ * - A delivery with `start_within_ms` set that gets its slot later than that
+ *   after receipt is not run at all: the slot is given back and the answer is
+ *   NOT_STARTED (`started_at_ms` 0), which does not spend the attempt. The
+ *   dispatcher's lease may have a new owner by then, which runs it itself.
  * - `maxInFlight` is one `Slots` shared by all Execute calls.
  * - At the deadline the handler's AbortSignal is aborted and the attempt is
  *   answered TIMED_OUT. A promise cannot be cancelled, so the slot stays taken
@@ -43,6 +47,7 @@ export const RETRYABLE: OutcomeKind__Output = 'OUTCOME_KIND_RETRYABLE_FAILURE';
 export const NON_RETRYABLE: OutcomeKind__Output = 'OUTCOME_KIND_NON_RETRYABLE_FAILURE';
 export const TIMED_OUT: OutcomeKind__Output = 'OUTCOME_KIND_TIMED_OUT';
 export const NO_HANDLER: OutcomeKind__Output = 'OUTCOME_KIND_NO_HANDLER';
+export const NOT_STARTED: OutcomeKind__Output = 'OUTCOME_KIND_NOT_STARTED';
 
 /** An outcome as this SDK builds it: every field set (int64 times as decimal strings). */
 export interface BuiltOutcome extends Outcome {
@@ -141,6 +146,13 @@ export class DeliveryRunner {
       if (!(await this.slots.acquire(deadline, this.stopping.signal))) {
         if (this.stopping.signal.aborted) return answer(RETRYABLE, 'executor stopped while the task waited for a free slot');
         return answer(TIMED_OUT, `deadline of ${timeoutMs} ms passed while waiting for a free slot (max_in_flight is reached)`);
+      }
+      const startWithinMs = d.start_within_ms;
+      if (startWithinMs && performance.now() - received > startWithinMs) {
+        // Waited past what the dispatcher's lease allowed: its slot may have a new
+        // owner by now, which runs the attempt itself. Not run, not spent.
+        this.slots.release();
+        return answer(NOT_STARTED, `not started within ${startWithinMs} ms of arrival (max_in_flight is reached)`, '', 0);
       }
       const controller = new AbortController();
       const ctx = makeContext({

@@ -159,6 +159,40 @@ test('max_in_flight: never more handlers at once; a wait past the deadline is TI
   }
 });
 
+test('a delivery that cannot start within start_within_ms is answered NOT_STARTED and not run', async () => {
+  const ran = [];
+  let release;
+  const released = new Promise((r) => { release = r; });
+  let busy = false;
+  const ex = await started({
+    hold: async () => { busy = true; await Promise.race([released, sleep(5_000)]); },
+    ok: (ctx) => { ran.push(ctx.taskId); },
+  }, { maxInFlight: 1 });
+  try {
+    // Given the only slot busy until `release` is called
+    const holder = execute(ex.address, [delivery('h', 'hold', { timeoutMs: 10_000 })]);
+    await until(() => busy);
+    // When a delivery that must start within 100 ms waits behind it for longer
+    const late = { ...delivery('late', 'ok', { timeoutMs: 10_000 }), start_within_ms: 100 };
+    const timer = setTimeout(release, 500);
+    const [out] = await execute(ex.address, [late]);
+    clearTimeout(timer);
+    await holder;
+    // Then it was never run, and says so (the dispatcher gives it back unspent)
+    assert.equal(out.kind, 'OUTCOME_KIND_NOT_STARTED');
+    assert.equal(Number(out.started_at_ms), 0);
+    assert.match(out.error, /^not started within 100 ms of arrival/);
+    assert.deepEqual(ran, []);
+    // While one that starts in time runs as usual
+    const onTime = { ...delivery('on-time', 'ok'), start_within_ms: 5_000 };
+    const [o] = await execute(ex.address, [onTime]);
+    assert.equal(o.kind, 'OUTCOME_KIND_SUCCEEDED');
+    assert.deepEqual(ran, ['on-time']);
+  } finally {
+    await ex.stop(1_000);
+  }
+});
+
 test('graceful stop: in-flight work finishes, new deliveries are handed back', async () => {
   const ex = await started({ work: () => sleep(300) });
   const inflight = execute(ex.address, [delivery('x', 'work')]);

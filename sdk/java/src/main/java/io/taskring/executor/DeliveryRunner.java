@@ -27,6 +27,10 @@ import taskring.v1.Taskring.OutcomeKind;
  *       task timeout, so counting from receipt keeps the outcome inside the time the
  *       dispatcher still listens. A delivery that waits for a slot past it is TIMED_OUT
  *       without running.
+ *   <li>A delivery with {@code start_within_ms} set that gets its slot later than that after
+ *       receipt is not run at all: the slot is given back and the answer is NOT_STARTED
+ *       ({@code started_at_ms} 0), which does not spend the attempt. The dispatcher's lease
+ *       may have a new owner by then, which runs the attempt itself.
  *   <li>Each attempt's outcome is one future completed first-wins by whoever gets there
  *       first: the handler, the deadline timer, or a stop that gives up on it. So a
  *       handler that overruns is answered TIMED_OUT at its deadline, without waiting for
@@ -130,7 +134,7 @@ final class DeliveryRunner {
             a.outcome.whenComplete((o, e) -> pending.remove(a));
             slots.acquire(deadlineNanos).thenAccept(granted -> {
                 if (granted) {
-                    start(a, deadlineNanos);
+                    start(a, receivedNanos, deadlineNanos);
                 } else {
                     a.outcome.complete(Outcomes.immediate(d, OutcomeKind.OUTCOME_KIND_TIMED_OUT,
                             "deadline of " + timeoutMs + " ms passed while waiting for a free slot (max_in_flight is reached)"));
@@ -156,9 +160,19 @@ final class DeliveryRunner {
         return FALLBACK_TIMEOUT_MS;
     }
 
-    private void start(Attempt a, long deadlineNanos) {
+    private void start(Attempt a, long receivedNanos, long deadlineNanos) {
         if (a.outcome.isDone()) { // given up (stop) while it waited for the slot
             slots.release();
+            return;
+        }
+        long startWithinMs = Integer.toUnsignedLong(a.delivery.getStartWithinMs());
+        if (startWithinMs != 0 && System.nanoTime() - receivedNanos > TimeUnit.MILLISECONDS.toNanos(startWithinMs)) {
+            // Waited past what the dispatcher's lease allowed: its slot may have a new
+            // owner by now, which runs the attempt itself. Not run, not spent.
+            slots.release();
+            a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_NOT_STARTED,
+                    "not started within " + startWithinMs + " ms of arrival (max_in_flight is reached)", "",
+                    0, Outcomes.nowMs()));
             return;
         }
         a.startedMs = Outcomes.nowMs();

@@ -155,6 +155,36 @@ class ExecutorTest {
     }
 
     @Test
+    void aDeliveryThatCannotStartWithinStartWithinMsIsNotRun() throws Exception {
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> ran = java.util.Collections.synchronizedList(new ArrayList<>());
+        TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop").maxInFlight(1).handler("hold", ctx -> {
+            busy.countDown();
+            release.await(5, TimeUnit.SECONDS);
+        }).handler("ok", ctx -> ran.add(ctx.taskId())));
+        var s = stub(e);
+        // Given the only slot busy until `release` is counted down
+        CompletableFuture<Taskring.ExecuteResponse> holder = CompletableFuture.supplyAsync(
+                () -> execute(s, delivery("h", "hold", 10_000)));
+        assertTrue(busy.await(5, TimeUnit.SECONDS));
+        // When a delivery that must start within 100 ms waits behind it for longer
+        Taskring.Delivery late = delivery("late", "ok", 10_000).toBuilder().setStartWithinMs(100).build();
+        CompletableFuture.delayedExecutor(500, TimeUnit.MILLISECONDS).execute(release::countDown);
+        Taskring.Outcome out = execute(s, late).getOutcomes(0);
+        holder.get(10, TimeUnit.SECONDS);
+        // Then it was never run, and says so (the dispatcher gives it back unspent)
+        assertEquals(OutcomeKind.OUTCOME_KIND_NOT_STARTED, out.getKind(), out.getError());
+        assertEquals(0, out.getStartedAtMs());
+        assertTrue(out.getError().startsWith("not started within 100 ms of arrival"), out.getError());
+        assertEquals(List.of(), ran);
+        // While one that starts in time runs as usual
+        Taskring.Delivery onTime = delivery("on-time", "ok", 5000).toBuilder().setStartWithinMs(5000).build();
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, execute(s, onTime).getOutcomes(0).getKind());
+        assertEquals(List.of("on-time"), ran);
+    }
+
+    @Test
     void anAsyncHandlerPastItsDeadlineIsCancelled() throws Exception {
         AtomicReference<CompletableFuture<Void>> handed = new AtomicReference<>();
         TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop").asyncHandler("hang", ctx -> {
