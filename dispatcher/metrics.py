@@ -36,6 +36,8 @@ class NodeMetrics:
                                ["topic", "partition"], registry=r)
         self.mysql_pending = Gauge("taskring_mysql_pending", "Tasks not yet dispatched, per owned slot",
                                    ["slot"], registry=r)
+        self.clock_offset = Gauge("taskring_clock_offset_seconds",
+                                  "The store's clock minus this machine's, as this node corrects for it", registry=r)
         self.zk_session_up = Gauge("taskring_zookeeper_connected", "1 while the ZooKeeper session is connected",
                                    registry=r)
         self.lateness = Histogram("taskring_dispatch_lateness_seconds", "Dispatch time minus due time",

@@ -16,6 +16,7 @@ from cluster.admin import AdminServer
 from cluster.ring_view import RingView
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.clock import Clock
+from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
 from dispatcher.engine import Engine
 from dispatcher.executor_pool import ExecutorPool
@@ -34,9 +35,13 @@ log = logging.getLogger(__name__)
 class Node:
     def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None):
         self.config = config
-        self.clock = clock or Clock()
         self.metrics = NodeMetrics()
         self.store = TaskStore(config.mysql)
+        # The cluster's one time is the store's (dispatcher/clock_sync.py); a clock given
+        # in (tests) is taken as it is.
+        self.clock = clock or SyncedClock()
+        self.clock_sync = ClockSync(self.clock, self.store.server_time_ms,
+                                    on_offset=self.metrics.clock_offset.set) if clock is None else None
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
         self.producer = TaskProducer(config.kafka)
@@ -126,6 +131,8 @@ class Node:
             return
         self._started = True
         await asyncio.to_thread(self.store.start)
+        if self.clock_sync is not None:
+            await asyncio.to_thread(self.clock_sync.start)
         await asyncio.to_thread(self.store.ensure_slots, self.config.slot_count)
         await asyncio.to_thread(self.session.start)
         await asyncio.to_thread(self.executors_directory.start)
@@ -153,6 +160,8 @@ class Node:
         await asyncio.to_thread(self.executors_directory.stop)
         await asyncio.to_thread(self.session.stop)
         await asyncio.to_thread(self.ring_view.close)
+        if self.clock_sync is not None:
+            await asyncio.to_thread(self.clock_sync.stop)
         await asyncio.to_thread(self.store.stop)
 
 

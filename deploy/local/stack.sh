@@ -473,6 +473,53 @@ cmd_restart_zookeeper() {
     echo "$(date -Is) restart-zookeeper down=$(secs "$t0" "$t3")s" >> "$STACK_DIR/timings.log"
 }
 
+# ---------------------------------------------------------------- any one server (fault tests)
+
+valid_server() {
+    local name
+    for name in "${SERVERS[@]}"; do [[ "$1" == "$name" ]] && return 0; done
+    die "unknown server '$1' (one of: ${SERVERS[*]})"
+}
+
+# kill -9 one server we started (a crash: no clean shutdown), and wait until it is gone.
+cmd_kill() {
+    local name="$1" pid deadline
+    valid_server "$name"
+    lock_stack
+    if ! pid="$(running_pid "$name")"; then
+        say "$name not running"
+        return 0
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    deadline=$(( $(date +%s) + 30 ))
+    while running_pid "$name" >/dev/null; do
+        (( $(date +%s) <= deadline )) || die "$name (pid $pid) still there 30s after SIGKILL"
+        sleep 0.02
+    done
+    rm -f "$(pidfile_of "$name")"
+    say "$name killed (pid $pid)"
+    echo "$(date -Is) kill $name" >> "$STACK_DIR/timings.log"
+}
+
+# Start one server with the same config and data as `up`, and wait until it answers.
+cmd_start() {
+    local name="$1" t0 pid
+    valid_server "$name"
+    lock_stack
+    if pid="$(running_pid "$name")"; then
+        say "$name already running (pid $pid)"
+        return 0
+    fi
+    [[ -x "$PY" ]] || die "no .venv: run deploy/local/bootstrap.sh"
+    t0="$(now)"
+    "start_$name"
+    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" \
+    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" \
+        "$PY" "$HERE/stackctl.py" wait --servers "$name" --timeout "$READY_TIMEOUT" || die "$name did not become ready (see above)"
+    say "$name started (pid $(cat "$(pidfile_of "$name")")), answering after $(secs "$t0" "$(now)")s"
+    echo "$(date -Is) start $name" >> "$STACK_DIR/timings.log"
+}
+
 cmd_status() {
     local name pid health="" rc=0 line
     mkdir -p "$STACK_DIR"
@@ -497,5 +544,8 @@ case "${1:-}" in
     restart-zookeeper) cmd_restart_zookeeper "${2:-0}" ;;
     stop-zookeeper) cmd_stop_zookeeper ;;
     start-zookeeper) cmd_start_zookeeper ;;
-    *) echo "usage: $0 up|down|status|restart-zookeeper [DOWN_S]|stop-zookeeper|start-zookeeper" >&2; exit 2 ;;
+    kill) [[ -n "${2:-}" ]] || die "usage: $0 kill zookeeper|kafka|mariadb"; cmd_kill "$2" ;;
+    start) [[ -n "${2:-}" ]] || die "usage: $0 start zookeeper|kafka|mariadb"; cmd_start "$2" ;;
+    *) echo "usage: $0 up|down|status|restart-zookeeper [DOWN_S]|stop-zookeeper|start-zookeeper|kill SERVER|start SERVER" >&2
+       exit 2 ;;
 esac

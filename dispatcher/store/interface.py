@@ -203,6 +203,9 @@ class TaskStoreProtocol(Protocol):
         The offset given replaces the stored one (the caller commits only its
         low watermark, which does not move backwards within an epoch)."""
 
+    def server_time_ms(self) -> int:
+        """The store's own clock, unix epoch milliseconds: the time every node follows."""
+
     # ---- observation (the admin view) ----
 
     def pending_by_slot(self, slots: Iterable[int] | None = None) -> dict[int, int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import threading
+import time
 from typing import Iterable, Sequence
 
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
@@ -180,6 +181,10 @@ class MemoryTaskStore:
                     self._update(tid, status=r.PENDING, updated_at=_ms(now))
                     moved += 1
             return moved
+
+    def server_time_ms(self) -> int:
+        """The twin's clock is this machine's."""
+        return int(time.time() * 1000)
 
     def get_task(self, task_id: str) -> tuple[r.TaskRow, list[r.Event]]:
         with self._lock:

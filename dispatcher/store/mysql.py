@@ -185,6 +185,13 @@ class TaskStore:
             return True
         return self.run(body)
 
+    def server_time_ms(self) -> int:
+        """The store's clock, the cluster's one time (dispatcher/clock_sync.py)."""
+        def body(cur):
+            cur.execute("SELECT UNIX_TIMESTAMP(NOW(6))")
+            return int(float(cur.fetchone()[0]) * 1000)
+        return self.run(body)
+
     def slot_owners(self) -> dict[int, tuple[int, str]]:
         def body(cur):
             cur.execute("SELECT slot, epoch, owner FROM slot_owners")

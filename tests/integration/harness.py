@@ -134,6 +134,14 @@ class NodeProcess:
         except Exception:
             return False
 
+    def metric(self, name: str) -> float:
+        """One unlabelled sample from the node's /metrics."""
+        with urllib.request.urlopen(self.admin + "/metrics", timeout=3) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        raise AssertionError(f"node {self.node_id} exports no {name}")
+
     def status(self) -> dict:
         return self.get("/ring")["node_status"]
 

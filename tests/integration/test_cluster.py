@@ -167,7 +167,17 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
     stale = [e for e in recording_executor.snapshot()
              if slot_of_task.get(e.task_id) in lost and e.epoch < epochs_taken[slot_of_task[e.task_id]]
              and e.started_ms >= resume_wall * 1000]
-    assert stale == [], f"{len(stale)} deliveries under a lost epoch after the resume"
+    if stale:
+        marks = ",".join(["%s"] * len(stale))
+        dispatched = taskring_env.sql(
+            f"SELECT task_id, attempt, node, UNIX_TIMESTAMP(at) * 1000 FROM task_events WHERE state = 'dispatched'"
+            f" AND task_id IN ({marks})", [e.task_id for e in stale])
+        detail = [(e.task_id[:8], e.attempt, e.epoch, e.started_ms - int(resume_wall * 1000),
+                   [(a, n, int(float(at)) - int(resume_wall * 1000)) for t, a, n, at in dispatched if t == e.task_id])
+                  for e in stale]
+        raise AssertionError(f"{len(stale)} deliveries under a lost epoch after the resume"
+                             f" (task, attempt, epoch, started ms after the resume, dispatches: (attempt, node,"
+                             f" ms after the resume)): {detail}")
     assert stale_deliveries(recording_executor.snapshot(), slot_of_task) == []
     # ... and no state change was written for it by the frozen node until it claimed it again.
     rows = taskring_env.sql(

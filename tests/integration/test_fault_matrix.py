@@ -259,3 +259,118 @@ def test_row6_an_executors_connections_dropped_mid_call(cluster, taskring_env, r
             b.stop()
         if proxy is not None:
             proxy.close()
+
+
+# ---------------------------------------------------------------- rows 7-9: the parts underneath
+
+def stack(*args: str) -> None:
+    import subprocess
+    from tests.integration.harness import REPO
+    out = subprocess.run(["bash", "deploy/local/stack.sh", *args], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _stack_row(cluster, env, recording_executor, row: str, fault_action, *, settle_timeout_s: float = 60) -> None:
+    start(cluster)
+    load = MixedLoad(env, cluster.live()).start()
+    fault = FaultClock()
+    load.wait_accepted(1500)
+    fault.start()
+    flying = in_flight(env)
+    try:
+        fault_action()
+    finally:
+        fault.end()
+    cluster.wait_settled(set(THREE), timeout_s=settle_timeout_s)
+    load.targets = cluster.live()
+    load.wait_accepted(1500, timeout_s=60)
+    report(row, env, load, recording_executor, fault, in_flight_at_fault=flying).check()
+
+
+@long_row
+@repeat
+@pytest.mark.parametrize("server", ["mariadb", "kafka"])
+def test_row7_8_a_server_killed_and_restarted(cluster, taskring_env, recording_executor, server, run):
+    def crash():
+        stack("kill", server)
+        try:
+            time.sleep(5)  # the fault's shape: down for 5 s
+        finally:
+            stack("start", server)
+    _stack_row(cluster, taskring_env, recording_executor, f"7/8 {server} kill -9 + restart", crash)
+
+
+@long_row
+@repeat
+def test_row8_kafka_down_for_30s(cluster, taskring_env, recording_executor, run):
+    # The broker advertises its own address, so a proxy cannot cut clients off from it:
+    # "unreachable" is the broker stopped for 30 s.
+    def down():
+        stack("kill", "kafka")
+        try:
+            time.sleep(30)  # the fault itself
+        finally:
+            stack("start", "kafka")
+    _stack_row(cluster, taskring_env, recording_executor, "8 kafka down 30 s", down)
+
+
+@long_row
+@repeat
+def test_row7_mariadb_unreachable_for_30s(taskring_env, recording_executor, run):
+    proxy = BlackholeProxy(taskring_env.stack.host, taskring_env.stack.mysql_port)
+    cluster = Cluster(taskring_env, TASKRING_RECOVERY_GRACE_MS="5000", TASKRING_RECOVERY_INTERVAL_MS="1000",
+                      TASKRING_MYSQL_PORT=str(proxy.port))
+    try:
+        def cut():
+            proxy.cut()
+            try:
+                time.sleep(30)  # the fault itself: silence, no reset
+            finally:
+                proxy.restore()
+        _stack_row(cluster, taskring_env, recording_executor, "7 mariadb unreachable 30 s", cut)
+    finally:
+        cluster.stop_all()
+        proxy.close()
+
+
+@long_row
+@repeat
+def test_row9_zookeeper_down_for_60s(cluster, taskring_env, recording_executor, run):
+    def down():
+        stack("stop-zookeeper")
+        try:
+            time.sleep(60)  # the fault itself
+        finally:
+            stack("start-zookeeper")
+    _stack_row(cluster, taskring_env, recording_executor, "9 zookeeper down 60 s", down)
+
+
+
+# ---------------------------------------------------------------- row 10: a node's clock off
+
+def _skewed_env(shift_s: float) -> dict[str, str]:
+    from tests.integration.harness import REPO
+    return {"PYTHONPATH": str(REPO / "tests" / "integration" / "skewed_clock"),
+            "TASKRING_TEST_WALL_CLOCK_SHIFT_S": str(shift_s)}
+
+
+@repeat
+@pytest.mark.parametrize("shift", [30, -30], ids=["ahead", "behind"])
+def test_row10_a_node_whose_clock_is_30s_off(cluster, taskring_env, recording_executor, shift, run):
+    # n1's clock is off from the start; the load goes through every node, so n1 also
+    # stamps due times on what it accepts, and owns (and times) a third of the slots.
+    cluster.add("n1", **_skewed_env(shift))
+    cluster.add("n2")
+    cluster.add("n3")
+    for node in cluster.live():
+        node.wait_ready()
+    cluster.wait_settled(set(THREE))
+    offset = cluster.nodes["n1"].metric("taskring_clock_offset_seconds")
+    assert abs(abs(offset) - 30) < 1, f"n1 measured a clock offset of {offset} s"
+    load = MixedLoad(taskring_env, cluster.live()).start()
+    fault = FaultClock()
+    fault.start()
+    fault.end()   # the fault is there all along: lateness is judged over the whole run
+    load.wait_accepted(3000)
+    report(f"10 clock {shift:+d} s", taskring_env, load, recording_executor, fault, in_flight_at_fault=0).check()

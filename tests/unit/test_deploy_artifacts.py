@@ -491,7 +491,8 @@ def test_every_required_alert_is_there():
     for metric in ("taskring_tasks_dead_lettered_total", "taskring_task_retries_total",
                    "taskring_dispatch_lateness_seconds_bucket", "taskring_kafka_lag", "taskring_mysql_pending",
                    "taskring_zookeeper_connected", "taskring_tasks_dispatched_total", "taskring_fenced_writes_total",
-                   "taskring_no_executor_total", "taskring_tasks_recovered_total"):
+                   "taskring_no_executor_total", "taskring_tasks_recovered_total",
+                   "taskring_clock_offset_seconds"):
         assert by_metric.get(metric), f"no alert watches {metric}"
 
 
