@@ -101,6 +101,9 @@ class NodeConfig:
     attempt (retried under its policy), and a `claimed` row this long past due that
     the owner does not hold is given back to the poller. Longer than the executor
     call's own margin (5 s), so a slow but live call is never recovered."""
+    outcome_retry_max_delay_ms: int = 2_000
+    """Recording an outcome the store refused is retried with a backoff up to this,
+    for as long as the node owns the task's slot."""
     recovery_interval_ms: int = 5_000
     """How often the owner looks for such rows in each slot it owns."""
     max_submit_batch: int = 1000
@@ -116,7 +119,7 @@ class NodeConfig:
     def __post_init__(self) -> None:
         _positive(self, "slot_count", "route_threshold_ms", "heap_capacity", "poll_interval_ms",
                   "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
-                  "recovery_grace_ms", "recovery_interval_ms")
+                  "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms")
         if not self.node_id:
             raise ValueError("NodeConfig.node_id must not be empty")
 

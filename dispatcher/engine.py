@@ -607,18 +607,28 @@ class Engine:
                 self._settle(d)  # durably re-queued as a row
 
     async def _record(self, writes: list[r.OutcomeWrite], epochs: dict[int, int], now) -> set[int] | None:
-        """record_outcomes, retried while MySQL refuses: the write is conditional on
-        (dispatched, attempt), so repeating it is safe. None if it never went through:
-        the rows then stay `dispatched` and run again after the slot's next claim."""
-        delay_s = 0.2
-        for attempt in range(8):
+        """record_outcomes, retried while MySQL refuses, for as long as this node still
+        owns any of the slots under the epochs the writes carry: the outcome is known,
+        and giving up would leave the rows `dispatched`, to be run again once recovered.
+        (The write is conditional on (dispatched, attempt), so repeating it is safe.)
+        None if the slots moved on meanwhile: their new owner runs those attempts again."""
+        max_delay_s = self._config.outcome_retry_max_delay_ms / 1000
+        delay_s = min(0.2, max_delay_s)
+        failures = 0
+        while True:
             try:
                 return await self._db(self._store.record_outcomes, writes, epochs, now)
             except Exception:
-                log.exception("record_outcomes failed for %d tasks (try %d)", len(writes), attempt + 1)
-                await asyncio.sleep(delay_s)
-                delay_s = min(delay_s * 2, 5.0)
-        return None
+                failures += 1
+                if failures == 1 or failures % 20 == 0:
+                    log.exception("record_outcomes failed for %d tasks (%d times so far); retrying",
+                                  len(writes), failures)
+            if not any(self._slots.get(slot) is not None and self._slots[slot].epoch == epoch
+                       for slot, epoch in epochs.items()):
+                log.warning("giving up recording %d outcomes: their slots moved on", len(writes))
+                return None
+            await asyncio.sleep(delay_s)
+            delay_s = min(delay_s * 2, max_delay_s)
 
     def _decide(self, d: Due, o: pb.Outcome, now_ms: int) -> tuple[r.OutcomeWrite, OutMessage | None]:
         """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""

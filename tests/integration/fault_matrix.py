@@ -58,6 +58,7 @@ class MixedLoad:
         self.interval_s = batch / rate
         self.submitted: dict[str, Submitted] = {}
         self.unknown: set[str] = set()      # the call failed: maybe stored, maybe not
+        self.kinds: dict[str, str] = {}     # every task sent, acknowledged or not
         self.errors = 0
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
@@ -115,6 +116,8 @@ class MixedLoad:
                         client = clients[node.target] = Client(node.target, rpc_timeout_s=3)
                     kinds = [self._kind() for _ in range(self.batch)]
                     specs = [self._spec(k) for k in kinds]
+                    with self._lock:
+                        self.kinds.update((spec.task_id, kind) for spec, kind in zip(specs, kinds))
                     try:
                         results = client.submit_batch(specs)
                     except Exception:
@@ -161,6 +164,7 @@ class FaultReport:
     late_after_fault: int
     p99_late_ms_before: float
     p99_late_ms_after: float
+    twice_examples: list[str] = dataclasses.field(default_factory=list)
 
     def passed(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> bool:
         return (self.lost == 0 and self.not_succeeded == 0 and self.stuck == 0 and self.early == 0 and self.stale == 0
@@ -181,7 +185,8 @@ class FaultReport:
         assert self.early == 0, f"{self.early} first attempts started early"
         assert self.stale == 0, f"{self.stale} deliveries under a stale epoch"
         assert self.twice <= self.in_flight_at_fault, \
-            f"{self.twice} attempts ran twice, more than the {self.in_flight_at_fault} in flight at the fault"
+            f"{self.twice} tasks ran twice, more than the {self.in_flight_at_fault} in flight at the fault;" \
+            f" for example: {self.twice_examples}"
         assert self.recovery_s <= recovery_bound_s, \
             f"lateness back to normal only {self.recovery_s:.1f}s after the fault (bound {recovery_bound_s}s)"
 
@@ -224,8 +229,16 @@ def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecu
     # Beyond what the task asks for: one run, or two for a fail-once task (a crash re-runs
     # an in-flight attempt under the next attempt number, so attempts alone do not tell).
     runs = Counter(e.task_id for e in executions)
-    twice = sum(1 for tid, n in runs.items()
-                if n > (2 if submitted.get(tid, Submitted("", 0)).kind == "fail_once" else 1))
+    # (By the kind of every task sent: one whose Submit timed out at the client may still
+    # have been stored, and runs as its kind says.)
+    twice_ids = [tid for tid, n in runs.items() if n > (2 if load.kinds.get(tid) == "fail_once" else 1)]
+    twice = len(twice_ids)
+    examples = []
+    for tid in twice_ids[:3]:   # what a reader of a failed row needs first: the histories
+        events = env.sql("SELECT state, attempt, node, DATE_FORMAT(at, '%%H:%%i:%%s.%%f'), detail FROM task_events"
+                         " WHERE task_id = %s ORDER BY id", (tid,))
+        runs_of = [(e.attempt, e.epoch, e.started_ms) for e in executions if e.task_id == tid]
+        examples.append(f"{tid}: runs (attempt, epoch, started_ms) {runs_of}; history {events}")
     early, before, after, late_due = 0, [], [], []
     for e in executions:
         sub = submitted.get(e.task_id)
@@ -246,4 +259,4 @@ def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecu
                        twice=twice,
                        in_flight_at_fault=in_flight_at_fault, early=early, stale=stale, recovery_s=recovery_s,
                        late_after_fault=len(late_due), p99_late_ms_before=_p99(before),
-                       p99_late_ms_after=_p99(after))
+                       p99_late_ms_after=_p99(after), twice_examples=examples)

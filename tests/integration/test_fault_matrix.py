@@ -374,3 +374,55 @@ def test_row10_a_node_whose_clock_is_30s_off(cluster, taskring_env, recording_ex
     fault.end()   # the fault is there all along: lateness is judged over the whole run
     load.wait_accepted(3000)
     report(f"10 clock {shift:+d} s", taskring_env, load, recording_executor, fault, in_flight_at_fault=0).check()
+
+
+# ---------------------------------------------------------------- row 11: a full heap lost
+
+@long_row
+@repeat
+def test_row11_kill9_of_a_node_holding_100k_pending_tasks_in_its_heap(taskring_env, recording_executor, run):
+    import random
+    import uuid
+
+    from taskring import Client, TaskSpec
+
+    from tests.integration.fault_matrix import Submitted
+    from tests.integration.harness import RecordingExecutor
+    total = int(os.environ.get("TASKRING_ROW11_TASKS", "100000"))
+    # Due in 90-150 s (about 1,700/s when they fall due): on the Kafka path (threshold 180 s),
+    # so each lands in its owner's heap.
+    cluster = Cluster(taskring_env, TASKRING_ROUTE_THRESHOLD_MS="180000", TASKRING_RECOVERY_GRACE_MS="5000")
+    try:
+        start(cluster)
+        load = MixedLoad(taskring_env, [])   # holds the figures; this row submits by itself
+        rng = random.Random(11)
+        t0 = time.time()
+        clients = [Client(n.target, rpc_timeout_s=30) for n in cluster.live()]
+        try:
+            for i in range(0, total, 1000):
+                specs = []
+                for _ in range(min(1000, total - i)):
+                    due = t0 + 90 + rng.uniform(0, 60)
+                    specs.append(TaskSpec("tests", rng.choice(RecordingExecutor.SPREAD_TYPES), {},
+                                          task_id=str(uuid.uuid4()), delay=max(0.0, due - time.time())))
+                for res in clients[(i // 1000) % len(clients)].submit_batch(specs):
+                    load.submitted[res.task_id] = Submitted("bulk", int(res.due_at.timestamp() * 1000))
+        finally:
+            for c in clients:
+                c.close()
+        assert time.time() < t0 + 85, "submitting took too long: tasks fell due before the kill"
+        heaps = {n.node_id: n.status()["heap_size"] for n in cluster.live()}
+        victim = max(heaps, key=heaps.get)
+        fault = FaultClock()
+        fault.start()
+        flying = in_flight(taskring_env)
+        cluster.nodes[victim].kill()
+        cluster.wait_settled(set(THREE) - {victim}, timeout_s=SESSION_S + 20)
+        fault.end()
+        figures = report(f"11 kill -9 of a node holding {heaps[victim]} of {total} pending", taskring_env, load,
+                         recording_executor, fault, in_flight_at_fault=flying, settle_timeout_s=300)
+        print(f"\nheaps before the kill: {heaps}")
+        figures.check()
+        assert heaps[victim] > total / 5, f"the victim held only {heaps[victim]} tasks in its heap"
+    finally:
+        cluster.stop_all()

@@ -539,6 +539,18 @@ async def test_a_failed_begin_dispatch_puts_the_task_back_without_settling_its_o
 
 
 @scenario
+async def test_an_outcome_is_recorded_however_long_the_store_refuses_while_the_slot_is_ours():
+    async with World(outcome_retry_max_delay_ms=5) as w:
+        # Given the store refusing record_outcomes 50 times in a row (an outage)
+        await w.own()
+        w.store.fail("record_outcomes", times=50)
+        await w.submit("a")
+        # Then the outcome is recorded once it is back, and the task ran once: no re-run
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
+        assert w.store.failures_left("record_outcomes") == 0 and w.executor.attempts("a") == [1]
+
+
+@scenario
 async def test_a_transient_record_outcomes_failure_is_retried():
     async with World() as w:
         # Given the store refusing the first record_outcomes
