@@ -57,7 +57,8 @@ class RunResult:
 
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0,
-                 lease_remaining_ms: Callable[[], int | None] = lambda: None):
+                 lease_remaining_ms: Callable[[], int | None] = lambda: None,
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)):
         self._directory = directory
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
@@ -66,6 +67,7 @@ class ExecutorPool:
         # marked the tasks dispatched can still keep them to itself; what remains is
         # sent along, so that the executor starts nothing after the lease ran out.
         self._lease_remaining_ms = lease_remaining_ms
+        self._now_ms = now_ms
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
@@ -154,8 +156,10 @@ class ExecutorPool:
             if lease_ms is not None:
                 if lease_ms <= 0:
                     return RunResult([], chunk)
+                start_by = self._now_ms() + lease_ms
                 for d in chunk:
                     d.start_within_ms = lease_ms
+                    d.start_by_unix_ms = start_by
             reply = await self._stub(inst.address).Execute(
                 pb.ExecuteRequest(deliveries=chunk, dispatcher_node=self._node_id), timeout=deadline_s)
             wanted = {(d.task.task_id, d.attempt) for d in chunk}

@@ -49,7 +49,8 @@ class Node:
             config=config, store=self.store, producer=self.producer,
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
-            executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms),
+            executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
+                                   now_ms=self.clock.now_ms),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
         self.ownership = self._build_ownership()
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,

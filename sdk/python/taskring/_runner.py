@@ -141,16 +141,13 @@ class DeliveryRunner:
                     f"(max_in_flight is reached)",
                     started_at_ms=now, finished_at_ms=now,
                 )
-            if d.start_within_ms and time.monotonic() - received > d.start_within_ms / 1000.0:
-                # Waited past what the dispatcher's lease allowed: its slot may have a new
-                # owner by now, which runs the attempt itself. Not run, not spent.
+            late = _too_late_to_start(d, received)
+            if late:
+                # Past what the dispatcher's lease allowed: its slot may have a new owner
+                # by now, which runs the attempt itself. Not run, not spent.
                 self._release()
-                now = _now_ms()
-                return pb.Outcome(
-                    task_id=task.task_id, attempt=d.attempt, kind=NOT_STARTED,
-                    error=f"not started within {d.start_within_ms} ms of arrival (max_in_flight is reached)",
-                    started_at_ms=0, finished_at_ms=now,
-                )
+                return pb.Outcome(task_id=task.task_id, attempt=d.attempt, kind=NOT_STARTED, error=late,
+                                  started_at_ms=0, finished_at_ms=_now_ms())
             if handler.is_async:
                 return await self._run_async(handler, ctx, d, timeout_ms)
             return await self._run_sync(handler, ctx, d, timeout_ms)
@@ -269,6 +266,16 @@ class DeliveryRunner:
         self._release()
         if not fut.done():
             fut.set_result(outcome)
+
+
+def _too_late_to_start(d: pb.Delivery, received: float) -> str:
+    """Why the delivery must not start now ("" when it may): the end of the dispatcher's
+    lease, as time since arrival (start_within_ms) or as an instant (start_by_unix_ms)."""
+    if d.start_within_ms and time.monotonic() - received > d.start_within_ms / 1000.0:
+        return f"not started within {d.start_within_ms} ms of arrival (max_in_flight is reached)"
+    if d.start_by_unix_ms and _now_ms() >= d.start_by_unix_ms:
+        return f"not started by {d.start_by_unix_ms} (unix ms): the dispatcher's lease had run out when it arrived"
+    return ""
 
 
 def _context(d: pb.Delivery, deadline: float) -> TaskContext:

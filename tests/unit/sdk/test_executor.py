@@ -279,6 +279,29 @@ def test_a_delivery_that_cannot_start_within_start_within_ms_is_not_run(make_exe
     assert call(ex, d)["on-time"].kind == K.OUTCOME_KIND_SUCCEEDED and ran == ["on-time"]
 
 
+def test_a_delivery_arriving_after_its_start_by_instant_is_not_run(make_executor):
+    import time as time_
+    ex = make_executor()
+    ran: list[str] = []
+
+    @ex.handler("ok")
+    def ok(ctx):
+        ran.append(ctx.task_id)
+
+    ex.start()
+    # A batch held up on its way (its dispatcher froze as it sent it): the lease it
+    # carries had run out before it arrived, however long start_within_ms says.
+    late = delivery("ok", "late")
+    late.start_within_ms = 60_000
+    late.start_by_unix_ms = int(time_.time() * 1000) - 1
+    on_time = delivery("ok", "on-time")
+    on_time.start_within_ms = 60_000
+    on_time.start_by_unix_ms = int(time_.time() * 1000) + 60_000
+    out = call(ex, late, on_time)
+    assert out["late"].kind == K.OUTCOME_KIND_NOT_STARTED and "not started by" in out["late"].error
+    assert out["on-time"].kind == K.OUTCOME_KIND_SUCCEEDED and ran == ["on-time"]
+
+
 def test_a_sync_wrapper_around_a_coroutine_is_reported_not_silently_dropped(make_executor):
     ex = make_executor()
 

@@ -982,6 +982,12 @@ type Delivery struct {
 	// after another node may own the task's slot (an executor queueing deliveries
 	// behind its in-flight cap would otherwise start one from a lost epoch).
 	StartWithinMs uint32 `protobuf:"varint,5,opt,name=start_within_ms,json=startWithinMs,proto3" json:"start_within_ms,omitempty"`
+	// 0: none. Otherwise the handler must not start at or after this instant (unix
+	// epoch ms, on the dispatcher's clock, which follows the store's): the same end of
+	// the lease, for a batch that was held up between the dispatcher and the executor
+	// (a dispatcher frozen just as it sent it). Whichever of the two comes first wins;
+	// skew between the two machines' clocks moves this one, not start_within_ms.
+	StartByUnixMs int64 `protobuf:"varint,6,opt,name=start_by_unix_ms,json=startByUnixMs,proto3" json:"start_by_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1047,6 +1053,13 @@ func (x *Delivery) GetTimeoutMs() uint32 {
 func (x *Delivery) GetStartWithinMs() uint32 {
 	if x != nil {
 		return x.StartWithinMs
+	}
+	return 0
+}
+
+func (x *Delivery) GetStartByUnixMs() int64 {
+	if x != nil {
+		return x.StartByUnixMs
 	}
 	return 0
 }
@@ -1374,14 +1387,15 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12(\n" +
 	"\x10last_stack_trace\x18\a \x01(\tR\x0elastStackTrace\x120\n" +
-	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\xa8\x01\n" +
+	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\xd1\x01\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12&\n" +
-	"\x0fstart_within_ms\x18\x05 \x01(\rR\rstartWithinMs\"p\n" +
+	"\x0fstart_within_ms\x18\x05 \x01(\rR\rstartWithinMs\x12'\n" +
+	"\x10start_by_unix_ms\x18\x06 \x01(\x03R\rstartByUnixMs\"p\n" +
 	"\x0eExecuteRequest\x125\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x15.taskring.v1.DeliveryR\n" +

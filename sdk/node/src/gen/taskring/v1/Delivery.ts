@@ -25,6 +25,14 @@ export interface Delivery {
    * behind its in-flight cap would otherwise start one from a lost epoch).
    */
   'start_within_ms'?: (number);
+  /**
+   * 0: none. Otherwise the handler must not start at or after this instant (unix
+   * epoch ms, on the dispatcher's clock, which follows the store's): the same end of
+   * the lease, for a batch that was held up between the dispatcher and the executor
+   * (a dispatcher frozen just as it sent it). Whichever of the two comes first wins;
+   * skew between the two machines' clocks moves this one, not start_within_ms.
+   */
+  'start_by_unix_ms'?: (number | string | Long);
 }
 
 export interface Delivery__Output {
@@ -49,4 +57,12 @@ export interface Delivery__Output {
    * behind its in-flight cap would otherwise start one from a lost epoch).
    */
   'start_within_ms': (number);
+  /**
+   * 0: none. Otherwise the handler must not start at or after this instant (unix
+   * epoch ms, on the dispatcher's clock, which follows the store's): the same end of
+   * the lease, for a batch that was held up between the dispatcher and the executor
+   * (a dispatcher frozen just as it sent it). Whichever of the two comes first wins;
+   * skew between the two machines' clocks moves this one, not start_within_ms.
+   */
+  'start_by_unix_ms': (string);
 }

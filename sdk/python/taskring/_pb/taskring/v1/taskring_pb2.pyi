@@ -191,18 +191,20 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms")
+    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     START_WITHIN_MS_FIELD_NUMBER: _ClassVar[int]
+    START_BY_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     task: Task
     attempt: int
     epoch: int
     timeout_ms: int
     start_within_ms: int
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ...) -> None: ...
+    start_by_unix_ms: int
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ..., start_by_unix_ms: _Optional[int] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
     __slots__ = ("deliveries", "dispatcher_node")
