@@ -16,24 +16,19 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.integration.harness import REPO, Execution, RecordingExecutor, free_port, wait_until
+from tests.integration.harness import REPO, Execution, ProcessFaults, RecordingExecutor, free_port, wait_until
 
 
 class FileRecordingExecutor(RecordingExecutor):
     def __init__(self, zk_hosts: str, record: Path, **options):
         super().__init__(zk_hosts, **options)
         self._file = open(record, "a", buffering=1, encoding="utf-8")
-        self._file_lock = threading.Lock()
 
-    def _record(self, ctx) -> int:
-        runs = super()._record(ctx)
-        line = json.dumps(dataclasses.asdict(self.executions[-1]))
-        with self._file_lock:
-            self._file.write(line + "\n")
-        return runs
+    def _appended(self, execution: Execution) -> None:
+        self._file.write(json.dumps(dataclasses.asdict(execution)) + "\n")
 
 
-class ExecutorProcess:
+class ExecutorProcess(ProcessFaults):
     """The executor above as a child process, with the fault helpers."""
 
     def __init__(self, zk_hosts: str, logs: Path, name: str = "executor-b", advertise_port: int | None = None):
@@ -66,17 +61,6 @@ class ExecutorProcess:
             except (ValueError, TypeError):
                 continue  # a line cut by kill -9
         return out
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def pause(self) -> None:
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
