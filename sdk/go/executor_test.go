@@ -243,6 +243,40 @@ func TestExecutorDeliveryThatCannotStartWithinStartWithinMsIsNotRun(t *testing.T
 	}
 }
 
+func TestExecutorDeliveryArrivingAfterItsStartByInstantIsNotRun(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	_, stub := startExecutor(t, map[string]HandlerFunc{
+		"ok": func(_ context.Context, task *Task) error {
+			mu.Lock()
+			ran = append(ran, task.TaskID)
+			mu.Unlock()
+			return nil
+		},
+	})
+	// A batch held up on its way (its dispatcher froze as it sent it): the lease it
+	// carries had run out before it arrived, however long start_within_ms says.
+	late := delivery("late", "ok", 1, 5000)
+	late.StartWithinMs = 60_000
+	late.StartByUnixMs = time.Now().UnixMilli() - 1
+	onTime := delivery("on-time", "ok", 1, 5000)
+	onTime.StartWithinMs = 60_000
+	onTime.StartByUnixMs = time.Now().UnixMilli() + 60_000
+	out := execute(t, stub, late, onTime)
+	if o := out["late"]; o.GetKind() != pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED || o.GetStartedAtMs() != 0 ||
+		!strings.Contains(o.GetError(), "not started by") {
+		t.Errorf("late: %v started_at_ms=%d %q", o.GetKind(), o.GetStartedAtMs(), o.GetError())
+	}
+	if o := out["on-time"]; o.GetKind() != pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED {
+		t.Errorf("on-time: %v %q", o.GetKind(), o.GetError())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != "on-time" {
+		t.Errorf("ran %v, want [on-time]", ran)
+	}
+}
+
 func TestExecutorGracefulStopFinishesInFlightWork(t *testing.T) {
 	started := make(chan struct{})
 	ex, stub := startExecutor(t, map[string]HandlerFunc{

@@ -23,7 +23,9 @@ import (
 //   - A delivery with start_within_ms set that got its slot later than that
 //     after receipt is not run at all: the slot is given back and the answer
 //     is NOT_STARTED (started_at_ms 0), which the dispatcher does not count
-//     as a spent attempt. Its lease may have a new owner by then.
+//     as a spent attempt. Its lease may have a new owner by then. The same
+//     holds for one with start_by_unix_ms set that gets its slot at or after
+//     that instant (a batch held up on its way); whichever comes first wins.
 //   - max_in_flight is one semaphore shared by all Execute calls; a slot is
 //     held for as long as the handler really runs. A handler that ignores its
 //     ctx and overruns is reported TIMED_OUT at the deadline, but a goroutine
@@ -107,13 +109,12 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 	case acquiredAborted:
 		return quick(pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack)
 	}
-	if sw := d.GetStartWithinMs(); sw != 0 && time.Since(received) > time.Duration(sw)*time.Millisecond {
-		// Waited past what the dispatcher's lease allowed: its slot may have a new
+	if late := tooLateToStart(d, received); late != "" {
+		// Past what the dispatcher's lease allowed: its slot may have a new
 		// owner by now, which runs the attempt itself. Not run, not spent.
 		r.release()
 		return &pb.Outcome{TaskId: task.GetTaskId(), Attempt: d.GetAttempt(), Kind: pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED,
-			Error:       fmt.Sprintf("not started within %d ms of arrival (max_in_flight is reached)", sw),
-			StartedAtMs: 0, FinishedAtMs: time.Now().UnixMilli()}
+			Error: late, StartedAtMs: 0, FinishedAtMs: time.Now().UnixMilli()}
 	}
 	createdAt, _ := parseInstant(task.GetCreatedAt()) // informational only; never fail a task over it
 	t := &Task{
@@ -122,6 +123,19 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 		TraceID: task.GetTraceId(), Deadline: deadline, CreatedAt: createdAt,
 	}
 	return r.runHandler(ctx, handler, t, timeout)
+}
+
+// tooLateToStart says why the delivery must not start now ("" when it may): the
+// end of the dispatcher's lease, as time since arrival (start_within_ms) or as an
+// instant (start_by_unix_ms), as _too_late_to_start in Python.
+func tooLateToStart(d *pb.Delivery, received time.Time) string {
+	if sw := d.GetStartWithinMs(); sw != 0 && time.Since(received) > time.Duration(sw)*time.Millisecond {
+		return fmt.Sprintf("not started within %d ms of arrival (max_in_flight is reached)", sw)
+	}
+	if by := d.GetStartByUnixMs(); by != 0 && time.Now().UnixMilli() >= by {
+		return fmt.Sprintf("not started by %d (unix ms): the dispatcher's lease had run out when it arrived", by)
+	}
+	return ""
 }
 
 type acquired int

@@ -10,6 +10,8 @@
  *   after receipt is not run at all: the slot is given back and the answer is
  *   NOT_STARTED (`started_at_ms` 0), which does not spend the attempt. The
  *   dispatcher's lease may have a new owner by then, which runs it itself.
+ *   The same for one with `start_by_unix_ms` set that gets its slot at or after
+ *   that instant (a batch held up on its way); whichever comes first wins.
  * - `maxInFlight` is one `Slots` shared by all Execute calls.
  * - At the deadline the handler's AbortSignal is aborted and the attempt is
  *   answered TIMED_OUT. A promise cannot be cancelled, so the slot stays taken
@@ -48,6 +50,34 @@ export const NON_RETRYABLE: OutcomeKind__Output = 'OUTCOME_KIND_NON_RETRYABLE_FA
 export const TIMED_OUT: OutcomeKind__Output = 'OUTCOME_KIND_TIMED_OUT';
 export const NO_HANDLER: OutcomeKind__Output = 'OUTCOME_KIND_NO_HANDLER';
 export const NOT_STARTED: OutcomeKind__Output = 'OUTCOME_KIND_NOT_STARTED';
+
+/**
+ * Why the delivery must not start now ('' when it may): the end of the dispatcher's
+ * lease, as time since arrival (`start_within_ms`, against the monotonic `received`)
+ * or as an instant (`start_by_unix_ms`), as `_too_late_to_start` in Python.
+ */
+export function tooLateToStart(d: Delivery__Output, received: number): string {
+  const startWithinMs = d.start_within_ms;
+  if (startWithinMs && performance.now() - received > startWithinMs) {
+    return `not started within ${startWithinMs} ms of arrival (max_in_flight is reached)`;
+  }
+  const startBy = int64(d.start_by_unix_ms);
+  if (startBy !== 0n && BigInt(Date.now()) >= startBy) {
+    return `not started by ${startBy} (unix ms): the dispatcher's lease had run out when it arrived`;
+  }
+  return '';
+}
+
+/**
+ * An int64 field as a BigInt, 0n when absent. The loader options (src/wire/options.ts)
+ * give a decimal string; a number or a Long is taken too. Never through a double.
+ */
+function int64(v: string | number | { toString(): string } | null | undefined): bigint {
+  if (v === undefined || v === null || v === '') return 0n;
+  if (typeof v === 'number') return BigInt(Math.trunc(v));
+  if (typeof v === 'bigint') return v;
+  return BigInt(v.toString()); // a string, or a Long (whose toString() is decimal)
+}
 
 /** An outcome as this SDK builds it: every field set (int64 times as decimal strings). */
 export interface BuiltOutcome extends Outcome {
@@ -147,12 +177,12 @@ export class DeliveryRunner {
         if (this.stopping.signal.aborted) return answer(RETRYABLE, 'executor stopped while the task waited for a free slot');
         return answer(TIMED_OUT, `deadline of ${timeoutMs} ms passed while waiting for a free slot (max_in_flight is reached)`);
       }
-      const startWithinMs = d.start_within_ms;
-      if (startWithinMs && performance.now() - received > startWithinMs) {
-        // Waited past what the dispatcher's lease allowed: its slot may have a new
+      const late = tooLateToStart(d, received);
+      if (late) {
+        // Past what the dispatcher's lease allowed: its slot may have a new
         // owner by now, which runs the attempt itself. Not run, not spent.
         this.slots.release();
-        return answer(NOT_STARTED, `not started within ${startWithinMs} ms of arrival (max_in_flight is reached)`, '', 0);
+        return answer(NOT_STARTED, late, '', 0);
       }
       const controller = new AbortController();
       const ctx = makeContext({

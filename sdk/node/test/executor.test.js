@@ -193,6 +193,25 @@ test('a delivery that cannot start within start_within_ms is answered NOT_STARTE
   }
 });
 
+test('a delivery arriving after its start_by_unix_ms instant is answered NOT_STARTED and not run', async () => {
+  const ran = [];
+  const ex = await started({ ok: (ctx) => { ran.push(ctx.taskId); } });
+  try {
+    // A batch held up on its way (its dispatcher froze as it sent it): the lease it
+    // carries had run out before it arrived, however long start_within_ms says.
+    const late = { ...delivery('late', 'ok'), start_within_ms: 60_000, start_by_unix_ms: String(Date.now() - 1) };
+    const onTime = { ...delivery('on-time', 'ok'), start_within_ms: 60_000, start_by_unix_ms: String(Date.now() + 60_000) };
+    const o = byId(await execute(ex.address, [late, onTime]));
+    assert.equal(o.late.kind, 'OUTCOME_KIND_NOT_STARTED');
+    assert.equal(Number(o.late.started_at_ms), 0);
+    assert.match(o.late.error, /not started by/);
+    assert.equal(o['on-time'].kind, 'OUTCOME_KIND_SUCCEEDED');
+    assert.deepEqual(ran, ['on-time']);
+  } finally {
+    await ex.stop(1_000);
+  }
+});
+
 test('graceful stop: in-flight work finishes, new deliveries are handed back', async () => {
   const ex = await started({ work: () => sleep(300) });
   const inflight = execute(ex.address, [delivery('x', 'work')]);

@@ -30,7 +30,9 @@ import taskring.v1.Taskring.OutcomeKind;
  *   <li>A delivery with {@code start_within_ms} set that gets its slot later than that after
  *       receipt is not run at all: the slot is given back and the answer is NOT_STARTED
  *       ({@code started_at_ms} 0), which does not spend the attempt. The dispatcher's lease
- *       may have a new owner by then, which runs the attempt itself.
+ *       may have a new owner by then, which runs the attempt itself. The same holds for one
+ *       with {@code start_by_unix_ms} set that gets its slot at or after that instant (a batch
+ *       held up on its way); whichever comes first wins.
  *   <li>Each attempt's outcome is one future completed first-wins by whoever gets there
  *       first: the handler, the deadline timer, or a stop that gives up on it. So a
  *       handler that overruns is answered TIMED_OUT at its deadline, without waiting for
@@ -160,18 +162,33 @@ final class DeliveryRunner {
         return FALLBACK_TIMEOUT_MS;
     }
 
+    /**
+     * Why the delivery must not start now ("" when it may): the end of the dispatcher's lease,
+     * as time since arrival ({@code start_within_ms}) or as an instant ({@code start_by_unix_ms}).
+     */
+    static String tooLateToStart(Taskring.Delivery d, long receivedNanos) {
+        long startWithinMs = Integer.toUnsignedLong(d.getStartWithinMs());
+        if (startWithinMs != 0 && System.nanoTime() - receivedNanos > TimeUnit.MILLISECONDS.toNanos(startWithinMs)) {
+            return "not started within " + startWithinMs + " ms of arrival (max_in_flight is reached)";
+        }
+        long startByUnixMs = d.getStartByUnixMs();
+        if (startByUnixMs != 0 && Outcomes.nowMs() >= startByUnixMs) {
+            return "not started by " + startByUnixMs + " (unix ms): the dispatcher's lease had run out when it arrived";
+        }
+        return "";
+    }
+
     private void start(Attempt a, long receivedNanos, long deadlineNanos) {
         if (a.outcome.isDone()) { // given up (stop) while it waited for the slot
             slots.release();
             return;
         }
-        long startWithinMs = Integer.toUnsignedLong(a.delivery.getStartWithinMs());
-        if (startWithinMs != 0 && System.nanoTime() - receivedNanos > TimeUnit.MILLISECONDS.toNanos(startWithinMs)) {
-            // Waited past what the dispatcher's lease allowed: its slot may have a new
+        String late = tooLateToStart(a.delivery, receivedNanos);
+        if (!late.isEmpty()) {
+            // Past what the dispatcher's lease allowed: its slot may have a new
             // owner by now, which runs the attempt itself. Not run, not spent.
             slots.release();
-            a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_NOT_STARTED,
-                    "not started within " + startWithinMs + " ms of arrival (max_in_flight is reached)", "",
+            a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_NOT_STARTED, late, "",
                     0, Outcomes.nowMs()));
             return;
         }

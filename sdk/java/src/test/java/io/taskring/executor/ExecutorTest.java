@@ -185,6 +185,24 @@ class ExecutorTest {
     }
 
     @Test
+    void aDeliveryArrivingAfterItsStartByInstantIsNotRun() {
+        List<String> ran = java.util.Collections.synchronizedList(new ArrayList<>());
+        TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop").handler("ok", ctx -> ran.add(ctx.taskId())));
+        // A batch held up on its way (its dispatcher froze as it sent it): the lease it
+        // carries had run out before it arrived, however long start_within_ms says.
+        Taskring.Delivery late = delivery("late", "ok", 5000).toBuilder()
+                .setStartWithinMs(60_000).setStartByUnixMs(System.currentTimeMillis() - 1).build();
+        Taskring.Delivery onTime = delivery("on-time", "ok", 5000).toBuilder()
+                .setStartWithinMs(60_000).setStartByUnixMs(System.currentTimeMillis() + 60_000).build();
+        Map<String, Taskring.Outcome> o = byId(execute(stub(e), late, onTime));
+        assertEquals(OutcomeKind.OUTCOME_KIND_NOT_STARTED, o.get("late").getKind(), o.get("late").getError());
+        assertEquals(0, o.get("late").getStartedAtMs());
+        assertTrue(o.get("late").getError().contains("not started by"), o.get("late").getError());
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, o.get("on-time").getKind(), o.get("on-time").getError());
+        assertEquals(List.of("on-time"), ran);
+    }
+
+    @Test
     void anAsyncHandlerPastItsDeadlineIsCancelled() throws Exception {
         AtomicReference<CompletableFuture<Void>> handed = new AtomicReference<>();
         TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop").asyncHandler("hang", ctx -> {
