@@ -56,6 +56,7 @@ class Due:
     epoch: int
     topic: str | None = None
     offset: int = -1
+    dispatched_ms: int = 0
 
 
 @dataclasses.dataclass
@@ -507,6 +508,8 @@ class Engine:
             finally:
                 self._batch_gate.release()
             await self._lose(stale)
+            for d in ready:
+                d.dispatched_ms = now_ms
             go: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
             delivered: set[str] = set()
             for d in ready:
@@ -634,7 +637,9 @@ class Engine:
         """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
         node = self._config.node_id
         now = ms_to_datetime(now_ms)
-        started = ms_to_datetime(o.started_at_ms) if o.started_at_ms else None
+        # The executor's clock says when it started; keep that inside [dispatched, now] on
+        # this node's clock, so that the history stays in order across the two machines.
+        started = ms_to_datetime(max(d.dispatched_ms, min(o.started_at_ms, now_ms))) if o.started_at_ms else None
         events = [r.Event(d.task.task_id, "running", started, node, d.attempt)] if started else []
         kind = pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
         self._outcomes[kind].inc()

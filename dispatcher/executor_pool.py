@@ -58,7 +58,7 @@ class RunResult:
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0,
                  lease_remaining_ms: Callable[[], int | None] = lambda: None,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000)):
+                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000), unreachable_cooldown_s: float = 5.0):
         self._directory = directory
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
@@ -68,6 +68,11 @@ class ExecutorPool:
         # sent along, so that the executor starts nothing after the lease ran out.
         self._lease_remaining_ms = lease_remaining_ms
         self._now_ms = now_ms
+        # An instance that could not be reached is left out for a while: its znode lives on
+        # for its session timeout after it dies, and every batch sent to it meanwhile would
+        # spend an attempt of each task in it (fast retries could dead-letter them).
+        self._unreachable_cooldown_s = unreachable_cooldown_s
+        self._unreachable_until: dict[str, float] = {}
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
@@ -84,8 +89,10 @@ class ExecutorPool:
         """The instances of the namespace that announce a handler for the type (one that
         announces no types at all is taken to handle any). Choosing by namespace alone
         sent tasks to executors that answered NO_HANDLER, spending an attempt each."""
+        now = time.monotonic()
         return [inst for inst in self._directory.instances(namespace)
-                if not inst.task_types or task_type in inst.task_types]
+                if (not inst.task_types or task_type in inst.task_types)
+                and self._unreachable_until.get(inst.address, 0.0) <= now]
 
     def has_executor(self, namespace: str, task_type: str) -> bool:
         return bool(self._handlers_of(namespace, task_type))
@@ -173,6 +180,8 @@ class ExecutorPool:
             unstarted = [d for d in chunk if (d.task.task_id, d.attempt) in late]
             return RunResult(outcomes + _failed(missing, f"executor {inst.address} returned no outcome"), unstarted)
         except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                self._unreachable_until[inst.address] = time.monotonic() + self._unreachable_cooldown_s
             return RunResult(_failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}"), [])
         finally:
             self._release(inst.address, len(chunk))

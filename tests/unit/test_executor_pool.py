@@ -1,0 +1,56 @@
+"""ExecutorPool: which instances a batch goes to."""
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from taskring.wire import pb
+
+from dispatcher.executor_pool import ExecutorPool
+from membership import ExecutorInstance
+
+DEAD, LIVE = "127.0.0.1:1", "127.0.0.1:2"
+
+
+class Directory:
+    def instances(self, namespace: str, *, wait_s: float | None = None):
+        return (ExecutorInstance("dead", DEAD, ("send",), 10), ExecutorInstance("live", LIVE, ("send", "other"), 10))
+
+
+class DeadStub:
+    async def Execute(self, request, timeout=None):  # noqa: N802 - the gRPC method's name
+        raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                                   "failed to connect to all addresses")
+
+
+class LiveStub:
+    async def Execute(self, request, timeout=None):  # noqa: N802
+        return pb.ExecuteResponse(outcomes=[pb.Outcome(task_id=d.task.task_id, attempt=d.attempt,
+                                                       kind=pb.OUTCOME_KIND_SUCCEEDED) for d in request.deliveries])
+
+
+class Pool(ExecutorPool):
+    def _stub(self, address: str):
+        return DeadStub() if address == DEAD else LiveStub()
+
+
+def delivery(task_id: str) -> pb.Delivery:
+    return pb.Delivery(task=pb.Task(task_id=task_id, namespace="ns", task_type="send"), attempt=1, timeout_ms=1000)
+
+
+def test_an_unreachable_instance_is_left_out_for_a_while():
+    pool = Pool(Directory(), "n1", unreachable_cooldown_s=60)
+    first = pool.reserve("ns", "send", 2)
+    assert {inst.address for inst, _ in first.allocations} == {DEAD, LIVE}
+    result = asyncio.run(pool.run(first, [delivery("a"), delivery("b")]))
+    kinds = sorted(pb.OutcomeKind.Name(o.kind) for o in result.outcomes)
+    assert kinds == ["OUTCOME_KIND_RETRYABLE_FAILURE", "OUTCOME_KIND_SUCCEEDED"]
+    # Then the next batch goes to the reachable instances only
+    again = pool.reserve("ns", "send", 2)
+    assert {inst.address for inst, _ in again.allocations} == {LIVE}
+
+
+def test_only_instances_that_announce_the_type_are_chosen():
+    pool = Pool(Directory(), "n1")
+    assert {inst.address for inst, _ in pool.reserve("ns", "other", 4).allocations} == {LIVE}
+    assert pool.has_executor("ns", "other") and not pool.has_executor("ns", "nothing")
