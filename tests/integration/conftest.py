@@ -39,6 +39,11 @@ def taskring_env(stack, tmp_path) -> Iterator[TaskringEnv]:
                 fut.result(timeout=60)
             except Exception as exc:
                 print(f"warning: could not delete a topic: {exc}")
+        zk.stop()
+        zk.close()
+        # A fresh session: the fault matrix's ZooKeeper row outlives the one made at setup.
+        zk = KazooClient(hosts=stack.zk_hosts)
+        zk.start(timeout=15)
         try:
             zk.delete(chroot, recursive=True)
         finally:
