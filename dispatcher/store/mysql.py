@@ -132,6 +132,14 @@ class TaskStore:
     # ---- fencing ----
 
     @staticmethod
+    def _lock_states(cur, task_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """Lock the tasks' rows and return {task_id: (status, attempts)}: what every
+        conditional transition checks before it writes."""
+        cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(task_ids))})"
+                    " FOR UPDATE", list(task_ids))
+        return {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+
+    @staticmethod
     def _stale_slots(cur, epochs: dict[int, int]) -> set[int]:
         """Lock the slots' ownership rows (shared) and return those whose epoch moved on."""
         if not epochs:
@@ -321,9 +329,7 @@ class TaskStore:
             if not live:
                 return set(), stale
             ids = [c.task_id for c in live]
-            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
-                        ids)
-            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            rows = self._lock_states(cur, ids)
             want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
             ok = list({c.task_id: c for c in reversed(live)
                        if rows.get(c.task_id) == (want[c.source], c.attempt - 1)}.values())[::-1]
@@ -354,9 +360,7 @@ class TaskStore:
             if not live:
                 return stale
             ids = [w.task_id for w in live]
-            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
-                        ids)
-            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            rows = self._lock_states(cur, ids)
             live = [w for w in live if rows.get(w.task_id) == (r.DISPATCHED, w.attempt)]
             done = [w for w in live if w.result == r.SUCCEEDED]
             retry = [w for w in live if w.result == "retry"]
@@ -392,9 +396,7 @@ class TaskStore:
             if not live:
                 return stale
             ids = [c.task_id for c in live]
-            cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(ids))}) FOR UPDATE",
-                        ids)
-            rows = {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+            rows = self._lock_states(cur, ids)
             back = [c for c in live if rows.get(c.task_id) == (r.DISPATCHED, c.attempt)]
             if back:
                 cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
