@@ -240,10 +240,12 @@ log.retention.hours=24
 log.segment.bytes=134217728
 EOF
     if [[ ! -f "$d/data/meta.properties" ]]; then
+        # `--cluster-id=ID`, not `-t ID`: a random id may begin with "-" (1 in 32), which the
+        # tool's argument parser then takes for an option and refuses.
         [[ -s "$d/cluster.id" ]] || "$PY" -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))' > "$d/cluster.id"
         say "kafka: formatting $d/data with cluster id $(cat "$d/cluster.id")"
         "$JAVA" -Xmx256m -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -cp "$KAFKA_LIBS/*" \
-            kafka.tools.StorageTool format -t "$(cat "$d/cluster.id")" -c "$d/server.properties" \
+            kafka.tools.StorageTool format --cluster-id="$(cat "$d/cluster.id")" -c "$d/server.properties" \
             >> "$(log_of kafka)" 2>&1 || die "kafka: storage format failed; log: $(log_of kafka)"
     fi
     check_port_free kafka "$TASKRING_KAFKA_PORT" TASKRING_KAFKA_PORT
