@@ -43,25 +43,20 @@ off from ZooKeeper stops acting before anyone else can claim its slots.
 from __future__ import annotations
 
 import asyncio
-import json
+import collections
 import logging
-import time
-from typing import Protocol
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
-
+from cluster.interface import Clock, Move, SlotListener, SlotRecords
 from cluster.ring import desired_owners
-from dispatcher.clock import Clock
-from dispatcher.config import NodeConfig
-from dispatcher.store.interface import TaskStoreProtocol
+from membership.claims import SlotClaims
 from membership.interface import SessionEvent, SessionState
 from membership.nodes import NodeRegistry
 from membership.session import ZkSession
 
 log = logging.getLogger(__name__)
 
-OWNERS = "/owners"
 _RECONCILE_EVERY_S = 1.0
+_MOVES_KEPT = 200
 
 
 async def _all(coroutines) -> None:
@@ -72,23 +67,20 @@ async def _all(coroutines) -> None:
             log.error("slot step failed", exc_info=result)
 
 
-class SlotListener(Protocol):
-    async def slot_assigned(self, slot: int, epoch: int) -> None: ...
-    async def slot_revoked(self, slot: int, *, clean: bool) -> None: ...
-    def hold(self, held: bool) -> None: ...
-
-
 class ClusterOwnership:
-    def __init__(self, *, config: NodeConfig, session: ZkSession, store: TaskStoreProtocol, listener: SlotListener,
-                 clock: Clock | None = None, node_info: dict | None = None):
-        self._config = config
+    """The ownership protocol above, for one node. node_info is what the node
+    advertises in its /nodes znode (its gRPC address and admin port)."""
+
+    def __init__(self, *, node_id: str, slot_count: int, session: ZkSession, records: SlotRecords,
+                 listener: SlotListener, clock: Clock, node_info: dict):
         self._session = session
-        self._store = store
+        self._records = records
         self._listener = listener
-        self._clock = clock or Clock()
-        self._node_id = config.node_id
-        self._registry = NodeRegistry(session, config.node_id, node_info or {
-            "grpc": f"{config.grpc_host}:{config.grpc_port}", "admin_port": config.admin_port})
+        self._clock = clock
+        self._node_id = node_id
+        self._slot_count = slot_count
+        self._registry = NodeRegistry(session, node_id, node_info)
+        self._claim_board = SlotClaims(session, node_id)
         self._owned: dict[int, int] = {}          # slot -> epoch
         self._members: dict[str, dict] = {}
         self._claims: dict[int, dict] = {}        # slot -> owner znode data (any node)
@@ -97,7 +89,7 @@ class ClusterOwnership:
         self._task: asyncio.Task | None = None
         self._generation_seen = 0
         self._stopping = False
-        self.moves: list[tuple[float, int, str]] = []   # (time, slot, "assigned"|"revoked"|"lost")
+        self.moves: collections.deque[Move] = collections.deque(maxlen=_MOVES_KEPT)
 
     # ---- lifecycle ----
 
@@ -107,9 +99,7 @@ class ClusterOwnership:
         self._loop = asyncio.get_running_loop()
         self._kick = asyncio.Event()
         self._session.add_listener(self._on_session)
-        client = self._session.client
-        await asyncio.to_thread(client.ensure_path, OWNERS)
-        client.ChildrenWatch(OWNERS)(self._on_owners)
+        await asyncio.to_thread(self._claim_board.start, self._kick_threadsafe)
         self._registry.add_members_listener(self._on_members)
         await asyncio.to_thread(self._registry.start)
         self._members = self._registry.members()
@@ -126,11 +116,12 @@ class ClusterOwnership:
         await asyncio.gather(self._task, return_exceptions=True)
         await _all(self._revoke(slot, clean=True) for slot in list(self._owned))
         self._session.remove_listener(self._on_session)
+        await asyncio.to_thread(self._claim_board.stop)
 
     def slot_lost(self, slot: int) -> None:
         """The store refused our epoch: someone claimed the slot after us."""
         if self._owned.pop(slot, None) is not None:
-            self.moves.append((time.time(), slot, "lost"))
+            self._moved(slot, "lost")
             self._delete_claim_soon(slot)
 
     def owned(self) -> dict[int, int]:
@@ -145,10 +136,6 @@ class ClusterOwnership:
     def _on_members(self, members: dict[str, dict]) -> None:
         self._members = dict(members)
         self._kick_threadsafe()
-
-    def _on_owners(self, children: list[str]) -> None:
-        self._kick_threadsafe()
-        return not self._stopping  # False ends the watch
 
     def _on_session(self, event: SessionEvent) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -199,7 +186,7 @@ class ClusterOwnership:
             self._generation_seen = self._session.session_generation
             await self._drop_all()
         self._listener.hold(False)
-        self._claims = await asyncio.to_thread(self._read_claims)
+        self._claims = await asyncio.to_thread(self._claim_board.read_all)
         for slot, claim in list(self._claims.items()):
             if claim.get("node") == self._node_id and slot not in self._owned:
                 # Ours but given up (e.g. a long SUSPENDED that the session survived):
@@ -210,45 +197,26 @@ class ClusterOwnership:
         self._members = members
         if self._node_id not in members:
             return  # not registered (yet): own nothing new
-        desired = desired_owners(members, self._config.slot_count)
+        desired = desired_owners(members, self._slot_count)
         # Revoke first: slots we hold that the ring gives to another live node.
         await _all(self._revoke(slot, clean=True) for slot in sorted(self._owned)
                    if desired.get(slot) != self._node_id)
         # Then claim what is ours and free.
-        await _all(self._claim(slot) for slot in range(self._config.slot_count)
+        await _all(self._claim(slot) for slot in range(self._slot_count)
                    if desired.get(slot) == self._node_id and slot not in self._owned and slot not in self._claims)
 
-    def _read_claims(self) -> dict[int, dict]:
-        client = self._session.client
-        claims = {}
-        for child in client.get_children(OWNERS):
-            try:
-                data, _stat = client.get(f"{OWNERS}/{child}")
-            except NoNodeError:
-                continue
-            try:
-                claims[int(child)] = json.loads(data or b"{}")
-            except ValueError:
-                claims[int(child)] = {}
-        return claims
-
     async def _claim(self, slot: int) -> None:
-        path = f"{OWNERS}/{slot}"
-        client = self._session.client
-        try:
-            await asyncio.to_thread(client.create, path, json.dumps({"node": self._node_id, "epoch": None}).encode(),
-                                    ephemeral=True)
-        except NodeExistsError:
+        if not await asyncio.to_thread(self._claim_board.create, slot, {"node": self._node_id, "epoch": None}):
             return
         try:
-            epoch = await asyncio.to_thread(self._store.claim_slot, slot, self._node_id, self._clock.now())
+            epoch = await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now())
         except Exception:
             log.exception("slot %d: epoch bump failed; releasing the claim", slot)
             await asyncio.to_thread(self._delete_claim, slot)
             return
-        await asyncio.to_thread(client.set, path, json.dumps({"node": self._node_id, "epoch": epoch}).encode())
+        await asyncio.to_thread(self._claim_board.update, slot, {"node": self._node_id, "epoch": epoch})
         self._owned[slot] = epoch
-        self.moves.append((time.time(), slot, "assigned"))
+        self._moved(slot, "assigned")
         log.info("slot %d: claimed under epoch %d", slot, epoch)
         await self._listener.slot_assigned(slot, epoch)
 
@@ -256,7 +224,7 @@ class ClusterOwnership:
         if self._owned.pop(slot, None) is None:
             return
         await self._listener.slot_revoked(slot, clean=clean)
-        self.moves.append((time.time(), slot, "revoked" if clean else "lost"))
+        self._moved(slot, "revoked" if clean else "lost")
         if clean:
             await asyncio.to_thread(self._delete_claim, slot)
         log.info("slot %d: %s", slot, "handed off" if clean else "dropped")
@@ -265,18 +233,13 @@ class ClusterOwnership:
         await _all(self._revoke(slot, clean=False) for slot in list(self._owned))
 
     def _delete_claim(self, slot: int) -> None:
-        """Delete our own claim znode (only ours: checked against its data)."""
-        client = self._session.client
-        path = f"{OWNERS}/{slot}"
         try:
-            data, stat = client.get(path)
-            if json.loads(data or b"{}").get("node") == self._node_id \
-                    and stat.ephemeralOwner == self._session.session_id:
-                client.delete(path, version=stat.version)
-        except NoNodeError:
-            pass
+            self._claim_board.delete_own(slot)
         except Exception:
             log.exception("slot %d: could not delete our claim", slot)
+
+    def _moved(self, slot: int, kind: str) -> None:
+        self.moves.append((self._clock.now_ms() / 1000, slot, kind))
 
     def _delete_claim_soon(self, slot: int) -> None:
         if self._loop is not None:
@@ -285,7 +248,7 @@ class ClusterOwnership:
     # ---- observation (admin view) ----
 
     def snapshot(self) -> dict:
-        desired = desired_owners(self._members, self._config.slot_count) if self._members else {}
+        desired = desired_owners(self._members, self._slot_count) if self._members else {}
         return {
             "node": self._node_id,
             "session": str(self._session.state),

@@ -7,32 +7,25 @@ incarnation of the node that was killed and is still writing.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
-from dispatcher.clock import Clock
-from dispatcher.store.interface import TaskStoreProtocol
-
-
-class SlotListener(Protocol):
-    async def slot_assigned(self, slot: int, epoch: int) -> None: ...
-    async def slot_revoked(self, slot: int, *, clean: bool) -> None: ...
+from cluster.interface import Clock, SlotListener, SlotRecords
 
 
 class StaticOwnership:
-    def __init__(self, *, store: TaskStoreProtocol, listener: SlotListener, node_id: str, slot_count: int,
-                 clock: Clock | None = None):
-        self._store = store
+    def __init__(self, *, node_id: str, slot_count: int, records: SlotRecords, listener: SlotListener,
+                 clock: Clock):
+        self._records = records
         self._listener = listener
         self._node_id = node_id
         self._slot_count = slot_count
-        self._clock = clock or Clock()
+        self._clock = clock
         self._owned: dict[int, int] = {}
 
     async def start(self) -> None:
         for slot in range(self._slot_count):
             if slot in self._owned:
                 continue
-            epoch = await asyncio.to_thread(self._store.claim_slot, slot, self._node_id, self._clock.now())
+            epoch = await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now())
             self._owned[slot] = epoch
             await self._listener.slot_assigned(slot, epoch)
 

@@ -20,9 +20,9 @@ from taskring.wire import pb, pb_grpc
 from cluster.slots import slot_of
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
-from dispatcher.engine import queued_message
 from dispatcher.errors import InvalidArgument, TaskringError
-from dispatcher.kafka_log import TaskProducer
+from dispatcher.log.codec import queued_message
+from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -63,7 +63,7 @@ def _guarded(method):
 
 
 class TaskApi(pb_grpc.TaskServiceServicer):
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: TaskProducer,
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None):
         self._config = config
         self._store = store

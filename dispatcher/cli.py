@@ -54,7 +54,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_ring(args: argparse.Namespace) -> int:
     import signal
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `taskring ring | head` ends quietly
-    from cluster.ring_cli import print_ring
+    from dispatcher.admin.ring_cli import print_ring
     return print_ring(args.admin, token=args.token)
 
 

@@ -255,7 +255,7 @@ def ring_problems(ring: dict, expected_members: set[str]) -> list[str]:
 def wait_settled(nodes: list[NodeProc], token: str | None, timeout_s: float) -> tuple[bool, dict[str, object]]:
     """Every node sees all members, and every slot's actual owner is its desired owner,
     with the same desired map on every node. Returns (settled, last view per node)."""
-    from cluster.ring_cli import fetch_ring
+    from dispatcher.admin.ring_cli import fetch_ring
 
     expected = {n.node_id for n in nodes}
     deadline = time.monotonic() + timeout_s
@@ -610,7 +610,7 @@ class Demo:
         t_settle = time.monotonic()
         settled, views = wait_settled(plan, self.token, self.settle_timeout)
         if not settled:
-            from cluster.ring_cli import format_ring
+            from dispatcher.admin.ring_cli import format_ring
             say(f"demo: FAILED: the ring did not settle within {self.settle_timeout:g}s")
             for node_id, view in views.items():
                 say(f"--- /ring of {node_id}")
@@ -652,7 +652,7 @@ class Demo:
             failures.append("not every task reached a terminal state")
 
         say()
-        from cluster.ring_cli import fetch_ring, format_ring
+        from dispatcher.admin.ring_cli import fetch_ring, format_ring
         try:
             say(format_ring(fetch_ring(plan[0].admin, self.token)))
         except (OSError, ValueError) as exc:

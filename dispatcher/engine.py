@@ -29,8 +29,8 @@ from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.executor_pool import ExecutorPool, Reservation
 from dispatcher.heap import EtaHeap
-from dispatcher.intake import KafkaIntake
-from dispatcher.kafka_log import InMessage, OutMessage, TaskProducer
+from dispatcher.log.codec import decode_queued, queued_message
+from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
 from dispatcher.retry import RetryPolicy, next_delay_ms
 from dispatcher.store import records as r
@@ -72,14 +72,9 @@ def _log_failure(task: asyncio.Task) -> None:
         log.error("dispatch batch failed", exc_info=task.exception())
 
 
-def queued_message(topic: str, task: pb.Task, slot: int, attempt: int, due_ms: int) -> OutMessage:
-    value = pb.QueuedTask(task=task, attempt=attempt, due_at_ms=due_ms).SerializeToString()
-    return OutMessage(topic=topic, partition=slot, key=task.task_id.encode(), value=value)
-
-
 class Engine:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: TaskProducer,
-                 intake_factory: Callable[[Callable, Callable], KafkaIntake], executors: ExecutorPool,
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
+                 intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None):
         self._config = config
@@ -238,7 +233,7 @@ class Engine:
                 continue  # arrived after the slot left; the next owner replays it
             if tracker.last_tracked is not None and m.offset <= tracker.last_tracked:
                 continue
-            queued = pb.QueuedTask.FromString(m.value)
+            queued = decode_queued(m.value)
             tracker.track(m.offset)
             self.last_consumed_at[m.partition] = time.time()
             self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,

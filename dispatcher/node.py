@@ -12,16 +12,19 @@ import signal
 
 import grpc
 
-from cluster.admin import AdminServer
-from cluster.ring_view import RingView
+from cluster.coordinator import ClusterOwnership
+from cluster.interface import Ownership
+from cluster.static import StaticOwnership
+from dispatcher.admin.server import AdminServer
+from dispatcher.admin.ring_view import RingView
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
 from dispatcher.engine import Engine
 from dispatcher.executor_pool import ExecutorPool
-from dispatcher.intake import KafkaIntake
-from dispatcher.kafka_log import PartitionReader, TaskProducer
+from dispatcher.log.intake import KafkaIntake
+from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store.mysql import TaskStore
 from dispatcher.retry import parse_retry_policies
@@ -65,14 +68,15 @@ class Node:
         self._started = False
         self._serving = False
 
-    def _build_ownership(self):
-        from cluster.static import StaticOwnership
-        if not self.config.cluster:
-            return StaticOwnership(store=self.store, listener=self.engine, node_id=self.config.node_id,
-                                   slot_count=self.config.slot_count, clock=self.clock)
-        from cluster.coordinator import ClusterOwnership
-        return ClusterOwnership(config=self.config, session=self.session, store=self.store,
-                                listener=self.engine, clock=self.clock)
+    def _build_ownership(self) -> Ownership:
+        config = self.config
+        if not config.cluster:
+            return StaticOwnership(node_id=config.node_id, slot_count=config.slot_count, records=self.store,
+                                   listener=self.engine, clock=self.clock)
+        return ClusterOwnership(node_id=config.node_id, slot_count=config.slot_count, session=self.session,
+                                records=self.store, listener=self.engine, clock=self.clock,
+                                node_info={"grpc": f"{config.grpc_host}:{config.grpc_port}",
+                                           "admin_port": config.admin_port})
 
     def _may_send(self) -> bool:
         """A clustered node acts only while its ZooKeeper session lease holds; a single

@@ -5,6 +5,7 @@ session state this process may act on (see session.py for SUSPENDED vs LOST).
 kazoo's threads stay inside this package (dispatch.py); everything here calls
 back on threads of its own. memory.py holds in-memory twins for unit tests.
 """
+from .claims import SlotClaims
 from .errors import DuplicateNodeId, MembershipError, NotStarted, ZkConnectTimeout, ZkUnavailable
 from .executors import ExecutorDirectory
 from .interface import (
@@ -35,6 +36,7 @@ __all__ = [
     "SessionEvent",
     "SessionProtocol",
     "SessionState",
+    "SlotClaims",
     "ZkConnectTimeout",
     "ZkSession",
     "ZkUnavailable",

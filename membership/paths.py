@@ -8,6 +8,9 @@ from __future__ import annotations
 NODES_ROOT = "/nodes"
 """Dispatcher nodes: /nodes/<node_id>, ephemeral, data = JSON object (node info)."""
 
+OWNERS_ROOT = "/owners"
+"""Slot claims: /owners/<slot>, ephemeral, data = JSON {"node", "epoch"} (claims.py)."""
+
 EXECUTORS_ROOT = "/executors"
 """Executors (SDK): /executors/<namespace>/<instance_id>, ephemeral, data = JSON."""
 

@@ -2,7 +2,7 @@
 
 No servers and no cluster: every YAML and JSON file parses; every metric and label the rules
 and the dashboard name is one dispatcher/metrics.py exports; the StatefulSet's ports, probes
-and environment agree with dispatcher/config.py and with what cluster/admin.py serves; every
+and environment agree with dispatcher/config.py and with what dispatcher/admin/server.py serves; every
 alert has its annotations and a runbook. A renamed metric, variable, port or probe path fails
 here instead of in production.
 """
@@ -23,7 +23,7 @@ import urllib.request
 import pytest
 import yaml  # PyYAML, in the dev extra
 
-from cluster.admin import AdminServer
+from dispatcher.admin.server import AdminServer
 from dispatcher.config import NodeConfig
 from dispatcher.metrics import NodeMetrics
 

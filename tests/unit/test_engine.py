@@ -22,9 +22,10 @@ from taskring.wire import pb
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import KafkaConfig, NodeConfig
-from dispatcher.engine import Engine, queued_message
+from dispatcher.engine import Engine
+from dispatcher.log.codec import queued_message
 from dispatcher.executor_pool import ExecutorPool
-from dispatcher.memory_log import MemoryIntake, MemoryLog, MemoryProducer
+from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore

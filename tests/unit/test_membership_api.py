@@ -7,7 +7,7 @@ PUBLIC = {
     "DuplicateNodeId", "ExecutorDirectory", "ExecutorDirectoryProtocol", "ExecutorInstance",
     "MembershipError", "MemoryExecutorDirectory", "MemoryMembership", "MemoryNodeRegistry",
     "MemorySession", "NodeRegistry", "NodeRegistryProtocol", "NotStarted", "SessionEvent",
-    "SessionProtocol", "SessionState", "ZkConnectTimeout", "ZkSession", "ZkUnavailable",
+    "SessionProtocol", "SessionState", "SlotClaims", "ZkConnectTimeout", "ZkSession", "ZkUnavailable",
 }
 
 

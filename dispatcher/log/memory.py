@@ -5,6 +5,9 @@
 - `MemoryProducer`: TaskProducer's contract (start/stop, `await send(messages)`
   returning per message None or an error text). It can be told to refuse sends
   (`fail_sends`), which is how a test drives the reroute-to-MySQL path.
+- `MemoryReader`: PartitionReader's contract (assigned partitions read from a
+  next-offset, pause/resume, lag) over a MemoryLog; tests/log_conformance.py
+  runs the same cases on it and on the broker.
 - `MemoryIntake`: KafkaIntake's interface (start, stop, assign(starts) -> Event,
   unassign(pairs) -> Event, lag()). It hands batches of InMessage to the
   engine's `deliver` callback, respecting `may_read`, either from a small thread
@@ -20,9 +23,10 @@ rebalances, partial failure of one produce batch other than by `fail_sends`.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, Sequence
 
-from dispatcher.kafka_log import InMessage, OutMessage
+from dispatcher.log.interface import InMessage, OutMessage, Partition
 
 
 class MemoryLog:
@@ -116,6 +120,68 @@ class MemoryProducer:
                 self.refused.append(m)
             results.append(error)
         return results
+
+
+class MemoryReader:
+    """PartitionReader's contract over a MemoryLog. One thread drives it."""
+
+    def __init__(self, log: MemoryLog):
+        self._log = log
+        self._positions: dict[Partition, int] = {}
+        self._paused = False
+        self._running = False
+
+    def start(self) -> None:
+        self._running = True
+
+    def stop(self) -> None:
+        self._running = False
+        self._positions.clear()
+
+    def assign(self, starts: dict[Partition, int | None]) -> None:
+        for pair, offset in starts.items():
+            self._positions[pair] = 0 if offset is None else offset
+
+    def unassign(self, pairs: Sequence[Partition]) -> None:
+        for pair in pairs:
+            self._positions.pop(pair, None)
+
+    def assigned(self) -> set[Partition]:
+        return set(self._positions)
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            version = self._log.version
+            out = [] if self._paused else self._take(max_messages)
+            remaining = deadline - time.monotonic()
+            if out or remaining <= 0:
+                return out
+            self._log.wait_for_change(version, remaining)
+
+    def _take(self, max_messages: int) -> list[InMessage]:
+        out: list[InMessage] = []
+        for pair, pos in sorted(self._positions.items()):
+            taken = self._log.messages(*pair, pos)[:max_messages - len(out)]
+            if taken:
+                self._positions[pair] = taken[-1].offset + 1
+                out.extend(taken)
+            if len(out) >= max_messages:
+                break
+        return out
+
+    def lag(self) -> dict[Partition, int]:
+        return {pair: max(0, self._log.end_offset(*pair) - pos) for pair, pos in self._positions.items()}
 
 
 class MemoryIntake:

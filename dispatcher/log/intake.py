@@ -9,13 +9,13 @@ import threading
 import time
 from typing import Callable
 
-from dispatcher.kafka_log import InMessage, PartitionReader
+from dispatcher.log.interface import InMessage, LogReader
 
 log = logging.getLogger(__name__)
 
 
 class KafkaIntake:
-    def __init__(self, reader: PartitionReader, deliver: Callable[[list[InMessage]], None],
+    def __init__(self, reader: LogReader, deliver: Callable[[list[InMessage]], None],
                  may_read: Callable[[], bool], batch: int = 1000):
         self._reader = reader
         self._deliver = deliver          # called on this thread; must hand off quickly

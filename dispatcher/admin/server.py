@@ -9,9 +9,9 @@
 
 Everything but the probes requires the admin token (`Authorization: Bearer
 <token>` or `?token=`) unless the node was started without one for local use.
-A stdlib threading server keeps it independent of the event loop: a stuck loop
-still answers /healthz honestly only if liveness is computed from the loop's
-heartbeat, which `node_status` provides.
+A stdlib threading server keeps it independent of the node's event loop, so a
+busy loop never makes the probes time out. The node decides what alive and ready
+mean (dispatcher/node.py); this module only serves the answers.
 """
 from __future__ import annotations
 

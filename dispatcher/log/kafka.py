@@ -1,4 +1,6 @@
-"""Kafka as the short-delay path: a producer that acknowledges only durable writes,
+"""The log on a real Kafka broker (dispatcher/log/interface.py's contract).
+
+Kafka as the short-delay path: a producer that acknowledges only durable writes,
 and a consumer of explicitly assigned partitions (no group management: ownership
 decides which partitions a node reads, and progress lives in MySQL under the
 slot's epoch, so Kafka's own group commits are not used).
@@ -6,7 +8,6 @@ slot's epoch, so Kafka's own group commits are not used).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 from typing import Sequence
@@ -14,14 +15,7 @@ from typing import Sequence
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from dispatcher.config import KafkaConfig
-
-
-@dataclasses.dataclass(frozen=True)
-class OutMessage:
-    topic: str
-    partition: int
-    key: bytes
-    value: bytes
+from dispatcher.log.interface import InMessage, OutMessage, Partition
 
 
 class TaskProducer:
@@ -103,14 +97,6 @@ class TaskProducer:
         return results
 
 
-@dataclasses.dataclass(frozen=True)
-class InMessage:
-    topic: str
-    partition: int
-    offset: int
-    value: bytes
-
-
 class PartitionReader:
     """A consumer of assigned partitions. Not thread-safe: one thread drives it."""
 
@@ -118,7 +104,7 @@ class PartitionReader:
         self._config = config
         self._group_id = group_id
         self._consumer: Consumer | None = None
-        self._assigned: dict[tuple[str, int], int] = {}
+        self._assigned: dict[Partition, int] = {}
         # librdkafka keeps a partition's pause flag across unassign: a partition paused
         # while held, then unassigned (slot lost) and assigned again (slot claimed back)
         # would stay paused for good. So the reader owns the flag and sets it explicitly
@@ -143,7 +129,7 @@ class PartitionReader:
             self._consumer = None
         self._assigned.clear()
 
-    def assign(self, starts: dict[tuple[str, int], int | None]) -> None:
+    def assign(self, starts: dict[Partition, int | None]) -> None:
         """Add partitions, each from a next-offset (None: from the beginning)."""
         tps = [TopicPartition(t, p, OFFSET_BEGINNING if o is None else o) for (t, p), o in starts.items()]
         if tps:
@@ -155,14 +141,14 @@ class PartitionReader:
             else:
                 self._consumer.resume(plain)
 
-    def unassign(self, pairs: Sequence[tuple[str, int]]) -> None:
+    def unassign(self, pairs: Sequence[Partition]) -> None:
         pairs = [p for p in pairs if p in self._assigned]
         if pairs:
             self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in pairs])
             for p in pairs:
                 self._assigned.pop(p, None)
 
-    def assigned(self) -> set[tuple[str, int]]:
+    def assigned(self) -> set[Partition]:
         return set(self._assigned)
 
     def pause(self) -> None:
@@ -200,7 +186,7 @@ class PartitionReader:
             out.append(InMessage(msg.topic(), msg.partition(), msg.offset(), msg.value()))
         return out
 
-    def lag(self) -> dict[tuple[str, int], int]:
+    def lag(self) -> dict[Partition, int]:
         """High watermark minus position, per assigned partition (for the admin view)."""
         if not self._assigned:
             return {}
