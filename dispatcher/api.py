@@ -20,13 +20,13 @@ from taskring.wire import pb, pb_grpc
 from cluster.slots import slot_of
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
-from dispatcher.errors import InvalidArgument, TaskringError
+from dispatcher.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.log.codec import queued_message
 from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.validation import Limits, ValidTask, validate_batch, validate_task
+from dispatcher.validation import Limits, ValidTask, decode_request, validate_batch, validate_task
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,13 @@ def _guarded(method):
     async def wrapper(self, request, context):
         try:
             return await method(self, request, context)
-        except InvalidArgument as exc:
-            self._metrics.rejected.labels(exc.field.split(".")[-1]).inc()
-            await context.abort(exc.code, str(exc))
         except TaskringError as exc:
-            await context.abort(exc.code, str(exc))
+            await self._abort(exc, context)
+        except Exception as exc:
+            # What grpc itself would answer (UNKNOWN "Unexpected ..."), but cut short: the
+            # text of an unexpected error may carry the request's values in full.
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.UNKNOWN, bounded(f"Unexpected {type(exc)}: {exc}"))
     wrapper.__name__ = method.__name__
     return wrapper
 
@@ -71,6 +73,13 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         self._metrics = metrics
         self._limits = limits
         self._clock = clock or Clock()
+
+    async def _abort(self, exc: TaskringError, context) -> None:
+        if isinstance(exc, InvalidArgument):
+            self._metrics.rejected.labels(exc.field.split(".")[-1]).inc()
+        # The messages quote input cut short already (errors.quote); the cut here guards
+        # the trailer's size limit against any text that did not go through it.
+        await context.abort(exc.code, bounded(str(exc)))
 
     @_guarded
     async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:
@@ -165,7 +174,35 @@ def _aware(now_ms: int) -> dt.datetime:
 
 async def serve_api(api: TaskApi, host: str, port: int) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
-    pb_grpc.add_TaskServiceServicer_to_server(api, server)
+    server.add_generic_rpc_handlers((_task_service_handler(api),))
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound
+
+
+def _task_service_handler(api: TaskApi) -> grpc.GenericRpcHandler:
+    """The TaskService's methods, as the generated add_TaskServiceServicer_to_server
+    registers them, except that each takes its request as raw bytes (no
+    request_deserializer) and parses it itself: grpc would answer a request that does
+    not parse with UNKNOWN "Unexpected DecodeError", where we answer INVALID_ARGUMENT
+    naming the field (validation.decode_request), before anything is written."""
+    service = pb.DESCRIPTOR.services_by_name["TaskService"]
+    handlers = {}
+    for method in service.methods:
+        request_type = getattr(pb, method.input_type.name)
+        response_type = getattr(pb, method.output_type.name)
+        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+            _decoding(api, getattr(api, method.name), request_type),
+            response_serializer=response_type.SerializeToString)
+    return grpc.method_handlers_generic_handler(service.full_name, handlers)
+
+
+def _decoding(api: TaskApi, call, request_type):
+    async def handle(raw: bytes, context):
+        try:
+            request = decode_request(request_type, raw)
+        except InvalidArgument as exc:
+            return await api._abort(exc, context)  # abort raises: the method is not called
+        return await call(request, context)
+    handle.__name__ = call.__name__
+    return handle

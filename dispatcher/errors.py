@@ -1,11 +1,34 @@
 """The error tree of the dispatcher, mapped to gRPC status codes at the API edge.
 
 Every message names the field or the task it is about, so a caller can fix its
-request without reading our logs.
+request without reading our logs. Whatever a message quotes from the request goes
+through `quote`, cut to a bounded length: the message travels in the grpc-message
+trailer, and a trailer past gRPC's metadata limit (8 KB) reaches the client as
+RESOURCE_EXHAUSTED "Stream removed" instead of the code we meant.
 """
 from __future__ import annotations
 
 import grpc
+
+QUOTE_CHARS = 80
+"""Most characters of a caller's value an error message repeats."""
+MESSAGE_CHARS = 1000
+"""Most characters of any error message sent to a caller (a last guard at the API edge)."""
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """repr of a caller's value for an error message, cut to `limit` characters of the value
+    (the full length is said, so the caller knows it was cut)."""
+    text = value if isinstance(value, (str, bytes)) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    unit = "bytes" if isinstance(text, bytes) else "characters"
+    return f"{text[:limit]!r}... ({len(text)} {unit})"
+
+
+def bounded(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """A whole message cut to `limit` characters, for text that may carry input we did not quote."""
+    return message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
 
 
 class TaskringError(Exception):
@@ -30,7 +53,7 @@ class TaskNotFound(TaskringError):
 
     def __init__(self, task_id: str):
         self.task_id = task_id
-        super().__init__(f"task {task_id!r} not found")
+        super().__init__(f"task {quote(task_id)} not found")
 
 
 class TaskAlreadyFinished(TaskringError):
@@ -41,7 +64,7 @@ class TaskAlreadyFinished(TaskringError):
     def __init__(self, task_id: str, state: str):
         self.task_id = task_id
         self.state = state
-        super().__init__(f"task {task_id!r} cannot be cancelled: it is already {state}")
+        super().__init__(f"task {quote(task_id)} cannot be cancelled: it is already {state}")
 
 
 class Unavailable(TaskringError):
@@ -49,13 +72,3 @@ class Unavailable(TaskringError):
 
     code = grpc.StatusCode.UNAVAILABLE
 
-
-class NotOwner(TaskringError):
-    """This node no longer owns the slot (its epoch was superseded): fencing worked."""
-
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-    def __init__(self, slot: int, epoch: int):
-        self.slot = slot
-        self.epoch = epoch
-        super().__init__(f"slot {slot}: epoch {epoch} is no longer current")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import concurrent.futures
+import inspect
 import logging
 import signal
 
@@ -64,6 +65,7 @@ class Node:
                                  ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
                                  registry=self.metrics.registry)
         self._grpc: grpc.aio.Server | None = None
+        self._observer: asyncio.Task | None = None
         self.grpc_port: int | None = None
         self._started = False
         self._serving = False
@@ -135,6 +137,16 @@ class Node:
         if self._started:
             return
         self._started = True
+        try:
+            await self._start_parts()
+        except BaseException:
+            # Release what came up before the failure (each part's stop does nothing for
+            # a part that is not up), so that a failed start leaks no threads, sockets or
+            # claims, then raise the start's own error.
+            await self.stop()
+            raise
+
+    async def _start_parts(self) -> None:
         await asyncio.to_thread(self.store.start)
         if self.clock_sync is not None:
             await asyncio.to_thread(self.clock_sync.start)
@@ -151,23 +163,40 @@ class Node:
         log.info("node %s serving on %s:%s", self.config.node_id, self.config.grpc_host, self.grpc_port)
 
     async def stop(self) -> None:
+        """Take every part down, also after a start that failed part way (a part that is
+        not up is left alone). Every step runs even if one before it fails; a failure is
+        logged, and raised at the end only if the node had been serving: after a failed
+        start the caller has the start's error, and stop is the clean-up."""
         if not self._started:
             return
+        was_serving = self._serving
         self._started = False
         self._serving = False
-        self._observer.cancel()
-        self.admin.stop()
-        if self._grpc is not None:
-            await self._grpc.stop(grace=2)
-        await self.ownership.stop()
-        await self.engine.stop()
-        await asyncio.to_thread(self.producer.stop)
-        await asyncio.to_thread(self.executors_directory.stop)
-        await asyncio.to_thread(self.session.stop)
-        await asyncio.to_thread(self.ring_view.close)
+        failures: list[Exception] = []
+
+        async def step(name: str, call) -> None:
+            try:
+                result = call()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                log.exception("node %s: stopping %s failed", self.config.node_id, name)
+                failures.append(exc)
+
+        await step("observer", lambda: self._observer is not None and self._observer.cancel())
+        await step("admin", self.admin.stop)
+        await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))
+        await step("ownership", self.ownership.stop)
+        await step("engine", self.engine.stop)
+        await step("producer", lambda: asyncio.to_thread(self.producer.stop))
+        await step("executors directory", lambda: asyncio.to_thread(self.executors_directory.stop))
+        await step("session", lambda: asyncio.to_thread(self.session.stop))
+        await step("ring view", lambda: asyncio.to_thread(self.ring_view.close))
         if self.clock_sync is not None:
-            await asyncio.to_thread(self.clock_sync.stop)
-        await asyncio.to_thread(self.store.stop)
+            await step("clock sync", lambda: asyncio.to_thread(self.clock_sync.stop))
+        await step("store", lambda: asyncio.to_thread(self.store.stop))
+        if failures and was_serving:
+            raise failures[0]
 
 
 def _limits(config: NodeConfig) -> Limits:

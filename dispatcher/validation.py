@@ -8,7 +8,8 @@ fix the request without reading our logs. `validate_batch` checks a whole batch
 before returning, so a batch is accepted whole or not at all (DESIGN.md, "Bad input").
 
 Pure: no I/O, no clock; the only randomness is the task id generator, which is
-injectable.
+injectable. `decode_request` parses a request's bytes the same way: a bad one is an
+InvalidArgument naming the field (not valid UTF-8) or the message (not protobuf).
 """
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ import datetime as dt
 import json
 import math
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 from taskring.wire import pb
 
-from dispatcher.errors import InvalidArgument
+from dispatcher.errors import InvalidArgument, quote
 from dispatcher.ids import new_task_id
 from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
 
@@ -215,7 +218,7 @@ def validate_batch(
         v = validate_task(task, now=now, limits=limits, field_prefix=f"tasks[{i}]", new_id=new_id)
         first = seen.setdefault(v.task_id, i)
         if first != i:
-            raise InvalidArgument(f"tasks[{i}].task_id", f"{v.task_id!r} is also the task_id of tasks[{first}]")
+            raise InvalidArgument(f"tasks[{i}].task_id", f"{_show(v.task_id)} is also the task_id of tasks[{first}]")
         valid.append(v)
     return valid
 
@@ -304,9 +307,9 @@ def _named(value: str, pattern: re.Pattern[str], field: str) -> str:
     return value
 
 
-def _show(value: str, limit: int = 80) -> str:
-    """repr for error messages, cut short so a huge bad value does not flood a log line."""
-    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
+# Every value of the caller's that a message repeats is cut short (errors.quote): a huge
+# bad value must not flood a log line nor push the gRPC trailer past its size limit.
+_show = quote
 
 
 # ---- Payload ----
@@ -416,3 +419,115 @@ def _retry_policy(task: pb.Task, namespace: str, task_type: str, limits: Limits,
                 raise InvalidArgument(f"{p}.retry_policy.schedule_ms[{i}]",
                                       f"{wait} is beyond the maximum delay of {limits.max_delay_ms} ms")
     return registry.resolve(own, namespace, task_type)
+
+
+# ---- Wire ----
+#
+# grpc's generated servicer parses a request before any of our code runs, and a
+# parse failure (bytes that are no protobuf, a string field that is not UTF-8, as
+# proto3 requires) reaches the caller as UNKNOWN "Unexpected DecodeError". The API
+# takes the raw bytes instead (api.serve_api) and parses them here, so that a bad
+# request is an InvalidArgument naming the field, like any other bad input.
+# protobuf's own error names no field ("String field had bad UTF-8"), so on failure
+# the bytes are walked once more, by hand, to find the first field at fault.
+
+_T = TypeVar("_T", bound=Message)
+
+
+def decode_request(message_type: type[_T], data: bytes) -> _T:
+    """Parse `data` as `message_type`; raise InvalidArgument naming the first bad field."""
+    try:
+        return message_type.FromString(data)
+    except DecodeError:
+        field, problem = _wire_problem(message_type.DESCRIPTOR, data, "") or (
+            "request", f"is not a valid {message_type.DESCRIPTOR.full_name} message")
+        raise InvalidArgument(field, problem) from None
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    for i in range(pos, min(pos + 10, len(data))):  # a varint has at most 10 bytes
+        value |= (data[i] & 0x7F) << shift
+        if not data[i] & 0x80:
+            return value, i + 1
+        shift += 7
+    raise _Corrupt(f"a varint at byte {pos} is truncated or longer than 10 bytes")
+
+
+def _skip_group(data: bytes, pos: int, number: int) -> int:
+    """Past the end-group tag of the (deprecated, but valid) group `number` opened before `pos`."""
+    while pos < len(data):
+        at = pos
+        key, pos = _varint(data, pos)
+        if key & 7 == 4:
+            if key >> 3 != number:
+                raise _Corrupt(f"an end-group tag at byte {at} closes no open group")
+            return pos
+        pos = _skip(data, pos, key, at)
+    raise _Corrupt(f"group {number} is not closed")
+
+
+def _skip(data: bytes, pos: int, key: int, at: int) -> int:
+    wire_type = key & 7
+    if wire_type == 0:
+        return _varint(data, pos)[1]
+    if wire_type in (1, 5):
+        end = pos + (8 if wire_type == 1 else 4)
+    elif wire_type == 2:
+        length, pos = _varint(data, pos)
+        end = pos + length
+    elif wire_type == 3:
+        return _skip_group(data, pos, key >> 3)
+    else:
+        raise _Corrupt(f"the tag at byte {at} has wire type {wire_type}, which does not exist")
+    if end > len(data):
+        raise _Corrupt(f"the field at byte {at} runs past the end of the message")
+    return end
+
+
+def _wire_problem(descriptor: Any, data: bytes, prefix: str) -> tuple[str, str] | None:
+    """(field path, problem) of the first fault in `data` read as `descriptor`, or None."""
+    seen: dict[int, int] = {}
+    pos = 0
+    try:
+        while pos < len(data):
+            at = pos
+            key, pos = _varint(data, pos)
+            if key >> 3 == 0:
+                raise _Corrupt(f"the tag at byte {at} has field number 0")
+            if key & 7 == 4:
+                raise _Corrupt(f"an end-group tag at byte {at} closes no open group")
+            field = descriptor.fields_by_number.get(key >> 3)
+            if field is None or key & 7 != 2:
+                # Unknown fields, and known ones sent with another wire type, are kept
+                # as unknown fields by protobuf: only their framing can be at fault.
+                pos = _skip(data, pos, key, at)
+                continue
+            length, start = _varint(data, pos)
+            pos = start + length
+            if pos > len(data):
+                raise _Corrupt(f"the field at byte {at} runs past the end of the message")
+            index = seen[field.number] = seen.get(field.number, -1) + 1
+            name = f"{prefix}{field.name}" + (f"[{index}]" if _repeated(field) else "")
+            if field.type == FieldDescriptor.TYPE_STRING:
+                try:
+                    data[start:pos].decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return name, f"is not valid UTF-8 (byte {e.start} of the string)"
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                found = _wire_problem(field.message_type, data[start:pos], name + ".")
+                if found is not None:
+                    return found
+    except _Corrupt as e:
+        return prefix.rstrip(".") or "request", f"is not a valid protobuf message: {e}"
+    return None
+
+
+def _repeated(field: Any) -> bool:
+    # FieldDescriptor.label is deprecated in newer protobuf releases; is_repeated replaces it.
+    repeated = getattr(field, "is_repeated", None)
+    return bool(repeated) if repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED

@@ -1,0 +1,143 @@
+"""Node.start and Node.stop when a part fails to come up.
+
+Given a start that fails (an unreachable MariaDB, or any one part made to raise),
+then start raises that part's error, every part that came up before it is stopped
+again, and a later stop() raises nothing. Given a part that fails to stop after a
+full start, then the other parts are still stopped and stop() raises that failure.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from dispatcher.clock import Clock
+from dispatcher.config import MySQLConfig, NodeConfig
+from dispatcher.errors import Unavailable
+from dispatcher.node import Node
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, timeout=30))
+
+
+def closed_port() -> int:
+    """A local port nothing listens on: connecting to it is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def refuses(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def config(**overrides) -> NodeConfig:
+    return NodeConfig(node_id="lifecycle-test", cluster=False, grpc_port=0, admin_port=0, **overrides)
+
+
+def test_stop_after_start_failed_on_an_unreachable_store_raises_nothing():
+    node = Node(config(mysql=MySQLConfig(port=closed_port())), clock=Clock())
+
+    async def scenario():
+        with pytest.raises(Unavailable, match="mysql 127.0.0.1"):
+            await node.start()
+        await node.stop()  # raised AttributeError ('_observer') before
+        await node.stop()
+
+    run(scenario())
+    assert node.grpc_port is None and not node._serving
+
+
+class Part:
+    """Stands in for one of the node's parts: records start and stop, raises when told."""
+
+    def __init__(self, name: str, calls: list[str], fail_on: str | None):
+        self.name, self.calls, self.fail_on = name, calls, fail_on
+
+    def _call(self, what: str) -> None:
+        self.calls.append(f"{self.name}.{what}")
+        if self.fail_on == what:
+            raise RuntimeError(f"{self.name} {what} failed")
+
+    def start(self) -> None:
+        self._call("start")
+
+    def stop(self) -> None:
+        self._call("stop")
+
+    def ensure_slots(self, slot_count: int) -> None:
+        pass
+
+    def close(self) -> None:  # RingView
+        self._call("stop")
+
+
+class AsyncPart(Part):
+    async def start(self) -> None:
+        self._call("start")
+
+    async def stop(self) -> None:
+        self._call("stop")
+
+
+SYNC_PARTS = ("store", "session", "executors_directory", "producer", "admin", "ring_view")
+ASYNC_PARTS = ("engine", "ownership")
+START_ORDER = ("store", "session", "executors_directory", "producer", "engine", "ownership", "admin")
+
+
+def node_of_parts(failing: str | None, what: str) -> tuple[Node, list[str]]:
+    """A node whose parts are all stand-ins except the gRPC API, which serves for real."""
+    node = Node(config(), clock=Clock())
+    calls: list[str] = []
+    for name in SYNC_PARTS + ASYNC_PARTS:
+        kind = AsyncPart if name in ASYNC_PARTS else Part
+        setattr(node, name, kind(name, calls, what if name == failing else None))
+    return node, calls
+
+
+@pytest.mark.parametrize("failing", START_ORDER)
+def test_a_failed_start_stops_every_part_that_came_up(failing):
+    node, calls = node_of_parts(failing, "start")
+
+    async def scenario():
+        with pytest.raises(RuntimeError, match=f"{failing} start failed"):
+            await node.start()
+        observer = node._observer
+        await node.stop()  # a no-op now: the failed start has cleaned up already
+        if observer is not None:  # cancelled by the clean-up: let it finish cancelling
+            await asyncio.gather(observer, return_exceptions=True)
+        return observer
+
+    observer = run(scenario())
+    up = START_ORDER[:START_ORDER.index(failing)]
+    started = [c.split(".")[0] for c in calls if c.endswith(".start")]
+    assert started == [*up, failing]  # nothing started after the failure
+    stops = [c.split(".")[0] for c in calls if c.endswith(".stop")]
+    for name in up:
+        assert name in stops, f"{name} came up but was not stopped: {calls}"
+        assert calls.index(f"{name}.stop") > calls.index(f"{failing}.start")
+    assert len(stops) == len(set(stops)), f"a part was stopped twice: {calls}"
+    if failing == "admin":
+        # The gRPC server and the gauge refresher were up: they are down again.
+        assert node.grpc_port and refuses(node.grpc_port)
+        assert observer is not None and observer.cancelled()
+
+
+def test_stop_runs_every_step_and_raises_a_failure_after_a_full_start():
+    node, calls = node_of_parts("engine", "stop")
+
+    async def scenario():
+        await node.start()
+        assert node._serving
+        with pytest.raises(RuntimeError, match="engine stop failed"):
+            await node.stop()
+
+    run(scenario())
+    stops = [c.split(".")[0] for c in calls if c.endswith(".stop")]
+    # Reverse of the start order, the ring view's consumer closed before the store.
+    assert stops == ["admin", "ownership", "engine", "producer", "executors_directory", "session",
+                     "ring_view", "store"]
+    assert refuses(node.grpc_port)
