@@ -47,7 +47,9 @@ def _cmd_stack(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from dispatcher.demo import run_demo
+    # The demo is a client of the system (harness/demo.py), above dispatcher/: imported
+    # here only, when the command runs, so that nothing in dispatcher/ depends on it.
+    from harness.demo import run_demo
     return run_demo(nodes=args.nodes)
 
 

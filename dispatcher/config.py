@@ -127,20 +127,22 @@ class NodeConfig:
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> "NodeConfig":
         """Build from TASKRING_* variables; explicit overrides win."""
         env = os.environ if environ is None else environ
+        # The defaults are the dataclasses' own, written once (the local stack's endpoints).
+        m, k, z = MySQLConfig(), KafkaConfig(), ZooKeeperConfig()
         mysql = MySQLConfig(
-            host=env.get("TASKRING_MYSQL_HOST", "127.0.0.1"),
-            port=int(env.get("TASKRING_MYSQL_PORT", "23306")),
-            user=env.get("TASKRING_MYSQL_USER", "root"),
-            password=env.get("TASKRING_MYSQL_PASSWORD", ""),
-            database=env.get("TASKRING_MYSQL_DATABASE", "taskring"),
+            host=env.get("TASKRING_MYSQL_HOST", m.host),
+            port=int(env.get("TASKRING_MYSQL_PORT", m.port)),
+            user=env.get("TASKRING_MYSQL_USER", m.user),
+            password=env.get("TASKRING_MYSQL_PASSWORD", m.password),
+            database=env.get("TASKRING_MYSQL_DATABASE", m.database),
         )
         kafka = KafkaConfig(
-            bootstrap_servers=env.get("TASKRING_KAFKA", "127.0.0.1:29092"),
-            topic_prefix=env.get("TASKRING_TOPIC_PREFIX", "taskring.tasks"),
+            bootstrap_servers=env.get("TASKRING_KAFKA", k.bootstrap_servers),
+            topic_prefix=env.get("TASKRING_TOPIC_PREFIX", k.topic_prefix),
         )
         zookeeper = ZooKeeperConfig(
-            hosts=env.get("TASKRING_ZK", "127.0.0.1:22181/taskring"),
-            session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", "6000")),
+            hosts=env.get("TASKRING_ZK", z.hosts),
+            session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", z.session_timeout_ms)),
         )
         values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
         if "TASKRING_BIND_HOST" in env:

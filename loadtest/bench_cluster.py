@@ -5,7 +5,8 @@ Kafka topics, dropped afterwards) of real `taskring node` processes, with an
 executor process and a load-generator process, under a steady offered load
 (default 500 tasks/s through SubmitBatch, spread over 64 task types, 4 per
 slot, so every one of the 16 slots has traffic; 80% Kafka path, 20% MySQL path
-as in tests/integration/cluster_harness.py). One run, in this order:
+as in tests/integration/cluster_harness.py; the world, the node processes and the
+ring check are harness/'s). One run, in this order:
 
   ring model      cluster.ring.desired_owners for 16 and 64 slots over many
                   node-name sets: the fraction of slots a join/leave moves,
@@ -73,6 +74,11 @@ if str(REPO) not in sys.path:
 
 from cluster.ring import desired_owners  # noqa: E402
 from cluster.slots import slot_of  # noqa: E402
+from harness.processes import NodeProcess  # noqa: E402
+from harness.ringcheck import ring_problems, zk_ring_view  # noqa: E402
+from harness.stack import StackEndpoints  # noqa: E402
+from harness.wait import wait_until  # noqa: E402
+from harness.world import create_world, drop_world  # noqa: E402
 
 REPORTS_DIR = REPO / "loadtest" / "reports"
 SLOTS = 16
@@ -82,44 +88,7 @@ ROUTE_THRESHOLD_MS = 1500
 TERMINAL = ("succeeded", "dead_lettered", "cancelled")
 
 
-# ================================================================ the stack
-
-@dataclasses.dataclass(frozen=True)
-class Stack:
-    """Endpoints of deploy/local/stack.sh (the same defaults and env vars as tests/conftest.py)."""
-    host: str = "127.0.0.1"
-    zk_port: int = 22181
-    kafka_port: int = 29092
-    mysql_port: int = 23306
-    mysql_user: str = "root"
-    mysql_password: str = ""
-
-    @classmethod
-    def from_env(cls) -> "Stack":
-        e = os.environ.get
-        return cls(e("TASKRING_STACK_HOST", cls.host), int(e("TASKRING_ZK_PORT", cls.zk_port)),
-                   int(e("TASKRING_KAFKA_PORT", cls.kafka_port)), int(e("TASKRING_MYSQL_PORT", cls.mysql_port)),
-                   e("TASKRING_MYSQL_USER", cls.mysql_user), e("TASKRING_MYSQL_PASSWORD", cls.mysql_password))
-
-    @property
-    def zk_hosts(self) -> str:
-        return f"{self.host}:{self.zk_port}"
-
-    @property
-    def kafka_bootstrap(self) -> str:
-        return f"{self.host}:{self.kafka_port}"
-
-    def mysql_connect(self, database: str | None = None, **kw):
-        import pymysql
-        kw.setdefault("autocommit", True)
-        kw.setdefault("connect_timeout", 5)
-        return pymysql.connect(host=self.host, port=self.mysql_port, user=self.mysql_user,
-                               password=self.mysql_password, database=database, **kw)
-
-    def kafka_admin(self):
-        from confluent_kafka.admin import AdminClient
-        return AdminClient({"bootstrap.servers": self.kafka_bootstrap})
-
+# ================================================================ the task types
 
 def spread_task_types(per_slot: int = 4, slots: int = SLOTS) -> list[str]:
     """Task type names, exactly `per_slot` of them in every slot."""
@@ -351,24 +320,18 @@ class ZkObserver(threading.Thread):
 
     def wait(self, pred: Callable[[ZkSample], bool], since: float, timeout_s: float, what: str) -> ZkSample:
         """The first sample, from the state at `since` on, for which pred holds."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            for s in self.since(since):
-                if pred(s):
-                    return dataclasses.replace(s, t=max(s.t, since))
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}; "
-                                   f"latest: {self.latest()}")
-            time.sleep(0.02)
+        def first() -> ZkSample | None:
+            return next((dataclasses.replace(s, t=max(s.t, since)) for s in self.since(since) if pred(s)), None)
+        try:
+            return wait_until(first, timeout_s, what, 0.02)
+        except AssertionError as exc:
+            raise TimeoutError(f"{exc}; latest: {self.latest()}") from None
 
 
 def settled_pred(members: set[str]) -> Callable[[ZkSample], bool]:
-    desired = desired_owners(members, SLOTS)
-
+    """harness/ringcheck.py's check, on what ZooKeeper holds."""
     def pred(s: ZkSample) -> bool:
-        return set(s.members) == members and all(
-            s.owners.get(slot, (None, None))[0] == node and s.owners[slot][1] is not None
-            for slot, node in desired.items())
+        return not ring_problems(zk_ring_view(s.members, s.owners, SLOTS), members)
     return pred
 
 
@@ -655,15 +618,10 @@ def ring_model(sets_per_family: int = 100, max_nodes: int = 8, seed: int = 7) ->
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.stack = Stack.from_env()
+        self.stack = StackEndpoints.from_env()
         self.run_id = uuid.uuid4().hex[:10]
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"taskring-bench-cluster-{self.run_id}-"))
         self.logs = self.dir / "logs"
-        self.logs.mkdir()
-        self.database = f"taskring_bench_{self.run_id}"
-        self.chroot = f"/taskring-bench-{self.run_id}"
-        self.prefix = f"taskring-bench-{self.run_id}"
-        self.topics = [f"{self.prefix}.{p}" for p in ("high", "normal", "low")]
         self.nodes: dict[str, Any] = {}          # node_id -> NodeProcess (current incarnation)
         self.session_ms: dict[str, int] = {}
         self.events: list[dict[str, Any]] = []
@@ -680,74 +638,28 @@ class Bench:
     # ---- setup / teardown ----
 
     def setup(self) -> None:
-        from confluent_kafka.admin import NewTopic
-        from kazoo.client import KazooClient
-
-        from dispatcher.store.migrate import migrate
-        from tests.integration.harness import TaskringEnv
-
-        conn = self.stack.mysql_connect(autocommit=False)
-        try:
-            migrate(conn, self.database)
-        finally:
-            conn.close()
-        zk = KazooClient(hosts=self.stack.zk_hosts)
-        zk.start(timeout=15)
-        try:
-            zk.ensure_path(self.chroot)
-        finally:
-            zk.stop()
-            zk.close()
-        admin = self.stack.kafka_admin()
-        for fut in admin.create_topics([NewTopic(t, num_partitions=SLOTS, replication_factor=1) for t in self.topics],
-                                       operation_timeout=30).values():
-            fut.result(timeout=60)
-        self.env = TaskringEnv(stack=self.stack, database=self.database, zk_hosts=self.stack.zk_hosts + self.chroot,
-                               topic_prefix=self.prefix, partitions=SLOTS, logs=self.logs)
+        self.env = create_world(self.stack, "bench", self.logs, SLOTS, run_id=self.run_id)
         self.zk = ZkObserver(self.env.zk_hosts)
         self.zk.start()
         self.neighbours = Neighbours()
         self.neighbours.start()
 
     def teardown(self) -> None:
-        from kazoo.client import KazooClient
         for node in list(self.nodes.values()):
-            if node.alive():
-                try:
-                    node.terminate(timeout_s=30)
-                except Exception:
-                    node.kill()
+            node.stop(timeout_s=30)
         try:
             self.zk.stop()
         except Exception:
             pass
         if self.args.keep:
-            print(f"kept: database {self.database}, chroot {self.chroot}, topics {self.prefix}.*")
+            print(f"kept: database {self.env.database}, ZooKeeper {self.env.zk_hosts}, topics {self.env.topic_prefix}.*")
             return
-        admin = self.stack.kafka_admin()
-        for fut in admin.delete_topics(self.topics, operation_timeout=30).values():
-            try:
-                fut.result(timeout=60)
-            except Exception as exc:
-                print(f"warning: could not delete a topic: {exc}")
-        zk = KazooClient(hosts=self.stack.zk_hosts)
-        zk.start(timeout=15)
-        try:
-            zk.delete(self.chroot, recursive=True)
-        finally:
-            zk.stop()
-            zk.close()
-        conn = self.stack.mysql_connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{self.database}`")
-        finally:
-            conn.close()
+        for problem in drop_world(self.env):
+            print(f"warning: could not drop {problem}")
 
     # ---- nodes ----
 
     def start_node(self, node_id: str, session_ms: int):
-        from tests.integration.harness import NodeProcess
         node = NodeProcess(self.env, node_id, TASKRING_ZK_SESSION_TIMEOUT_MS=str(session_ms),
                            TASKRING_ROUTE_THRESHOLD_MS=str(ROUTE_THRESHOLD_MS)).start()
         self.nodes[node_id] = node
@@ -795,12 +707,8 @@ class Bench:
 
     def wait_flowing(self, n: int = 500, timeout_s: float = 30) -> None:
         a0, e0 = self.load_count.value, self.exec_count.value
-        deadline = time.monotonic() + timeout_s
-        while self.load_count.value - a0 < n or self.exec_count.value - e0 < n:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"load is not flowing: acked +{self.load_count.value - a0},"
-                                   f" executed +{self.exec_count.value - e0}")
-            time.sleep(0.1)
+        wait_until(lambda: self.load_count.value - a0 >= n and self.exec_count.value - e0 >= n, timeout_s,
+                   f"load to flow ({n} more acked and executed)", 0.1)
 
     # ---- scenarios ----
 
@@ -1187,7 +1095,7 @@ def scan_logs(logs: pathlib.Path, per_node: int = 6) -> dict[str, Any]:
 
 # ================================================================ machine facts and report
 
-def zk_conf(stack: Stack) -> dict[str, str]:
+def zk_conf(stack: StackEndpoints) -> dict[str, str]:
     import socket
     try:
         with socket.create_connection((stack.host, stack.zk_port), timeout=3) as s:
@@ -1201,7 +1109,7 @@ def zk_conf(stack: Stack) -> dict[str, str]:
         return {"error": str(exc)}
 
 
-def facts(stack: Stack) -> dict[str, Any]:
+def facts(stack: StackEndpoints) -> dict[str, Any]:
     try:
         from loadtest.raw_parts import machine_facts
         f = machine_facts(stack.host, stack.mysql_port, stack.mysql_user)
@@ -1465,7 +1373,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-report", action="store_true", help="print only")
     args = p.parse_args(argv)
 
-    stack = Stack.from_env()
+    stack = StackEndpoints.from_env()
     t0 = time.time()
     result: dict[str, Any] = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "machine": facts(stack)}

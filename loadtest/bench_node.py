@@ -53,12 +53,10 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from typing import Any
 
@@ -66,11 +64,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import pymysql  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
 from cluster.slots import slot_of  # noqa: E402
-from dispatcher.store.migrate import migrate  # noqa: E402
+from harness.processes import NodeProcess  # noqa: E402
+from harness.stack import StackEndpoints  # noqa: E402
+from harness.world import World, create_world, drop_world  # noqa: E402
 from loadtest.raw_parts import format_table as raw_format_table  # noqa: E402
 from loadtest.raw_parts import machine_facts, make_envelopes, measure_raw_parts  # noqa: E402
 
@@ -105,12 +102,6 @@ def summarize_ms(values: list[float]) -> dict[str, Any]:
         return {"count": 0}
     return {"count": len(v), "min": v[0], "p50": pct(v, 50), "p90": pct(v, 90), "p99": pct(v, 99),
             "p999": pct(v, 99.9), "max": v[-1], "mean": sum(v) / len(v)}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spread_task_types(per_slot: int = 2, slots: int = SLOTS, namespace: str = NAMESPACE) -> list[str]:
@@ -222,206 +213,32 @@ class CpuMeter:
                 "other_processes_cpu_s": round(busy_s - known, 2)}
 
 
-# ---------------------------------------------------------------- the private world
-
-@dataclasses.dataclass
-class World:
-    """A scratch database, ZooKeeper chroot and topics; destroy() removes them."""
-
-    mysql_host: str
-    mysql_port: int
-    mysql_user: str
-    kafka: str
-    zk: str
-    run_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:8])
-
-    @property
-    def database(self) -> str:
-        return f"taskring_bench_node_{self.run_id}"
-
-    @property
-    def chroot(self) -> str:
-        return f"/taskring-bench-node-{self.run_id}"
-
-    @property
-    def zk_hosts(self) -> str:
-        return self.zk + self.chroot
-
-    @property
-    def topic_prefix(self) -> str:
-        return f"taskring-bench-node-{self.run_id}"
-
-    @property
-    def topics(self) -> list[str]:
-        return [f"{self.topic_prefix}.{p}" for p in ("high", "normal", "low")]
-
-    def connect(self, database: str | None = None, autocommit: bool = True) -> pymysql.connections.Connection:
-        return pymysql.connect(host=self.mysql_host, port=self.mysql_port, user=self.mysql_user,
-                               database=database, autocommit=autocommit,
-                               init_command="SET SESSION time_zone = '+00:00'")
-
-    def sql(self, query: str, args: Any = ()) -> list[tuple]:
-        conn = self.connect(self.database)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(query, args)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
-
-    def create(self) -> None:
-        conn = self.connect(autocommit=False)
-        try:
-            migrate(conn, self.database)
-        finally:
-            conn.close()
-        from kazoo.client import KazooClient
-        zk = KazooClient(hosts=self.zk)
-        zk.start(timeout=15)
-        try:
-            zk.ensure_path(self.chroot)
-        finally:
-            zk.stop()
-            zk.close()
-        admin = AdminClient({"bootstrap.servers": self.kafka, "log_level": 4})
-        futures = admin.create_topics([NewTopic(t, num_partitions=SLOTS, replication_factor=1) for t in self.topics],
-                                      operation_timeout=30)
-        for fut in futures.values():
-            fut.result(timeout=60)
-
-    def destroy(self) -> list[str]:
-        """Remove everything; returns the problems met (never raises)."""
-        problems = []
-        try:
-            admin = AdminClient({"bootstrap.servers": self.kafka, "log_level": 4})
-            for topic, fut in admin.delete_topics(self.topics, operation_timeout=30).items():
-                try:
-                    fut.result(timeout=60)
-                except Exception as exc:  # noqa: BLE001
-                    problems.append(f"topic {topic}: {exc}")
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"topics: {exc}")
-        try:
-            from kazoo.client import KazooClient
-            zk = KazooClient(hosts=self.zk)
-            zk.start(timeout=15)
-            try:
-                zk.delete(self.chroot, recursive=True)
-            finally:
-                zk.stop()
-                zk.close()
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"zk chroot {self.chroot}: {exc}")
-        try:
-            conn = self.connect()
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(f"DROP DATABASE IF EXISTS `{self.database}`")
-            finally:
-                conn.close()
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"database {self.database}: {exc}")
-        return problems
-
-
 # ---------------------------------------------------------------- the node process
 
-class NodeProcess:
-    """`python -m dispatcher.cli node --single` in its own process (optionally under cProfile)."""
+def start_node(world: World, run_dir: pathlib.Path, route_threshold_ms: int, log_level: str,
+               cprofile_out: pathlib.Path | None = None) -> NodeProcess:
+    """`taskring node --single` in the world (harness/processes.py), optionally under cProfile."""
+    return NodeProcess(world, f"bench-node-{world.topic_prefix.rsplit('-', 1)[-1]}", single=True,
+                       log_path=run_dir / "node.log",
+                       python_args=["-m", "cProfile", "-o", str(cprofile_out)] if cprofile_out else (),
+                       TASKRING_ROUTE_THRESHOLD_MS=str(route_threshold_ms), TASKRING_LOG_LEVEL=log_level).start()
 
-    def __init__(self, world: World, run_dir: pathlib.Path, route_threshold_ms: int, log_level: str,
-                 cprofile_out: pathlib.Path | None = None):
-        self.world = world
-        self.node_id = f"bench-node-{world.run_id}"
-        self.grpc_port = free_port()
-        self.admin_port = free_port()
-        self.log_path = run_dir / "node.log"
-        self.route_threshold_ms = route_threshold_ms
-        self.log_level = log_level
-        self.cprofile_out = cprofile_out
-        self.proc: subprocess.Popen | None = None
-        self.stop_s: float | None = None
-        self.returncode: int | None = None
 
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+def node_metrics(node: NodeProcess) -> str:
+    try:
+        return node.get_bytes("/metrics", 5.0).decode()
+    except Exception as exc:  # noqa: BLE001
+        return f"# could not read /metrics: {exc}"
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update({
-            "TASKRING_ZK": self.world.zk_hosts,
-            "TASKRING_KAFKA": self.world.kafka,
-            "TASKRING_MYSQL_HOST": self.world.mysql_host,
-            "TASKRING_MYSQL_PORT": str(self.world.mysql_port),
-            "TASKRING_MYSQL_USER": self.world.mysql_user,
-            "TASKRING_MYSQL_DATABASE": self.world.database,
-            "TASKRING_TOPIC_PREFIX": self.world.topic_prefix,
-            "TASKRING_PARTITIONS": str(SLOTS),
-            "TASKRING_ROUTE_THRESHOLD_MS": str(self.route_threshold_ms),
-            "TASKRING_LOG_LEVEL": self.log_level,
-        })
-        return env
-
-    def command(self) -> list[str]:
-        head = [sys.executable]
-        if self.cprofile_out is not None:
-            head += ["-m", "cProfile", "-o", str(self.cprofile_out)]
-        return head + ["-m", "dispatcher.cli", "node", "--single", "--node-id", self.node_id,
-                       "--grpc-port", str(self.grpc_port), "--admin-port", str(self.admin_port),
-                       "--no-admin-token"]
-
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.command(), cwd=REPO, env=self.env(), stdout=log,
-                                         stderr=subprocess.STDOUT)
-
-    def admin_get(self, path: str, timeout_s: float = 2.0) -> bytes:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.admin_port}{path}", timeout=timeout_s) as resp:
-            return resp.read()
-
-    def wait_ready(self, timeout_s: float = 60.0) -> float:
-        t0 = time.perf_counter()
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"node exited with {self.proc.returncode}; log {self.log_path}:\n{self.log_tail()}")
-            try:
-                self.admin_get("/readyz", 1.0)
-                return time.perf_counter() - t0
-            except Exception:  # noqa: BLE001
-                pass
-            if time.perf_counter() - t0 > timeout_s:
-                raise RuntimeError(f"node not ready after {timeout_s:.0f}s; log {self.log_path}:\n{self.log_tail()}")
-            time.sleep(0.1)
-
-    def metrics(self) -> str:
-        try:
-            return self.admin_get("/metrics", 5.0).decode()
-        except Exception as exc:  # noqa: BLE001
-            return f"# could not read /metrics: {exc}"
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def stop(self, timeout_s: float = 60.0) -> None:
-        """SIGTERM (the node hands its slots off and exits); kill -9 after `timeout_s`."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        t0 = time.perf_counter()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.returncode = self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.returncode = self.proc.wait(timeout=10)
-        self.stop_s = time.perf_counter() - t0
+def stack_from_args(args: argparse.Namespace) -> StackEndpoints:
+    """The stack of the command line (its defaults: harness/stack.py's)."""
+    zk_host, _, zk_port = args.zk.rpartition(":")
+    kafka_host, _, kafka_port = args.kafka.rpartition(":")
+    if not zk_host == kafka_host == args.mysql_host:
+        raise SystemExit("bench_node: ZooKeeper, Kafka and MariaDB must be on one host (the local stack)")
+    return dataclasses.replace(StackEndpoints.from_env(), host=args.mysql_host, zk_port=int(zk_port),
+                               kafka_port=int(kafka_port), mysql_port=args.mysql_port, mysql_user=args.mysql_user)
 
 
 # ---------------------------------------------------------------- executor processes
@@ -979,7 +796,7 @@ def run_locust(target: str, task_types: list[str], seconds: int, users: int, run
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     run_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench_node_"))
-    world = World(args.mysql_host, args.mysql_port, args.mysql_user, args.kafka, args.zk)
+    stack = stack_from_args(args)
     task_types = spread_task_types()
     result: dict[str, Any] = {
         "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -1005,15 +822,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                           if dirty.stdout.strip() else "")
     result["machine"]["grpcio"] = __import__("grpc").__version__
     result["machine"]["protobuf"] = __import__("google.protobuf", fromlist=["__version__"]).__version__
-    print(f"world: database {world.database}, chroot {world.chroot}, topics {world.topic_prefix}.*; "
+    world = create_world(stack, "bench-node", run_dir, SLOTS, run_id=uuid.uuid4().hex[:8])
+    print(f"world: database {world.database}, ZooKeeper {world.zk_hosts}, topics {world.topic_prefix}.*; "
           f"logs in {run_dir}", file=sys.stderr)
-    world.create()
     node = executors = spy = None
     try:
         cprof = run_dir / "node.cprofile" if args.profile == "cprofile" else None
-        node = NodeProcess(world, run_dir, args.route_threshold_ms, args.node_log_level, cprof)
-        node.start()
-        result["node"] = {"command": " ".join(node.command()[1:]), "ready_s": round(node.wait_ready(), 2),
+        node = start_node(world, run_dir, args.route_threshold_ms, args.node_log_level, cprof)
+        t_ready = time.perf_counter()
+        node.wait_ready(60.0)
+        result["node"] = {"command": " ".join(node.args[1:]), "ready_s": round(time.perf_counter() - t_ready, 2),
                           "pid": node.pid, "target": node.target}
         executors = Executors(world, task_types, args.executors, args.max_in_flight)
         executors.start()
@@ -1107,7 +925,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["store"] = facts
         result["message_bytes"] = {"task_envelope": facts["task_envelope_bytes"],
                                    "queued_task": queued_task_size(envelope)}
-        result["node_metrics_excerpt"] = [ln for ln in node.metrics().splitlines()
+        result["node_metrics_excerpt"] = [ln for ln in node_metrics(node).splitlines()
                                           if ln.startswith("taskring_") and "_bucket" not in ln][:60]
 
         # ---- Locust (optional), against the same node
@@ -1137,7 +955,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["phase_b"]["path_mismatches"] = dict(mismatched)
 
         # ---- Node stop (clean handoff; writes the cProfile file if any)
-        node.stop()
+        node.stop(60.0)
         result["node"].update({"stop_s": round(node.stop_s or 0, 2), "returncode": node.returncode})
 
         # ---- Profile
@@ -1170,9 +988,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if executors is not None:
             executors.stop(timeout_s=10)
         if node is not None:
-            node.stop()
+            node.stop(60.0)
             result.setdefault("node", {}).setdefault("log_tail", node.log_tail(15).splitlines())
-        problems = world.destroy()
+        problems = drop_world(world)
         if problems:
             result["cleanup_problems"] = problems
             print("cleanup problems: " + "; ".join(problems), file=sys.stderr)
@@ -1429,11 +1247,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--serve", type=int, default=0, metavar="SECONDS",
                    help="only start the world, node and executors and keep them up this long (for Locust by hand)")
     p.add_argument("--node-log-level", default="INFO")
-    p.add_argument("--kafka", default="127.0.0.1:29092")
-    p.add_argument("--zk", default="127.0.0.1:22181")
-    p.add_argument("--mysql-host", default="127.0.0.1")
-    p.add_argument("--mysql-port", type=int, default=23306)
-    p.add_argument("--mysql-user", default="root")
+    stack = StackEndpoints.from_env()
+    p.add_argument("--kafka", default=stack.kafka_bootstrap)
+    p.add_argument("--zk", default=stack.zk_hosts)
+    p.add_argument("--mysql-host", default=stack.host)
+    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
+    p.add_argument("--mysql-user", default=stack.mysql_user)
     p.add_argument("--report-name", default="bench_node", help="reports/<name>.md and .json (default bench_node)")
     p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
     p.add_argument("--no-report", action="store_true", help="print only")

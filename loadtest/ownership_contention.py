@@ -63,6 +63,7 @@ except ImportError:  # run as `python loadtest/ownership_contention.py`
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
     from loadtest.raw_parts import (create_scratch_db, drop_db, due_rows, insert_rows, machine_facts,
                                     make_envelopes, mysql_connect, process_cpu_s, server_pid)
+from harness.stack import StackEndpoints  # noqa: E402  (after the path fix above)
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 MODES = ("owned", "shared-skip-locked", "shared-for-update")
@@ -329,8 +330,9 @@ def reset_rows(conn: pymysql.connections.Connection, rows: list[tuple]) -> None:
 def measure_ownership_contention(n: int = 120_000, *, pollers: int = 3, slots: int = 16, limit: int = 500,
                                  modes: tuple[str, ...] = MODES, naive_index: bool = True,
                                  payload_bytes: int = 300, lock_wait_timeout: int = 5,
-                                 deadline_s: float = 25.0, host: str = "127.0.0.1", port: int = 23306,
-                                 user: str = "root") -> dict[str, Any]:
+                                 deadline_s: float = 25.0, host: str = StackEndpoints().host,
+                                 port: int = StackEndpoints().mysql_port,
+                                 user: str = StackEndpoints().mysql_user) -> dict[str, Any]:
     members = [f"node-{chr(ord('a') + i)}" for i in range(pollers)]
     owners = desired_owners(members, slots)
     split = {m: sorted(s for s, o in owners.items() if o == m) for m in members}
@@ -486,9 +488,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--payload-bytes", type=int, default=300)
     p.add_argument("--lock-wait-timeout", type=int, default=5, help="pollers' innodb_lock_wait_timeout, s")
     p.add_argument("--deadline-s", type=float, default=25.0, help="give up a mode after this long")
-    p.add_argument("--mysql-host", default="127.0.0.1")
-    p.add_argument("--mysql-port", type=int, default=23306)
-    p.add_argument("--mysql-user", default="root")
+    stack = StackEndpoints.from_env()
+    p.add_argument("--mysql-host", default=stack.host)
+    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
+    p.add_argument("--mysql-user", default=stack.mysql_user)
     p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
     p.add_argument("--report-name", help="report file stem (default ownership_contention"
                                          "[_no_naive_index])")

@@ -44,6 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from dispatcher.ids import new_task_id
 from dispatcher.store.migrate import migrate
+from harness.stack import StackEndpoints
 from taskring.wire import pb
 
 SLOTS = 16
@@ -131,7 +132,7 @@ def measure_kafka(envelopes: list[tuple[str, bytes]], bootstrap: str, timeout_s:
     admin.create_topics([NewTopic(topic, num_partitions=SLOTS, replication_factor=1)])[topic].result(30)
     try:
         producer = Producer({
-            # The dispatcher's producer (dispatcher/kafka_log.py TaskProducer).
+            # The dispatcher's producer (dispatcher/log/kafka.py TaskProducer).
             "bootstrap.servers": bootstrap,
             "acks": "all",
             "enable.idempotence": True,
@@ -169,7 +170,7 @@ def measure_kafka(envelopes: list[tuple[str, bytes]], bootstrap: str, timeout_s:
             raise RuntimeError(f"kafka produce: {acked[0]} acked, {failed[0]} failed, {left} still queued of {n}")
 
         consumer = Consumer({
-            # The dispatcher's consumer (dispatcher/kafka_log.py TaskConsumer).
+            # The dispatcher's consumer (dispatcher/log/kafka.py TaskConsumer).
             "bootstrap.servers": bootstrap,
             "group.id": f"taskring-bench-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
@@ -364,8 +365,9 @@ def measure_mysql(envelopes: list[tuple[str, bytes]], host: str, port: int, user
 # ---------------------------------------------------------------- the whole
 
 def measure_raw_parts(n: int = 200_000, payload_bytes: int = 300, *,
-                      kafka_bootstrap: str = "127.0.0.1:29092",
-                      mysql_host: str = "127.0.0.1", mysql_port: int = 23306, mysql_user: str = "root",
+                      kafka_bootstrap: str = StackEndpoints().kafka_bootstrap,
+                      mysql_host: str = StackEndpoints().host, mysql_port: int = StackEndpoints().mysql_port,
+                      mysql_user: str = StackEndpoints().mysql_user,
                       parts: tuple[str, ...] = ("kafka", "mysql")) -> dict[str, Any]:
     """Measure the parts in sequence (never both at once); returns the figures as a dict."""
     envelopes = make_envelopes(n, payload_bytes)
@@ -382,7 +384,8 @@ def measure_raw_parts(n: int = 200_000, payload_bytes: int = 300, *,
     return result
 
 
-def machine_facts(mysql_host: str | None = None, mysql_port: int = 23306, mysql_user: str = "root") -> dict[str, Any]:
+def machine_facts(mysql_host: str | None = None, mysql_port: int = StackEndpoints().mysql_port,
+                  mysql_user: str = StackEndpoints().mysql_user) -> dict[str, Any]:
     facts: dict[str, Any] = {"nproc": os.cpu_count(), "python": platform.python_version(),
                              "loadavg_1m": round(os.getloadavg()[0], 2)}
     try:
@@ -462,10 +465,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=200_000, help="messages (Kafka) and rows (MariaDB); default 200,000")
     p.add_argument("--payload-bytes", type=int, default=300, help="serialized envelope size; default 300")
     p.add_argument("--only", choices=["kafka", "mysql"], help="measure one part only")
-    p.add_argument("--kafka", default="127.0.0.1:29092", help="bootstrap servers")
-    p.add_argument("--mysql-host", default="127.0.0.1")
-    p.add_argument("--mysql-port", type=int, default=23306)
-    p.add_argument("--mysql-user", default="root")
+    stack = StackEndpoints.from_env()
+    p.add_argument("--kafka", default=stack.kafka_bootstrap, help="bootstrap servers")
+    p.add_argument("--mysql-host", default=stack.host)
+    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
+    p.add_argument("--mysql-user", default=stack.mysql_user)
     p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR,
                    help="write raw_parts.md and raw_parts.json here (default loadtest/reports)")
     p.add_argument("--no-report", action="store_true", help="print only")

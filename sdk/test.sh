@@ -7,7 +7,9 @@
 #   bash sdk/test.sh go node    # some
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export TASKRING_IT_ZK="${TASKRING_IT_ZK:-127.0.0.1:${TASKRING_ZK_PORT:-22181}}"
+# shellcheck source=../deploy/local/endpoints.sh
+source "$here/../deploy/local/endpoints.sh"
+export TASKRING_IT_ZK="${TASKRING_IT_ZK:-127.0.0.1:$TASKRING_ZK_PORT}"
 (($# > 0)) || set -- go java node
 failed=()
 for sdk in "$@"; do

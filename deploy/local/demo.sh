@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's first command: build .venv, bring the local stack up, prove each server works,
-# then run a local 3-node taskring cluster doing real work (`taskring demo`, dispatcher/demo.py).
+# then run a local 3-node taskring cluster doing real work (`taskring demo`, harness/demo.py).
 #
 #   bash deploy/local/demo.sh
 #

@@ -24,10 +24,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 STACK_DIR="${TASKRING_STACK_DIR:-$ROOT/.stack}"
 LOGS="$STACK_DIR/logs"
-export TASKRING_ZK_PORT="${TASKRING_ZK_PORT:-22181}"
-export TASKRING_KAFKA_PORT="${TASKRING_KAFKA_PORT:-29092}"
-export TASKRING_KAFKA_CONTROLLER_PORT="${TASKRING_KAFKA_CONTROLLER_PORT:-29093}"
-export TASKRING_MYSQL_PORT="${TASKRING_MYSQL_PORT:-23306}"
+# shellcheck source=endpoints.sh
+source "$HERE/endpoints.sh"   # TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, ..._CONTROLLER_PORT, TASKRING_MYSQL_PORT
 export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-16}"
 READY_TIMEOUT="${TASKRING_READY_TIMEOUT:-120}"
 CACHE_ROOT="${TASKRING_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/taskring}"
@@ -180,6 +178,24 @@ check_port_free() {
     fi
 }
 
+# spawn NAME CMD...: run a server in a session of its own (setsid), logging to its log and
+# writing its PID to its pidfile. Its own session, because whoever ran this script may be a
+# test or a tool whose whole process group is signalled when it ends (or times out): a
+# server started by `restart-zookeeper` from inside a test must outlive that test. The
+# child writes its own PID before exec, so the pidfile is right whether or not setsid forks.
+spawn() {
+    local name="$1" pidfile
+    shift
+    pidfile="$(pidfile_of "$name")"
+    rm -f "$pidfile"
+    setsid bash -c 'echo $$ > "$0"; exec "$@"' "$pidfile" "$@" >> "$(log_of "$name")" 2>&1 < /dev/null 9>&- &
+    local deadline=$(( $(date +%s) + 10 ))
+    until [[ -s "$pidfile" ]]; do
+        (( $(date +%s) <= deadline )) || die "$name: no pid written within 10s"
+        sleep 0.01
+    done
+}
+
 start_zookeeper() {
     local d="$STACK_DIR/zookeeper"
     mkdir -p "$d/data"
@@ -201,10 +217,8 @@ autopurge.purgeInterval=1
 EOF
     check_port_free zookeeper "$TASKRING_ZK_PORT" TASKRING_ZK_PORT
     echo "=== $(date -Is) start" >> "$(log_of zookeeper)"
-    nohup "$JAVA" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
-        -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg" \
-        >> "$(log_of zookeeper)" 2>&1 < /dev/null 9>&- &
-    echo $! > "$(pidfile_of zookeeper)"
+    spawn zookeeper "$JAVA" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+        -cp "$ZK_CLASSPATH" org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg"
 }
 
 start_kafka() {
@@ -251,11 +265,9 @@ EOF
     check_port_free kafka "$TASKRING_KAFKA_PORT" TASKRING_KAFKA_PORT
     check_port_free kafka-controller "$TASKRING_KAFKA_CONTROLLER_PORT" TASKRING_KAFKA_CONTROLLER_PORT
     echo "=== $(date -Is) start" >> "$(log_of kafka)"
-    nohup "$JAVA" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
+    spawn kafka "$JAVA" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
         -Djava.awt.headless=true -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" \
-        -Dkafka.logs.dir="$LOGS" -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
-        >> "$(log_of kafka)" 2>&1 < /dev/null 9>&- &
-    echo $! > "$(pidfile_of kafka)"
+        -Dkafka.logs.dir="$LOGS" -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties"
 }
 
 start_mariadb() {
@@ -300,8 +312,7 @@ EOF
     fi
     check_port_free mariadb "$TASKRING_MYSQL_PORT" TASKRING_MYSQL_PORT
     echo "=== $(date -Is) start" >> "$(log_of mariadb)"
-    nohup "$MARIADBD" --defaults-file="$d/my.cnf" >> "$(log_of mariadb)" 2>&1 < /dev/null 9>&- &
-    echo $! > "$(pidfile_of mariadb)"
+    spawn mariadb "$MARIADBD" --defaults-file="$d/my.cnf"
 }
 
 cmd_up() {

@@ -22,10 +22,11 @@ PRIORITY_TOPICS = ("taskring.tasks.high", "taskring.tasks.normal", "taskring.tas
 
 
 def ports() -> dict[str, int]:
+    # stack.sh exports these (deploy/local/endpoints.sh holds the defaults) before it runs us.
     return {
-        "zookeeper": int(os.environ.get("TASKRING_ZK_PORT", "22181")),
-        "kafka": int(os.environ.get("TASKRING_KAFKA_PORT", "29092")),
-        "mariadb": int(os.environ.get("TASKRING_MYSQL_PORT", "23306")),
+        "zookeeper": int(os.environ["TASKRING_ZK_PORT"]),
+        "kafka": int(os.environ["TASKRING_KAFKA_PORT"]),
+        "mariadb": int(os.environ["TASKRING_MYSQL_PORT"]),
     }
 
 

@@ -15,6 +15,8 @@ import re
 
 import pymysql
 
+from dispatcher.config import MySQLConfig
+
 MIGRATIONS_DIR = pathlib.Path(__file__).with_name("migrations")
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -65,9 +67,10 @@ def migrate(conn: pymysql.connections.Connection, database: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     env = os.environ
+    defaults = MySQLConfig()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default=env.get("TASKRING_MYSQL_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(env.get("TASKRING_MYSQL_PORT", "23306")))
+    parser.add_argument("--host", default=env.get("TASKRING_MYSQL_HOST", defaults.host))
+    parser.add_argument("--port", type=int, default=int(env.get("TASKRING_MYSQL_PORT", defaults.port)))
     parser.add_argument("--user", default=env.get("TASKRING_MYSQL_USER", "root"))
     parser.add_argument("--database", default=env.get("TASKRING_MYSQL_DATABASE", "taskring"))
     args = parser.parse_args(argv)

@@ -10,9 +10,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 py="${PYTHON:-$root/.venv/bin/python}"
-zk_hosts="127.0.0.1:${TASKRING_ZK_PORT:-22181}"
-kafka="127.0.0.1:${TASKRING_KAFKA_PORT:-29092}"
-mysql_port="${TASKRING_MYSQL_PORT:-23306}"
+# shellcheck source=../../deploy/local/endpoints.sh
+source "$root/deploy/local/endpoints.sh"
+zk_hosts="127.0.0.1:$TASKRING_ZK_PORT"
+kafka="127.0.0.1:$TASKRING_KAFKA_PORT"
+mysql_port="$TASKRING_MYSQL_PORT"
 run="java-e2e-$$"
 db="taskring_java_e2e_$$"
 prefix="$run.tasks"

@@ -4,20 +4,24 @@ from __future__ import annotations
 import random
 import signal
 import threading
-import time
 import uuid
 
-from taskring import Client, TaskSpec
+from taskring import TaskSpec
 
 from cluster.slots import slot_of
-from tests.integration.harness import NodeProcess, RecordingExecutor, TaskringEnv, wait_until
+from harness.clients import RoundRobinClients
+from harness.executors import RecordingExecutor
+from harness.processes import NodeProcess
+from harness.ringcheck import settled_owners
+from harness.wait import wait_until
+from harness.world import World
 
 SESSION_TIMEOUT_MS = 3000
 ROUTE_THRESHOLD_MS = 1500
 
 
 class Cluster:
-    def __init__(self, env: TaskringEnv, **node_env: str):
+    def __init__(self, env: World, **node_env: str):
         self.env = env
         self.node_env = {"TASKRING_ZK_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
                          "TASKRING_ROUTE_THRESHOLD_MS": str(ROUTE_THRESHOLD_MS), **node_env}
@@ -45,15 +49,9 @@ class Cluster:
     def settled(self, members: set[str], via: NodeProcess | None = None) -> dict[int, str] | None:
         """The owner map once every slot is owned by its desired owner among `members`."""
         try:
-            ring = self.ring(via)
+            return settled_owners(self.ring(via), members)
         except AssertionError:
             return None
-        if set(ring["members"]) != members:
-            return None
-        if all(s["actual_owner"] == s["desired_owner"] and s["actual_owner"] in members and s["epoch"]
-               for s in ring["slots"]):
-            return {s["slot"]: s["actual_owner"] for s in ring["slots"]}
-        return None
 
     def wait_settled(self, members: set[str], timeout_s: float = 30.0, via: NodeProcess | None = None):
         return wait_until(lambda: self.settled(members, via), timeout_s, f"the ring to settle on {sorted(members)}",
@@ -62,14 +60,9 @@ class Cluster:
     def stop_all(self) -> None:
         for node in self.live():
             node.resume()
-            node.proc.send_signal(signal.SIGUSR1)  # every thread's stack into its log, for post-mortems
+            node.signal(signal.SIGUSR1)  # every thread's stack into its log, for post-mortems
         for node in self.nodes.values():
-            if node.alive():
-                node.resume()
-                try:
-                    node.terminate(timeout_s=30)
-                except Exception:
-                    node.kill()
+            node.stop(timeout_s=30)
 
 
 class LoadGenerator:
@@ -77,7 +70,7 @@ class LoadGenerator:
     client-chosen task_ids, spread over many task types (hence slots) and over
     both paths. `acked` holds every task_id a node acknowledged."""
 
-    def __init__(self, env: TaskringEnv, targets: list[NodeProcess], ns: str = "tests",
+    def __init__(self, env: World, targets: list[NodeProcess], ns: str = "tests",
                  batch: int = 10, interval_s: float = 0.02, long_delay_share: float = 0.2):
         self.env = env
         self.targets = list(targets)
@@ -113,35 +106,28 @@ class LoadGenerator:
         return TaskSpec(self.ns, task_type, {}, task_id=str(uuid.uuid4()), delay=delay)
 
     def _run(self) -> None:
-        clients: dict[str, Client] = {}
-        i = 0
+        clients = RoundRobinClients(lambda: self.targets)
         try:
             while not self._stop.is_set():
-                targets = [t for t in self.targets if t.alive()]
-                if targets:
-                    node = targets[i % len(targets)]
-                    i += 1
-                    client = clients.get(node.node_id)
-                    if client is None:
-                        client = clients[node.node_id] = Client(node.target, rpc_timeout_s=3)
+                turn = clients.next()
+                if turn:
                     specs = [self._spec() for _ in range(self.batch)]
                     try:
-                        results = client.submit_batch(specs)
+                        results = turn[1].submit_batch(specs)
                         self.acked.update(r.task_id for r in results)
                     except Exception:
                         self.errors += 1
                         self.unknown.update(s.task_id for s in specs)
                 self._stop.wait(self.interval_s)
         finally:
-            for c in clients.values():
-                c.close()
+            clients.close()
 
 
 class ZkOwners:
     """Reads the actual owners straight from the claim znodes (/owners/<slot>),
     without the admin view's cache: for measuring how fast slots are re-owned."""
 
-    def __init__(self, env: TaskringEnv):
+    def __init__(self, env: World):
         from kazoo.client import KazooClient
         self._zk = KazooClient(hosts=env.zk_hosts)
         self._zk.start(timeout=15)
@@ -165,12 +151,12 @@ class ZkOwners:
         self._zk.close()
 
 
-def all_terminal(env: TaskringEnv) -> bool:
+def all_terminal(env: World) -> bool:
     counts = env.status_counts()
     return sum(v for k, v in counts.items() if k not in ("succeeded", "dead_lettered", "cancelled")) == 0
 
 
-def assert_nothing_lost(env: TaskringEnv, load: LoadGenerator, timeout_s: float = 90.0) -> dict[str, int]:
+def assert_nothing_lost(env: World, load: LoadGenerator, timeout_s: float = 90.0) -> dict[str, int]:
     """Every acknowledged task exists and every stored task reaches succeeded."""
     try:
         wait_until(lambda: all_terminal(env), timeout_s, "every stored task to reach a terminal state", 0.25)
@@ -188,6 +174,6 @@ def assert_nothing_lost(env: TaskringEnv, load: LoadGenerator, timeout_s: float 
     return {"acked": len(load.acked), "stored": len(stored)}
 
 
-def slots_of(env: TaskringEnv, task_ids) -> dict[str, int]:
+def slots_of(env: World, task_ids) -> dict[str, int]:
     return {tid: slot_of("tests", tt, env.partitions)
             for tid, tt in env.sql("SELECT task_id, task_type FROM tasks")} if task_ids else {}

@@ -30,11 +30,14 @@ import uuid
 from collections import Counter
 from typing import Callable
 
-from taskring import Client, RetryPolicy, TaskSpec
+from taskring import RetryPolicy, TaskSpec
 
+from harness.clients import RoundRobinClients
+from harness.executors import Execution, RecordingExecutor, stale_deliveries
+from harness.processes import NodeProcess
+from harness.wait import wait_until
+from harness.world import World
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, slots_of
-from tests.integration.harness import (
-    Execution, NodeProcess, RecordingExecutor, TaskringEnv, stale_deliveries, wait_until)
 
 TERMINAL = ("succeeded", "dead_lettered", "cancelled")
 
@@ -50,7 +53,7 @@ class MixedLoad:
 
     KINDS = (("immediate", 0.4), ("kafka_delay", 0.3), ("mysql_delay", 0.2), ("fail_once", 0.1))
 
-    def __init__(self, env: TaskringEnv, targets: list[NodeProcess], *, rate: float = 300, batch: int = 10,
+    def __init__(self, env: World, targets: list[NodeProcess], *, rate: float = 300, batch: int = 10,
                  seed: int = 7):
         self.env = env
         self.targets = list(targets)
@@ -102,18 +105,13 @@ class MixedLoad:
                         delay=delay)
 
     def _run(self) -> None:
-        clients: dict[str, Client] = {}
-        i = 0
+        clients = RoundRobinClients(lambda: self.targets)
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
-                targets = [t for t in self.targets if t.alive()]
-                if targets:
-                    node = targets[i % len(targets)]
-                    i += 1
-                    client = clients.get(node.target)
-                    if client is None:
-                        client = clients[node.target] = Client(node.target, rpc_timeout_s=3)
+                turn = clients.next()
+                if turn:
+                    node, client = turn
                     kinds = [self._kind() for _ in range(self.batch)]
                     specs = [self._spec(k) for k in kinds]
                     with self._lock:
@@ -123,16 +121,14 @@ class MixedLoad:
                     except Exception:
                         self.errors += 1
                         self.unknown.update(s.task_id for s in specs)
-                        clients.pop(node.target, None)
-                        client.close()
+                        clients.drop(node)
                     else:
                         with self._lock:
                             for kind, res in zip(kinds, results):
                                 self.submitted[res.task_id] = Submitted(kind, int(res.due_at.timestamp() * 1000))
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
         finally:
-            for c in clients.values():
-                c.close()
+            clients.close()
 
 
 class FaultClock:
@@ -191,7 +187,7 @@ class FaultReport:
             f"lateness back to normal only {self.recovery_s:.1f}s after the fault (bound {recovery_bound_s}s)"
 
 
-def in_flight(env: TaskringEnv) -> int:
+def in_flight(env: World) -> int:
     return env.sql("SELECT COUNT(*) FROM tasks WHERE status = 'dispatched'")[0][0]
 
 
@@ -202,7 +198,7 @@ def _p99(values: list[float]) -> float:
     return values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
-def report(row: str, env: TaskringEnv, load: MixedLoad, executor: RecordingExecutor, fault: FaultClock, *,
+def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, fault: FaultClock, *,
            in_flight_at_fault: int, settle_timeout_s: float = 120, stuck_bound_s: float = 60,
            late_threshold_ms: int = 250, more_executions: Callable[[], list[Execution]] = list) -> FaultReport:
     """Wait (bounded) for every stored task to be terminal, then compute the row's figures."""

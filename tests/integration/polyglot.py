@@ -15,7 +15,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Sequence
 
 import pytest
 
-from tests.integration.harness import REPO
+from harness.processes import REPO, ChildProcess, display_command, tail
 
 SDK = REPO / "sdk"
 GO_DIR = SDK / "go"
@@ -33,14 +32,6 @@ NODE_CLI = NODE_DIR / "dist" / "cli.js"
 JAVA_CLASSPATH_FILE = JAVA_DIR / "target" / "classpath.txt"
 JAVA_CLASSES = JAVA_DIR / "target" / "classes"
 JAVA_MAIN_CLASS = JAVA_CLASSES / "io" / "taskring" / "cli" / "Main.class"
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _require(tool: str) -> str:
@@ -116,11 +107,6 @@ def build_tools(out_dir: Path) -> Tools:
                  build_log=log)
 
 
-def _display(args: Sequence[str]) -> str:
-    """The command line, with a long argument (the Java classpath) shortened."""
-    return " ".join(a if len(a) <= 200 else f"<{len(a)} chars: {a[:40]}...{a[-40:]}>" for a in args)
-
-
 @dataclasses.dataclass
 class CliResult:
     args: list[str]
@@ -129,7 +115,7 @@ class CliResult:
     stderr: str
 
     def command(self) -> str:
-        return _display(self.args)
+        return display_command(self.args)
 
     def describe(self) -> str:
         return (f"`{self.command()}` exited {self.returncode}\n--- stdout:\n{self.stdout[-3000:]}"
@@ -167,26 +153,13 @@ def run_cli(args: Sequence[str], log: Path, timeout_s: float = 60.0, cwd: Path =
     return result
 
 
-class ServiceProcess:
+class ServiceProcess(ChildProcess):
     """A long-running CLI process (an executor): stdout to <logs>/<name>.out, stderr to
     <logs>/<name>.err; stopped by its PID (SIGTERM, then SIGKILL after a deadline)."""
 
     def __init__(self, name: str, args: Sequence[str], logs: Path, cwd: Path = REPO):
-        self.name = name
-        self.args = list(args)
-        self.cwd = cwd
-        self.out_path = logs / f"{name}.out"
-        self.err_path = logs / f"{name}.err"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> "ServiceProcess":
-        with open(self.out_path, "ab") as out, open(self.err_path, "ab") as err:
-            self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=out, stderr=err,
-                                         stdin=subprocess.DEVNULL)
-        return self
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        super().__init__(name, args, logs / f"{name}.out", err_path=logs / f"{name}.err", cwd=cwd)
+        self.out_path = self.log_path
 
     def stdout_lines(self) -> list[str]:
         try:
@@ -195,17 +168,10 @@ class ServiceProcess:
             return []
 
     def logs(self, lines: int = 30) -> str:
-        state = ("running" if self.alive() else f"exited {self.proc.returncode}") if self.proc else "not started"
-        return (f"[{self.name}: `{_display(self.args)}` pid {self.proc.pid if self.proc else '-'} {state}]\n"
-                f"--- {self.out_path}:\n{tail(self.out_path, lines)}\n--- {self.err_path}:\n{tail(self.err_path, lines)}")
+        return self.describe(lines)
 
-    def stop(self, timeout_s: float = 15.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            print(f"polyglot: {self.name} (pid {self.proc.pid}) ignored SIGTERM for {timeout_s:.0f}s; killing it")
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+    def stop(self, timeout_s: float = 15.0) -> bool:
+        killed = super().stop(timeout_s)
+        if killed:
+            print(f"polyglot: {self.name} (pid {self.pid}) ignored SIGTERM for {timeout_s:.0f}s; killed it")
+        return killed

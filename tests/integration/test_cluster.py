@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from harness.executors import stale_deliveries
+from harness.faults import CutProxy
+from harness.wait import wait_until
 from tests.integration.cluster_harness import (
     SESSION_TIMEOUT_MS, Cluster, LoadGenerator, ZkOwners, assert_nothing_lost, slots_of)
-from tests.integration.faults import BlackholeProxy
-from tests.integration.harness import stale_deliveries, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -192,7 +193,7 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
 
 
 def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskring_env, recording_executor):
-    proxy = BlackholeProxy(taskring_env.stack.host, taskring_env.stack.zk_port)
+    proxy = CutProxy(taskring_env.stack.host, taskring_env.stack.zk_port)
     chroot = taskring_env.zk_hosts.split("/", 1)[1]
     try:
         before = start_three(cluster, n3={"TASKRING_ZK": f"127.0.0.1:{proxy.port}/{chroot}"})
@@ -225,7 +226,7 @@ def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskrin
 def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownership(taskring_env,
                                                                                     recording_executor):
     import subprocess
-    from tests.integration.harness import REPO
+    from harness.processes import REPO
     cluster = Cluster(taskring_env, TASKRING_ZK_SESSION_TIMEOUT_MS="10000")
     try:
         before = start_three(cluster)

@@ -14,7 +14,8 @@ from taskring import Client, RetryPolicy, TaskSpec, TaskState
 from taskring.errors import FailedPrecondition
 from taskring.wire import pb, pb_grpc
 
-from tests.integration.harness import NodeProcess, wait_until
+from harness.processes import NodeProcess
+from harness.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

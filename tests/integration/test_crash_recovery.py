@@ -8,7 +8,8 @@ import random
 import pytest
 from taskring import Client, TaskSpec
 
-from tests.integration.harness import NodeProcess, wait_until
+from harness.processes import NodeProcess
+from harness.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

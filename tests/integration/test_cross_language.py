@@ -25,7 +25,8 @@ import pytest
 from kazoo.client import KazooClient
 from taskring import Client, Executor, TaskState
 
-from tests.integration.harness import NodeProcess, wait_until
+from harness.processes import NodeProcess
+from harness.wait import wait_until
 from tests.integration.polyglot import ServiceProcess, Tools, build_tools, run_cli, tail
 
 pytestmark = pytest.mark.integration

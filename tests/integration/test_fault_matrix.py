@@ -14,11 +14,12 @@ import time
 
 import pytest
 
+from harness.executors import ExecutorProcess, RecordingExecutor
+from harness.faults import CutProxy
+from harness.processes import REPO
+from harness.wait import wait_until
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
-from tests.integration.executor_process import ExecutorProcess
 from tests.integration.fault_matrix import FaultClock, MixedLoad, in_flight, report
-from tests.integration.faults import BlackholeProxy
-from tests.integration.harness import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -246,7 +247,7 @@ def test_row6_an_executors_connections_dropped_mid_call(cluster, taskring_env, r
     b = None
     try:
         b = ExecutorProcess(taskring_env.zk_hosts, taskring_env.logs, name="executor-proxied")
-        proxy = BlackholeProxy("127.0.0.1", b.port)
+        proxy = CutProxy("127.0.0.1", b.port)
         b.advertise_port = proxy.port
 
         def drop():
@@ -265,7 +266,6 @@ def test_row6_an_executors_connections_dropped_mid_call(cluster, taskring_env, r
 
 def stack(*args: str) -> None:
     import subprocess
-    from tests.integration.harness import REPO
     out = subprocess.run(["bash", "deploy/local/stack.sh", *args], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -318,7 +318,7 @@ def test_row8_kafka_down_for_30s(cluster, taskring_env, recording_executor, run)
 @long_row
 @repeat
 def test_row7_mariadb_unreachable_for_30s(taskring_env, recording_executor, run):
-    proxy = BlackholeProxy(taskring_env.stack.host, taskring_env.stack.mysql_port)
+    proxy = CutProxy(taskring_env.stack.host, taskring_env.stack.mysql_port)
     cluster = Cluster(taskring_env, TASKRING_RECOVERY_GRACE_MS="5000", TASKRING_RECOVERY_INTERVAL_MS="1000",
                       TASKRING_MYSQL_PORT=str(proxy.port))
     try:
@@ -350,7 +350,6 @@ def test_row9_zookeeper_down_for_60s(cluster, taskring_env, recording_executor, 
 # ---------------------------------------------------------------- row 10: a node's clock off
 
 def _skewed_env(shift_s: float) -> dict[str, str]:
-    from tests.integration.harness import REPO
     return {"PYTHONPATH": str(REPO / "tests" / "integration" / "skewed_clock"),
             "TASKRING_TEST_WALL_CLOCK_SHIFT_S": str(shift_s)}
 
@@ -388,7 +387,6 @@ def test_row11_kill9_of_a_node_holding_100k_pending_tasks_in_its_heap(taskring_e
     from taskring import Client, TaskSpec
 
     from tests.integration.fault_matrix import Submitted
-    from tests.integration.harness import RecordingExecutor
     total = int(os.environ.get("TASKRING_ROW11_TASKS", "100000"))
     # Due in 90-150 s (about 1,700/s when they fall due): on the Kafka path (threshold 180 s),
     # so each lands in its owner's heap.

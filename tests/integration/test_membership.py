@@ -2,22 +2,22 @@
 
 Each test gets its own chroot under the run's chroot, so tests cannot see each
 other's /nodes or /executors. Connection faults are made with a small TCP proxy
-between one client and ZooKeeper (TcpProxy below); session expiry with kazoo's
-old harness trick (a second client attaches to the session and closes it).
+between one client and ZooKeeper (harness.faults.CutProxy: drop() resets and refuses);
+session expiry with kazoo's old harness trick (harness.faults.expire_session).
 Every wait is on a condition with a deadline.
 """
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
-import uuid
 from typing import Any, Callable
 
 import pytest
-from kazoo.client import KazooClient
 
+from harness import faults
+from harness.faults import CutProxy
+from harness.wait import wait_until
 from membership import (
     DuplicateNodeId,
     ExecutorDirectory,
@@ -59,118 +59,7 @@ class Recorder:
             return list(self.items)
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
-    """For state that has no listener (a raw znode): poll with a deadline."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.02)
-
-
-class TcpProxy:
-    """Forwards 127.0.0.1:<port> to ZooKeeper. drop() cuts every connection and refuses
-    new ones (accepts and closes at once) until restore(): to the client, the server
-    is unreachable while the server itself keeps running."""
-
-    def __init__(self, upstream: tuple[str, int]):
-        self._upstream = upstream
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.05)
-        self.port = self._listener.getsockname()[1]
-        self._open = threading.Event()
-        self._open.set()
-        self._closed = threading.Event()
-        self._lock = threading.Lock()
-        self._sockets: set[socket.socket] = set()
-        self._thread = threading.Thread(target=self._accept_loop, name="test-zk-proxy", daemon=True)
-        self._thread.start()
-
-    def drop(self) -> None:
-        self._open.clear()
-        with self._lock:
-            sockets, self._sockets = self._sockets, set()
-        for s in sockets:
-            self._kill(s)
-
-    def restore(self) -> None:
-        self._open.set()
-
-    def close(self) -> None:
-        self._closed.set()
-        self.drop()
-        self._thread.join(5)
-        self._listener.close()
-
-    @staticmethod
-    def _kill(s: socket.socket) -> None:
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        s.close()
-
-    def _accept_loop(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not self._open.is_set():
-                self._kill(client)
-                continue
-            try:
-                server = socket.create_connection(self._upstream, timeout=2)
-                server.settimeout(None)
-            except OSError:
-                self._kill(client)
-                continue
-            with self._lock:
-                self._sockets.update((client, server))
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            with self._lock:
-                self._sockets.discard(src)
-                self._sockets.discard(dst)
-            self._kill(src)
-            self._kill(dst)
-
-
-def expire_session(hosts: str, session: ZkSession) -> None:
-    """Make the server expire session's session, the way kazoo's harness once did:
-    attach a second client to the same session id and password, and close it."""
-    twin = KazooClient(hosts=hosts, client_id=session.client.client_id, timeout=SESSION_MS / 1000)
-    twin.start(timeout=WAIT_S)
-    twin.stop()
-    twin.close()
-
-
 # ---------------------------------------------------------------- fixtures
-
-@pytest.fixture
-def hosts(zk_hosts: str) -> str:
-    """A chroot of this test's own, under the run's chroot (created, so that kazoo
-    does not warn; removed with the run's chroot)."""
-    chroot = f"membership-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(hosts=zk_hosts, timeout=SESSION_MS / 1000)
-    zk.start(timeout=WAIT_S)
-    try:
-        zk.ensure_path(f"/{chroot}")
-    finally:
-        zk.stop()
-        zk.close()
-    return f"{zk_hosts}/{chroot}"
-
 
 @pytest.fixture
 def started():
@@ -200,12 +89,12 @@ def inspector(hosts: str, started):
 @pytest.fixture
 def proxy(zk_hosts: str):
     host, _, port = zk_hosts.partition("/")[0].rpartition(":")
-    p = TcpProxy((host, int(port)))
+    p = CutProxy(host, int(port))
     yield p
     p.close()
 
 
-def via(proxy: TcpProxy, hosts: str) -> str:
+def via(proxy: CutProxy, hosts: str) -> str:
     """hosts, but reaching ZooKeeper through the proxy (same chroot)."""
     _, _, chroot = hosts.partition("/")
     return f"127.0.0.1:{proxy.port}/{chroot}"
@@ -263,7 +152,7 @@ def test_expired_session_is_lost_then_a_new_generation_that_re_registers(hosts, 
     first_session = sa.session_id
     assert (sa.session_generation, a.registered_generation) == (1, 1)
 
-    expire_session(hosts, sa)
+    faults.expire_session(hosts, sa.client.client_id, SESSION_MS / 1000)
 
     events = a_events.wait_until(
         lambda ev: any(e.new_session and e.generation == 2 for e in ev), "a's new session")
@@ -277,7 +166,7 @@ def test_expired_session_is_lost_then_a_new_generation_that_re_registers(hosts, 
     views = b_views.wait_until(
         lambda v: {"node-b"} in v and v[-1] == {"node-a", "node-b"}, "b to see a leave and come back")
     assert views.index({"node-b"}) < len(views) - 1
-    wait_for(lambda: a.registered_generation == 2, "a to register in its new session")
+    wait_until(lambda: a.registered_generation == 2, WAIT_S, "a to register in its new session")
     _, stat = inspector.get("/nodes/node-a")
     assert stat.ephemeralOwner == sa.session_id
 
@@ -439,9 +328,7 @@ def test_the_lease_runs_out_before_the_server_can_expire_the_session(hosts, star
     assert sa.has_lease() and 0 < sa.lease_remaining_s() <= sa.session_timeout_ms / 1000 * LEASE_FRACTION
 
     proxy.drop()
-    deadline = time.monotonic() + 5
-    while sa.has_lease() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: not sa.has_lease(), 5, "the lease to run out", 0.01)
     # The lease ran out while the server still held the session: nobody else could
     # have claimed what a holds yet.
     assert not sa.has_lease()

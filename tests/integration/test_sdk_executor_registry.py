@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 
 import grpc
 import pytest
 from kazoo.client import KazooClient
 
+from harness import faults
+from harness.wait import wait_until
 from taskring import Executor
 from taskring.wire import pb, pb_grpc
 
@@ -56,25 +57,6 @@ def make_executor(executors: list[Executor], hosts: str, instance_id: str) -> Ex
         pass
 
     return ex
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {DEADLINE_S} s waiting for {what}")
-        time.sleep(0.02)
-
-
-def expire_session(hosts: str, owner: KazooClient) -> None:
-    """Expire `owner`'s session on the server: a second client attaches to the same session
-    (id and password), which takes it away from the owner's connection, then closes it."""
-    session_id, password = owner.client_id
-    intruder = KazooClient(hosts=hosts, client_id=(session_id, password), timeout=SESSION_TIMEOUT_S)
-    intruder.start(timeout=15)
-    assert intruder.client_id[0] == session_id
-    intruder.stop()
-    intruder.close()
 
 
 def test_executor_registers_its_address_and_task_types_and_deregisters_on_stop(zk_hosts, zk, executors):
@@ -119,7 +101,8 @@ def test_executor_registers_again_after_its_session_expires(zk_hosts, zk, execut
     zk.exists(path, watch=watch)
 
     # When its ZooKeeper session is expired on the server
-    expire_session(zk_hosts, ex._registration._client)  # white-box: the session to expire
+    session = ex._registration._client  # white-box: the session to expire
+    faults.expire_session(zk_hosts, session.client_id, SESSION_TIMEOUT_S)
 
     # Then the znode goes with the old session, and comes back under a new one
     assert gone.wait(DEADLINE_S), "the znode did not disappear with the expired session"
@@ -128,7 +111,7 @@ def test_executor_registers_again_after_its_session_expires(zk_hosts, zk, execut
         stat = zk.exists(path)
         return stat is not None and stat.ephemeralOwner not in (0, first.ephemeralOwner)
 
-    wait_for(back_under_a_new_session, "the executor to re-register")
+    wait_until(back_under_a_new_session, DEADLINE_S, "the executor to re-register", 0.02)
     assert json.loads(zk.get(path)[0])["address"] == ex.address
 
     # And stop() still removes it

@@ -5,10 +5,8 @@ reaches the callback on a thread of ours."""
 from __future__ import annotations
 
 import threading
-import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
 from membership import SessionState, SlotClaims, ZkSession
 
@@ -16,19 +14,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 SESSION_MS = 3000
 WAIT_S = 15.0
-
-
-@pytest.fixture
-def hosts(zk_hosts: str) -> str:
-    chroot = f"claims-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(hosts=zk_hosts, timeout=SESSION_MS / 1000)
-    zk.start(timeout=WAIT_S)
-    try:
-        zk.ensure_path(f"/{chroot}")
-    finally:
-        zk.stop()
-        zk.close()
-    return f"{zk_hosts}/{chroot}"
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from harness import faults
+
 pytestmark = pytest.mark.integration
 
 SESSION_TIMEOUT_S = 4.0  # the stack's ZooKeeper accepts 1..60 s (tickTime=500)
@@ -18,18 +20,6 @@ def _client(hosts: str, **kwargs) -> KazooClient:
     client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **kwargs)
     client.start(timeout=15)
     return client
-
-
-def expire_session(hosts: str, owner: KazooClient) -> None:
-    """Expire `owner`'s session on the server, the way kazoo's test harness used to: a second
-    client attaches to the same session (same session id and password), which moves the session
-    away from the owner's connection, then closes it, which ends the session on the server."""
-    session_id, password = owner.client_id
-    intruder = KazooClient(hosts=hosts, client_id=(session_id, password), timeout=SESSION_TIMEOUT_S)
-    intruder.start(timeout=15)
-    assert intruder.client_id[0] == session_id, "the second client did not attach to the owner's session"
-    intruder.stop()
-    intruder.close()
 
 
 def test_expired_session_deletes_ephemeral_node_for_watcher_and_owner_sees_lost(zk_hosts):
@@ -80,7 +70,7 @@ def test_expired_session_deletes_ephemeral_node_for_watcher_and_owner_sees_lost(
 
         # When the owner's session is expired by the server
         old_session_id = owner.client_id[0]
-        expire_session(zk_hosts, owner)
+        faults.expire_session(zk_hosts, owner.client_id, SESSION_TIMEOUT_S)
 
         # Then the watcher sees the ephemeral node disappear
         assert seen_gone.wait(DEADLINE_S), f"watcher did not see node-1 go within {DEADLINE_S}s: {children_history}"

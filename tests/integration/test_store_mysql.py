@@ -15,6 +15,7 @@ pytest.register_assert_rewrite("tests.store_conformance")
 
 from dispatcher.config import MySQLConfig  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
+from harness.world import create_database, drop_database  # noqa: E402
 from tests.store_conformance import Backend, StoreConformance  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ class TestMySQLTaskStore(StoreConformance):
         reason = KNOWN_DISCREPANCIES.get(request.node.name)
         if reason is not None:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-        database = stack.create_database(f"taskring_conf_{uuid.uuid4().hex[:12]}")
+        database = create_database(stack, f"taskring_conf_{uuid.uuid4().hex[:12]}")
         store = TaskStore(MySQLConfig(host=stack.host, port=stack.mysql_port, user=stack.mysql_user,
                                       password=stack.mysql_password, database=database))
         store.start()
@@ -50,7 +51,7 @@ class TestMySQLTaskStore(StoreConformance):
             yield Backend(store=store, dead_letters=dead_letters)
         finally:
             store.stop()
-            stack.drop_database(database)
+            drop_database(stack, database)
 
 
 def test_a_holder_frozen_mid_transaction_does_not_keep_the_next_owner_from_claiming(stack):
@@ -58,7 +59,7 @@ def test_a_holder_frozen_mid_transaction_does_not_keep_the_next_owner_from_claim
     # row; the slot's next owner must still be able to claim it once the holder has
     # been idle past idle_transaction_timeout, well before the lock wait runs out.
     import datetime as dt
-    database = stack.create_database(f"taskring_idle_{uuid.uuid4().hex[:12]}")
+    database = create_database(stack, f"taskring_idle_{uuid.uuid4().hex[:12]}")
     config = MySQLConfig(host=stack.host, port=stack.mysql_port, user=stack.mysql_user,
                          password=stack.mysql_password, database=database, idle_transaction_timeout_s=1,
                          lock_wait_timeout_s=4)
@@ -80,4 +81,4 @@ def test_a_holder_frozen_mid_transaction_does_not_keep_the_next_owner_from_claim
     finally:
         frozen.stop()
         next_owner.stop()
-        stack.drop_database(database)
+        drop_database(stack, database)

@@ -5,7 +5,8 @@ import datetime as dt
 
 from taskring import TaskEvent, TaskInfo, TaskState
 
-from dispatcher.demo import Planned, attempt_starts, history_text, judge, path_of, ring_problems, ran_on
+from harness.demo_tasks import Planned, attempt_starts, history_text, judge, path_of, ran_on
+from harness.ringcheck import ring_problems
 
 T0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -26,7 +27,8 @@ def info(state: str, attempts: int, history: list[TaskEvent]) -> TaskInfo:
 
 def ring(members, slots):
     return {"members": {m: {} for m in members},
-            "slots": [{"slot": i, "desired_owner": d, "actual_owner": a} for i, (d, a) in enumerate(slots)]}
+            "slots": [{"slot": i, "desired_owner": d, "actual_owner": a, "epoch": 1 if a else None}
+                      for i, (d, a) in enumerate(slots)]}
 
 
 def test_ring_settled_only_when_every_member_is_seen_and_every_slot_owned_by_its_desired_owner():

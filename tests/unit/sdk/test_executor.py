@@ -18,7 +18,7 @@ import pytest
 from taskring import Executor, NonRetryableError, RetryableError, TaskContext
 from taskring.wire import pb, pb_grpc
 
-from ._waiting import wait_until
+from harness.wait import wait_until
 
 K = pb.OutcomeKind
 

@@ -1,0 +1,134 @@
+"""Where the local stack (`deploy/local/stack.sh up`) answers, read in one place.
+
+The defaults are the node's own (dispatcher/config.py), so a node started with no
+TASKRING_* variables and the tools here agree on the same servers. The environment
+overrides them with the variables stack.sh itself reads: TASKRING_STACK_HOST,
+TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, TASKRING_MYSQL_PORT, TASKRING_MYSQL_USER,
+TASKRING_MYSQL_PASSWORD.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Mapping
+
+from dispatcher.config import KafkaConfig, MySQLConfig, ZooKeeperConfig
+
+
+def _host_port(hostport: str) -> tuple[str, int]:
+    host, _, port = hostport.rpartition(":")
+    return host, int(port)
+
+
+_ZK_HOSTS, _, _ZK_CHROOT = ZooKeeperConfig.hosts.partition("/")
+_MYSQL = MySQLConfig()
+
+DEFAULT_HOST = _MYSQL.host
+DEFAULT_ZK_PORT = _host_port(_ZK_HOSTS)[1]
+DEFAULT_KAFKA_PORT = _host_port(KafkaConfig.bootstrap_servers)[1]
+DEFAULT_MYSQL_PORT = _MYSQL.port
+CLUSTER_CHROOT = "/" + _ZK_CHROOT
+"""The chroot of the stack's own cluster (the node's default), e.g. the demo's."""
+CLUSTER_DATABASE = _MYSQL.database
+"""The stack's own database (created by stack.sh), e.g. the demo's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StackEndpoints:
+    host: str = DEFAULT_HOST
+    zk_port: int = DEFAULT_ZK_PORT
+    kafka_port: int = DEFAULT_KAFKA_PORT
+    mysql_port: int = DEFAULT_MYSQL_PORT
+    mysql_user: str = _MYSQL.user
+    mysql_password: str = dataclasses.field(default=_MYSQL.password, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StackEndpoints:
+        get = (os.environ if env is None else env).get
+        return cls(
+            host=get("TASKRING_STACK_HOST", cls.host),
+            zk_port=int(get("TASKRING_ZK_PORT", cls.zk_port)),
+            kafka_port=int(get("TASKRING_KAFKA_PORT", cls.kafka_port)),
+            mysql_port=int(get("TASKRING_MYSQL_PORT", cls.mysql_port)),
+            mysql_user=get("TASKRING_MYSQL_USER", cls.mysql_user),
+            mysql_password=get("TASKRING_MYSQL_PASSWORD", cls.mysql_password),
+        )
+
+    @property
+    def zk_hosts(self) -> str:
+        """ZooKeeper's connect string without a chroot."""
+        return f"{self.host}:{self.zk_port}"
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"{self.host}:{self.kafka_port}"
+
+    @property
+    def mysql_address(self) -> str:
+        return f"{self.host}:{self.mysql_port}"
+
+    def mysql_connect(self, database: str | None = None, **kwargs):
+        import pymysql
+
+        kwargs.setdefault("autocommit", True)
+        kwargs.setdefault("connect_timeout", 5)
+        return pymysql.connect(host=self.host, port=self.mysql_port, user=self.mysql_user,
+                               password=self.mysql_password, database=database, **kwargs)
+
+    def kafka_admin(self, **config):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.kafka_bootstrap, **config})
+
+    def zk_client(self, chroot: str = "", **kwargs):
+        """A started KazooClient (the caller stops and closes it)."""
+        from kazoo.client import KazooClient
+
+        kwargs.setdefault("timeout", 10)
+        client = KazooClient(hosts=self.zk_hosts + chroot, **kwargs)
+        client.start(timeout=15)
+        return client
+
+
+# ---------------------------------------------------------------- is it up?
+
+def _check_zookeeper(ep: StackEndpoints) -> None:
+    with socket.create_connection((ep.host, ep.zk_port), timeout=3) as s:
+        s.sendall(b"srvr")
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+    if b"Mode:" not in data:
+        raise RuntimeError(f"`srvr` answered without Mode: {data[:120]!r}")
+
+
+def _check_kafka(ep: StackEndpoints) -> None:
+    if not ep.kafka_admin().list_topics(timeout=10).brokers:
+        raise RuntimeError("metadata lists no brokers")
+
+
+def _check_mysql(ep: StackEndpoints) -> None:
+    conn = ep.mysql_connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchone()
+    finally:
+        conn.close()
+
+
+START_HINT = "start the stack with `bash deploy/local/stack.sh up` (logs in .stack/logs/)"
+
+
+def stack_problems(ep: StackEndpoints) -> list[str]:
+    """What of the stack does not answer, one line per server (empty: all three do)."""
+    problems = []
+    for name, where, check in (("ZooKeeper", ep.zk_hosts, _check_zookeeper),
+                               ("Kafka", ep.kafka_bootstrap, _check_kafka),
+                               ("MariaDB", ep.mysql_address, _check_mysql)):
+        try:
+            check(ep)
+        except Exception as exc:
+            problems.append(f"{name} is not reachable at {where}: {type(exc).__name__}: {exc}")
+    return problems
