@@ -85,7 +85,7 @@ class ClusterOwnership:
         self._members: dict[str, dict] = {}
         self._claims: dict[int, dict] = {}        # slot -> owner znode data (any node)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._kick: asyncio.Event | None = None
+        self._kick = asyncio.Event()  # binds to the loop on first use
         self._task: asyncio.Task | None = None
         self._generation_seen = 0
         self._stopping = False
@@ -97,7 +97,6 @@ class ClusterOwnership:
         if self._task is not None:
             return
         self._loop = asyncio.get_running_loop()
-        self._kick = asyncio.Event()
         self._session.add_listener(self._on_session)
         await asyncio.to_thread(self._claim_board.start, self._kick_threadsafe)
         self._registry.add_members_listener(self._on_members)
@@ -164,7 +163,7 @@ class ClusterOwnership:
                 log.exception("ownership reconcile failed; retrying")
             try:
                 await asyncio.wait_for(self._kick.wait(), _RECONCILE_EVERY_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _reconcile(self) -> None:

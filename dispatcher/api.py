@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
-from taskring.wire import pb, pb_grpc
 
 from cluster.slots import slot_of
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
@@ -27,25 +26,13 @@ from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.validation import Limits, ValidTask, decode_request, validate_batch, validate_task
+from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
 log = logging.getLogger(__name__)
 
-_STATE = {
-    r.CLAIMED: pb.TASK_STATE_QUEUED,
-    r.DISPATCHED: pb.TASK_STATE_DISPATCHED,
-    r.SUCCEEDED: pb.TASK_STATE_SUCCEEDED,
-    r.DEAD_LETTERED: pb.TASK_STATE_DEAD_LETTERED,
-    r.CANCELLED: pb.TASK_STATE_CANCELLED,
-}
-_EVENT_STATE = {name.removeprefix("TASK_STATE_").lower(): value for name, value in pb.TaskState.items()}
-
-
-def api_state(status: str, attempts: int, trigger_at: dt.datetime | None, now: dt.datetime) -> int:
-    """The API's lifecycle state of a stored row."""
-    if status in (r.PENDING, r.ENQUEUED):
-        waiting_retry = attempts > 0 and trigger_at is not None and trigger_at > now
-        return pb.TASK_STATE_RETRY_WAIT if waiting_retry else pb.TASK_STATE_QUEUED
-    return _STATE[status]
+def api_state(status: str, attempts: int, trigger_at: dt.datetime | None, now: dt.datetime) -> pb.TaskState:
+    """The wire's lifecycle state of a stored row (records.api_state, as pb.TaskState)."""
+    return STATE_TO_PB[r.api_state(status, attempts, trigger_at, now)]
 
 
 def _guarded(method):
@@ -164,12 +151,12 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             task=task, state=api_state(row.status, row.attempts, row.trigger_at, self._clock.now()),
             attempts=row.attempts, due_at=rfc3339(row.trigger_at), slot=row.slot,
             last_error=row.last_error or "", last_stack_trace=row.last_stack_trace or "",
-            history=[pb.TaskEvent(state=_EVENT_STATE[e.state], at=rfc3339(e.at), node=e.node, attempt=e.attempt,
+            history=[pb.TaskEvent(state=STATE_TO_PB[e.state], at=rfc3339(e.at), node=e.node, attempt=e.attempt,
                                   detail=e.detail or "") for e in events])
 
 
 def _aware(now_ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC)
 
 
 async def serve_api(api: TaskApi, host: str, port: int) -> tuple[grpc.aio.Server, int]:
@@ -187,7 +174,7 @@ def _task_service_handler(api: TaskApi) -> grpc.GenericRpcHandler:
     not parse with UNKNOWN "Unexpected DecodeError", where we answer INVALID_ARGUMENT
     naming the field (validation.decode_request), before anything is written."""
     service = pb.DESCRIPTOR.services_by_name["TaskService"]
-    handlers = {}
+    handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in service.methods:
         request_type = getattr(pb, method.input_type.name)
         response_type = getattr(pb, method.output_type.name)

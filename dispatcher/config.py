@@ -106,6 +106,30 @@ class NodeConfig:
     for as long as the node owns the task's slot."""
     recovery_interval_ms: int = 5_000
     """How often the owner looks for such rows in each slot it owns."""
+    recovery_batch: int = 500
+    """Most rows one recovery pass of one slot reads."""
+    sweep_interval_ms: int = 2_000
+    """How often the sweeper looks for `enqueued` rows past their grace (at most every
+    enqueued_grace_ms / 2)."""
+    sweep_batch: int = 1_000
+    """Most rows one sweep of one slot moves to the MySQL path."""
+    no_executor_retry_ms: int = 1_000
+    """A due task with no executor registered for its type waits this long (no attempt
+    spent) before it is looked at again."""
+    store_retry_ms: int = 500
+    """A batch whose begin_dispatch failed (the store unreachable) goes back to the heap
+    for this long."""
+    handoff_drain_timeout_ms: int = 30_000
+    """A clean handoff waits this long for the slot's in-flight attempts to finish before
+    it commits and lets the slot go (the rest are recovered by the next owner)."""
+    intake_command_timeout_ms: int = 10_000
+    """How long the engine waits for the Kafka intake thread to apply an assignment change."""
+    dispatch_idle_wait_ms: int = 50
+    """The dispatch loop's longest wait for new work when nothing is due sooner."""
+    max_batches_in_flight: int = 4
+    """Dispatch batches (each one Execute call per executor) awaiting their outcomes at once."""
+    executor_unreachable_cooldown_ms: int = 5_000
+    """An executor whose connection failed gets no deliveries for this long."""
     max_submit_batch: int = 1000
     retry_policies_file: str | None = None
     """JSON of the server's default retry policy and per task type defaults
@@ -119,12 +143,17 @@ class NodeConfig:
     def __post_init__(self) -> None:
         _positive(self, "slot_count", "route_threshold_ms", "heap_capacity", "poll_interval_ms",
                   "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
-                  "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms")
+                  "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
+                  "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",
+                  "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
+                  "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms")
+        if self.poll_lookahead_ms < 0:  # 0 is fine: poll only what is due now
+            raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:
             raise ValueError("NodeConfig.node_id must not be empty")
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> "NodeConfig":
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> NodeConfig:
         """Build from TASKRING_* variables; explicit overrides win."""
         env = os.environ if environ is None else environ
         # The defaults are the dataclasses' own, written once (the local stack's endpoints).

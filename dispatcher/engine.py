@@ -20,10 +20,7 @@ import collections
 import dataclasses
 import logging
 import random
-import time
-from typing import Callable
-
-from taskring.wire import pb
+from collections.abc import Callable
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
@@ -36,12 +33,12 @@ from dispatcher.retry import RetryPolicy, next_delay_ms
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.watermark import OffsetTracker
+from taskring.task import TaskState
+from taskring.wire import pb
 
 log = logging.getLogger(__name__)
 
 KAFKA, MYSQL = "kafka", "mysql"
-_NO_EXECUTOR_RETRY_MS = 1000
-_SWEEP_INTERVAL_MS = 2000
 
 
 @dataclasses.dataclass(slots=True)
@@ -98,9 +95,10 @@ class Engine:
         self._trackers: dict[tuple[str, int], OffsetTracker] = {}
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
-        self._poll_now: asyncio.Event | None = None
-        self._batch_gate: asyncio.Semaphore | None = None
+        # asyncio's primitives bind to the running loop on first use, not here.
+        self._wake = asyncio.Event()
+        self._poll_now = asyncio.Event()
+        self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
         self._tasks: list[asyncio.Task] = []
         self._batches: set[asyncio.Task] = set()
         self._stopping = False
@@ -118,9 +116,6 @@ class Engine:
         if self._loop is not None:
             return
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
-        self._poll_now = asyncio.Event()
-        self._batch_gate = asyncio.Semaphore(4)
         self._executors.start()
         self._executors.on_release = self._wake.set
         self._intake.start()
@@ -141,6 +136,11 @@ class Engine:
         await asyncio.gather(*self._batches, return_exceptions=True)
         await asyncio.to_thread(self._intake.stop)
         await self._executors.stop()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("Engine.start() has not run")
+        return self._loop
 
     async def _db(self, fn, *args):
         return await asyncio.to_thread(fn, *args)
@@ -173,11 +173,11 @@ class Engine:
             self._trackers[(t, slot)] = OffsetTracker(start or 0)
             self._slots[slot].committed[t] = start if start is not None else -1
             starts[(t, slot)] = start
-        await asyncio.to_thread(self._intake.assign(starts).wait, 10)
+        await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
         self._poll_now.set()
 
-    async def slot_revoked(self, slot: int, *, clean: bool, drain_timeout_s: float = 30.0) -> None:
+    async def slot_revoked(self, slot: int, *, clean: bool) -> None:
         """Stop acting on `slot`. Clean: finish in-flight work, commit the watermark and
         give the heap's rows back; not clean (ownership lost): drop everything now,
         writing nothing more for the slot."""
@@ -186,10 +186,11 @@ class Engine:
             return
         state.active = False
         topics = self._config.kafka.topics()
-        await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait, 10)
+        await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait,
+                                self._config.intake_command_timeout_ms / 1000)
         if clean:
-            deadline = self._loop.time() + drain_timeout_s
-            while state.in_flight > 0 and self._loop.time() < deadline:
+            deadline = self._running_loop().time() + self._config.handoff_drain_timeout_ms / 1000
+            while state.in_flight > 0 and self._running_loop().time() < deadline:
                 await asyncio.sleep(0.01)
         self._heap.drop_slots({slot})
         self._overflow = collections.deque(d for d in self._overflow if d.slot != slot)
@@ -223,7 +224,7 @@ class Engine:
         return not self._held and self._heap.free() > 2 * self._config.poll_batch and not self._overflow
 
     def _deliver_from_thread(self, messages: list[InMessage]) -> None:
-        self._loop.call_soon_threadsafe(self._take_kafka, messages)
+        self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
 
     def _take_kafka(self, messages: list[InMessage]) -> None:
         for m in messages:
@@ -235,7 +236,7 @@ class Engine:
                 continue
             queued = decode_queued(m.value)
             tracker.track(m.offset)
-            self.last_consumed_at[m.partition] = time.time()
+            self.last_consumed_at[m.partition] = self._clock.now_ms() / 1000
             self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,
                            source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
 
@@ -249,7 +250,7 @@ class Engine:
 
     def _settle(self, due: Due) -> None:
         """The task of a Kafka message needs nothing more from this message."""
-        if due.source == KAFKA:
+        if due.source == KAFKA and due.topic is not None:
             tracker = self._trackers.get((due.topic, due.slot))
             if tracker is not None and self._slots.get(due.slot) is not None \
                     and self._slots[due.slot].epoch == due.epoch:
@@ -279,7 +280,7 @@ class Engine:
                 if state is None or state.epoch != epoch:
                     continue  # revoked meanwhile; release_slot/claim_slot resets these rows
                 if rows:
-                    self.last_claimed_at[slot] = time.time()
+                    self.last_claimed_at[slot] = self._clock.now_ms() / 1000
                 for row in rows:
                     self._push(Due(task=pb.Task.FromString(row.envelope), slot=slot, attempt=row.attempts + 1,
                                    due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))
@@ -289,17 +290,18 @@ class Engine:
             self._poll_now.clear()
             try:
                 await asyncio.wait_for(self._poll_now.wait(), interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _sweep_loop(self) -> None:
         while True:
-            await asyncio.sleep(min(_SWEEP_INTERVAL_MS, self._config.enqueued_grace_ms / 2) / 1000)
+            await asyncio.sleep(min(self._config.sweep_interval_ms, self._config.enqueued_grace_ms / 2) / 1000)
             for slot, epoch in ([] if self._held else list(self.owned().items())):
                 now = self._clock.now_ms()
                 try:
                     moved = await self._db(self._store.sweep_enqueued, slot, epoch,
-                                           ms_to_datetime(now - self._config.enqueued_grace_ms), 1000,
+                                           ms_to_datetime(now - self._config.enqueued_grace_ms),
+                                           self._config.sweep_batch,
                                            ms_to_datetime(now))
                 except Exception:
                     log.exception("slot %d: sweep failed", slot)
@@ -331,7 +333,8 @@ class Engine:
         now_ms = self._clock.now_ms()
         grace_ms = self._config.recovery_grace_ms
         before = ms_to_datetime(now_ms - grace_ms)
-        ok, rows = await self._db(self._store.stranded, slot, epoch, before, before, 500)
+        ok, rows = await self._db(self._store.stranded, slot, epoch, before, before,
+                                  self._config.recovery_batch)
         if not ok:
             await self._lose({slot})
             return
@@ -428,14 +431,15 @@ class Engine:
                 # Always yield to the loop: while held, or while executors are full,
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
+                idle_s = self._config.dispatch_idle_wait_ms / 1000
                 if blocked or nxt is None or nxt <= now:
-                    timeout = 0.05
+                    timeout = idle_s
                 else:
-                    timeout = min(0.05, max(0.001, (nxt - now) / 1000))
+                    timeout = min(idle_s, max(0.001, (nxt - now) / 1000))
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 continue
             self._metrics.heap_size.set(len(self._heap))
@@ -454,7 +458,7 @@ class Engine:
                 continue  # the slot moved on; its new owner has this task
             if not self._executors.has_executor(d.task.namespace, d.task.task_type):
                 self._metrics.no_executor.labels(d.task.namespace).inc()
-                d.due_ms = now_ms + _NO_EXECUTOR_RETRY_MS  # postponed, no attempt spent
+                d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
                 self._push(d)
                 continue
             by_type[(d.task.namespace, d.task.task_type)].append(d)
@@ -495,7 +499,7 @@ class Engine:
             except Exception:
                 log.exception("begin_dispatch failed; tasks go back to the heap")
                 for d in ready:
-                    d.due_ms = now_ms + 500
+                    d.due_ms = now_ms + self._config.store_retry_ms
                     self._push(d)  # not settled: they have not run
                 dispatched, stale, requeued = set(), set(), True
             else:
@@ -635,13 +639,13 @@ class Engine:
         # The executor's clock says when it started; keep that inside [dispatched, now] on
         # this node's clock, so that the history stays in order across the two machines.
         started = ms_to_datetime(max(d.dispatched_ms, min(o.started_at_ms, now_ms))) if o.started_at_ms else None
-        events = [r.Event(d.task.task_id, "running", started, node, d.attempt)] if started else []
+        events = [r.Event(d.task.task_id, TaskState.RUNNING, started, node, d.attempt)] if started else []
         kind = pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
         self._outcomes[kind].inc()
-        base = dict(task_id=d.task.task_id, slot=d.slot, attempt=d.attempt)
+        task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
         if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
-            events.append(r.Event(d.task.task_id, "succeeded", now, node, d.attempt))
-            return r.OutcomeWrite(result=r.SUCCEEDED, events=tuple(events), **base), None
+            events.append(r.Event(d.task.task_id, TaskState.SUCCEEDED, now, node, d.attempt))
+            return r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events)), None
         error = o.error or kind
         retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
         if retryable and d.attempt <= d.task.max_retries:
@@ -649,22 +653,22 @@ class Engine:
             delay = next_delay_ms(policy, d.attempt, self._rng)
             due_ms = now_ms + delay
             short = delay <= self._config.route_threshold_ms
-            events.append(r.Event(d.task.task_id, "retry_wait", now, node, d.attempt,
+            events.append(r.Event(d.task.task_id, TaskState.RETRY_WAIT, now, node, d.attempt,
                                   f"{kind}: {error}; retry in {delay} ms"))
             self._metrics.retries.labels(KAFKA if short else MYSQL).inc()
             message = None
             if short:
                 message = queued_message(self._config.kafka.topic_for(d.task.priority), d.task, d.slot,
                                          d.attempt + 1, due_ms)
-            return r.OutcomeWrite(result="retry", events=tuple(events), retry_status=r.ENQUEUED if short else r.PENDING,
-                                  retry_at=ms_to_datetime(due_ms), error=error, stack_trace=o.stack_trace or None,
-                                  **base), message
-        events.append(r.Event(d.task.task_id, "failed", now, node, d.attempt, f"{kind}: {error}"))
-        events.append(r.Event(d.task.task_id, "dead_lettered", now, node, d.attempt,
+            return r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
+                                  retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
+                                  error=error, stack_trace=o.stack_trace or None), message
+        events.append(r.Event(d.task.task_id, TaskState.FAILED, now, node, d.attempt, f"{kind}: {error}"))
+        events.append(r.Event(d.task.task_id, TaskState.DEAD_LETTERED, now, node, d.attempt,
                               "non-retryable failure" if not retryable else f"gave up after {d.attempt} attempts"))
         self._metrics.dead_lettered.inc()
-        return r.OutcomeWrite(result=r.DEAD_LETTERED, events=tuple(events), error=error,
-                              stack_trace=o.stack_trace or None, **base), None
+        return r.OutcomeWrite(task_id, slot, attempt, result=r.DEAD_LETTERED, events=tuple(events), error=error,
+                              stack_trace=o.stack_trace or None), None
 
     # ---- observation ----
 

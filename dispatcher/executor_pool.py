@@ -11,17 +11,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import grpc
+
 from taskring.wire import pb, pb_grpc
 
 
 class _Instance(Protocol):
-    instance_id: str
-    address: str
-    task_types: Sequence[str]
-    max_in_flight: int
+    # Read-only, as membership.ExecutorInstance (a frozen dataclass) is.
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def task_types(self) -> Sequence[str]: ...
+    @property
+    def max_in_flight(self) -> int: ...
 
 
 class Directory(Protocol):
@@ -56,9 +63,8 @@ class RunResult:
 
 
 class ExecutorPool:
-    def __init__(self, directory: Directory, node_id: str, rpc_margin_s: float = 5.0,
-                 lease_remaining_ms: Callable[[], int | None] = lambda: None,
-                 now_ms: Callable[[], int] = lambda: int(time.time() * 1000), unreachable_cooldown_s: float = 5.0):
+    def __init__(self, directory: Directory, node_id: str, *, now_ms: Callable[[], int], rpc_margin_s: float = 5.0,
+                 lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0):
         self._directory = directory
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
@@ -103,22 +109,24 @@ class ExecutorPool:
     def reserve(self, namespace: str, task_type: str, wanted: int) -> Reservation:
         """Hold capacity for up to `wanted` tasks of one type, spread evenly over the
         instances that handle it and have room; may hold less than wanted, or nothing."""
-        room = {}
+        instances: dict[str, _Instance] = {}
+        free: dict[str, int] = {}
+        taken: dict[str, int] = {}
         for inst in self._handlers_of(namespace, task_type):
-            free = inst.max_in_flight - self._in_flight.get(inst.address, 0)
-            if free > 0:
-                room[inst.address] = [inst, free, 0]
+            room = inst.max_in_flight - self._in_flight.get(inst.address, 0)
+            if room > 0:
+                instances[inst.address], free[inst.address], taken[inst.address] = inst, room, 0
         remaining = wanted
         while remaining > 0:
-            open_ = [r for r in room.values() if r[1] > r[2]]
+            open_ = [a for a in instances if free[a] > taken[a]]
             if not open_:
                 break
             share = -(-remaining // len(open_))  # ceil: an even split of what is left
-            for r in open_:
-                take = min(share, r[1] - r[2], remaining)
-                r[2] += take
+            for a in open_:
+                take = min(share, free[a] - taken[a], remaining)
+                taken[a] += take
                 remaining -= take
-        allocations = [(inst, n) for inst, _free, n in room.values() if n > 0]
+        allocations = [(instances[a], n) for a, n in taken.items() if n > 0]
         for inst, n in allocations:
             self._in_flight[inst.address] = self._in_flight.get(inst.address, 0) + n
         return Reservation(namespace, task_type, allocations)
@@ -142,7 +150,8 @@ class ExecutorPool:
         for part in await asyncio.gather(*calls):
             result.outcomes.extend(part.outcomes)
             result.not_sent.extend(part.not_sent)
-        result.outcomes.extend(_failed(deliveries[i:], f"no capacity reserved for {reservation.namespace}/{reservation.task_type}"))
+        result.outcomes.extend(_failed(deliveries[i:], self._now_ms(),
+                                       f"no capacity reserved for {reservation.namespace}/{reservation.task_type}"))
         return result
 
     def _stub(self, address: str) -> pb_grpc.ExecutorServiceStub:
@@ -178,16 +187,17 @@ class ExecutorPool:
             late = {(o.task_id, o.attempt) for o in outcomes if o.kind == pb.OUTCOME_KIND_NOT_STARTED}
             outcomes = [o for o in outcomes if (o.task_id, o.attempt) not in late]
             unstarted = [d for d in chunk if (d.task.task_id, d.attempt) in late]
-            return RunResult(outcomes + _failed(missing, f"executor {inst.address} returned no outcome"), unstarted)
+            missed = _failed(missing, self._now_ms(), f"executor {inst.address} returned no outcome")
+            return RunResult(outcomes + missed, unstarted)
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
                 self._unreachable_until[inst.address] = time.monotonic() + self._unreachable_cooldown_s
-            return RunResult(_failed(chunk, f"executor {inst.address}: {exc.code().name}: {exc.details()}"), [])
+            error = f"executor {inst.address}: {exc.code().name}: {exc.details()}"
+            return RunResult(_failed(chunk, self._now_ms(), error), [])
         finally:
             self._release(inst.address, len(chunk))
 
 
-def _failed(deliveries: Sequence[pb.Delivery], error: str) -> list[pb.Outcome]:
-    now_ms = int(time.time() * 1000)
+def _failed(deliveries: Sequence[pb.Delivery], now_ms: int, error: str) -> list[pb.Outcome]:
     return [pb.Outcome(task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
                        error=error, started_at_ms=0, finished_at_ms=now_ms) for d in deliveries]

@@ -5,8 +5,8 @@ cleanly before anything they need goes away."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import concurrent.futures
+import gc
 import inspect
 import logging
 import signal
@@ -16,8 +16,8 @@ import grpc
 from cluster.coordinator import ClusterOwnership
 from cluster.interface import Ownership
 from cluster.static import StaticOwnership
-from dispatcher.admin.server import AdminServer
 from dispatcher.admin.ring_view import RingView
+from dispatcher.admin.server import AdminServer
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
@@ -27,8 +27,8 @@ from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
-from dispatcher.store.mysql import TaskStore
 from dispatcher.retry import parse_retry_policies
+from dispatcher.store.mysql import TaskStore
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
@@ -43,9 +43,14 @@ class Node:
         self.store = TaskStore(config.mysql)
         # The cluster's one time is the store's (dispatcher/clock_sync.py); a clock given
         # in (tests) is taken as it is.
-        self.clock = clock or SyncedClock()
-        self.clock_sync = ClockSync(self.clock, self.store.server_time_ms,
-                                    on_offset=self.metrics.clock_offset.set) if clock is None else None
+        self.clock: Clock
+        self.clock_sync: ClockSync | None
+        if clock is None:
+            synced = SyncedClock()
+            self.clock = synced
+            self.clock_sync = ClockSync(synced, self.store.server_time_ms, on_offset=self.metrics.clock_offset.set)
+        else:
+            self.clock, self.clock_sync = clock, None
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
         self.producer = TaskProducer(config.kafka)
@@ -54,7 +59,8 @@ class Node:
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
             executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
-                                   now_ms=self.clock.now_ms),
+                                   now_ms=self.clock.now_ms,
+                                   unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
         self.ownership = self._build_ownership()
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,

@@ -21,13 +21,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound
 from dispatcher.store import records as r
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
+from taskring.task import TaskState
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, 0)
 SLOTS = (0, 1, 2, 3)   # claimed by NODE before every case: epoch 1 each
@@ -59,7 +61,7 @@ class Row:
     """One task of a starting state."""
 
     task_id: str
-    status: str
+    status: r.Status
     slot: int = 0
     due_s: float = 0
     """trigger_at = T(due_s)."""
@@ -76,7 +78,7 @@ class Row:
         return 1 if self.status in (DISPATCHED, SUCCEEDED, DEAD_LETTERED) else 0
 
 
-def new_task(task_id: str, *, slot: int = 0, status: str = PENDING, due_s: float = 0, namespace: str = "ns",
+def new_task(task_id: str, *, slot: int = 0, status: r.Status = PENDING, due_s: float = 0, namespace: str = "ns",
              task_type: str = "send", envelope: bytes | None = None, created_at: dt.datetime = BUILD_AT,
              priority: int = 2) -> r.NewTask:
     return r.NewTask(task_id=task_id, slot=slot, namespace=namespace, task_type=task_type, priority=priority,
@@ -84,16 +86,17 @@ def new_task(task_id: str, *, slot: int = 0, status: str = PENDING, due_s: float
                      created_at=created_at)
 
 
-def outcome(task_id: str, attempt: int, result: str, *, slot: int = 0, retry_status: str | None = None,
+def outcome(task_id: str, attempt: int, result: str, *, slot: int = 0, retry_status: r.Status | None = None,
             retry_at: dt.datetime | None = None, error: str | None = None, at: dt.datetime = T0,
             node: str = NODE) -> r.OutcomeWrite:
     """An OutcomeWrite with the events the engine writes for it."""
+    states: list[tuple[TaskState, str | None]]
     if result == SUCCEEDED:
-        states = [("running", None), ("succeeded", None)]
-    elif result == "retry":
-        states = [("running", None), ("retry_wait", f"{error}; retry later")]
+        states = [(TaskState.RUNNING, None), (TaskState.SUCCEEDED, None)]
+    elif result == r.RETRY:
+        states = [(TaskState.RUNNING, None), (TaskState.RETRY_WAIT, f"{error}; retry later")]
     else:
-        states = [("running", None), ("failed", error), ("dead_lettered", "gave up")]
+        states = [(TaskState.RUNNING, None), (TaskState.FAILED, error), (TaskState.DEAD_LETTERED, "gave up")]
     events = tuple(r.Event(task_id, s, at, node, attempt, d) for s, d in states)
     if result != SUCCEEDED:
         error = error or "boom"
@@ -122,7 +125,7 @@ def given(store, rows: tuple[Row, ...]) -> dict[int, int]:
     epochs = {s: store.claim_slot(s, NODE, BUILD_AT) for s in SLOTS}
     at = BUILD_AT
 
-    def cycle(row: Row, final: str) -> None:
+    def cycle(row: Row, final: r.Status) -> None:
         """Insert the row and make `row.made` attempts, leaving it in `final`."""
         n = row.made
         first = final if n == 0 and final in (PENDING, ENQUEUED) else ENQUEUED
@@ -227,6 +230,12 @@ def run_case(backend: Backend, case: Case) -> None:
             assert store.get_task(task_id) == (row, events), f"{task_id} changed though the case names it not"
     if case.raises is not None:
         assert store.slot_owners() == owners and store.committed_offsets() == offsets
+    # Whatever the action did, it did by the tables of the lifecycle (records.py).
+    for task_id, (row, _events) in before.items():
+        after, history = store.get_task(task_id)
+        assert after.status == row.status or after.status in r.STATUS_TRANSITIONS[row.status], \
+            f"{task_id}: {row.status} -> {after.status} is not in STATUS_TRANSITIONS"
+        assert r.history_errors([e.state for e in history]) == [], f"{task_id}: {history}"
     if case.check is not None:
         case.check(world, result)
 
@@ -247,8 +256,9 @@ def _check_fresh_insert(w: World, _result) -> None:
     assert (a.status, a.attempts, a.epoch, a.slot, a.trigger_at) == (PENDING, 0, 0, 1, T(60))
     assert (b.status, b.trigger_at, b.envelope) == (ENQUEUED, T(5), b"envelope of b")
     assert (a.created_at, a.updated_at, a.last_error) == (T0, T0, None)
-    assert w.history("a") == [r.Event("a", "accepted", T0, NODE, 0), r.Event("a", "queued", T0, NODE, 0, "mysql")]
-    assert w.history("b")[-1] == r.Event("b", "queued", T0, NODE, 0, "kafka")
+    assert w.history("a") == [r.Event("a", TaskState.ACCEPTED, T0, NODE, 0),
+                              r.Event("a", TaskState.QUEUED, T0, NODE, 0, "mysql")]
+    assert w.history("b")[-1] == r.Event("b", TaskState.QUEUED, T0, NODE, 0, "kafka")
     assert w.store.task_types_by_slot() == {1: ["billing/charge", "ns/send"]}
     assert w.store.pending_by_slot() == {0: 0, 1: 2, 2: 0, 3: 0}
 
@@ -315,7 +325,8 @@ REROUTE = (
 
 def _check_cancelled(task_id: str, attempts: int):
     def check(w: World, _result) -> None:
-        assert w.history(task_id)[-1] == r.Event(task_id, "cancelled", T0, NODE, attempts, "cancelled by request")
+        cancelled = r.Event(task_id, TaskState.CANCELLED, T0, NODE, attempts, "cancelled by request")
+        assert w.history(task_id)[-1] == cancelled
     return check
 
 
@@ -445,11 +456,11 @@ RELEASE_SLOT = (
 
 
 def _check_dispatch_events(w: World, _result) -> None:
-    assert w.history("k")[-1] == r.Event("k", "dispatched", T0, NODE, 1)
+    assert w.history("k")[-1] == r.Event("k", TaskState.DISPATCHED, T0, NODE, 1)
     assert w.row("k").epoch == w.epochs[0] and w.row("m").epoch == w.epochs[0]
     # A retry that fell due gets its queued event at its due time, then dispatched.
-    assert w.history("retry")[-2:] == [r.Event("retry", "queued", T(-5), NODE, 3),
-                                        r.Event("retry", "dispatched", T0, NODE, 3)]
+    assert w.history("retry")[-2:] == [r.Event("retry", TaskState.QUEUED, T(-5), NODE, 3),
+                                        r.Event("retry", TaskState.DISPATCHED, T0, NODE, 3)]
 
 
 BEGIN_DISPATCH = (
@@ -463,7 +474,7 @@ BEGIN_DISPATCH = (
          given=(Row("retry", ENQUEUED, attempts=1, due_s=30),),
          when=lambda w: w.store.begin_dispatch([kafka_claim("retry", 2, due_s=30)], w.epochs, NODE, T0),
          then={"retry": (DISPATCHED, 2)},
-         check=lambda w, _: equal(w.history("retry")[-2], r.Event("retry", "queued", T0, NODE, 2))),
+         check=lambda w, _: equal(w.history("retry")[-2], r.Event("retry", TaskState.QUEUED, T0, NODE, 2))),
     Case("skips rows that do not expect this attempt on this path",
          given=(Row("enq", ENQUEUED), Row("claimed", CLAIMED), Row("pend", PENDING), Row("disp", DISPATCHED),
                 Row("done", SUCCEEDED), Row("dead", DEAD_LETTERED), Row("gone", CANCELLED),
@@ -500,7 +511,8 @@ BEGIN_DISPATCH = (
 def _check_given_back(w: World, _result) -> None:
     row = w.row("d")
     assert row.trigger_at == T(-3) and row.updated_at == T0
-    assert w.history("d")[-1] == r.Event("d", "queued", T0, NODE, 1, "not run: the session lease ran out; attempt not spent")
+    unspent = "not run: the session lease ran out; attempt not spent"
+    assert w.history("d")[-1] == r.Event("d", TaskState.QUEUED, T0, NODE, 1, unspent)
 
 
 GUARD = (

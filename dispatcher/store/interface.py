@@ -29,7 +29,8 @@ Task ids, namespaces and task types are compared exactly (case-sensitive).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from dispatcher.store import records as r
 
@@ -79,7 +80,7 @@ class TaskStoreProtocol(Protocol):
 
     # ---- the API's writes (unfenced) ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
         """Insert new tasks, atomically, and return {task_id: status} for the ids that
         already existed.
 

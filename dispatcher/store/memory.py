@@ -18,10 +18,12 @@ import dataclasses
 import datetime as dt
 import threading
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import overload
 
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
 from dispatcher.store import records as r
+from taskring.task import TaskState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,12 +42,16 @@ class DeadLetter:
     dead_lettered_at: dt.datetime
 
 
+@overload
+def _ms(value: dt.datetime) -> dt.datetime: ...
+@overload
+def _ms(value: None) -> None: ...
 def _ms(value: dt.datetime | None) -> dt.datetime | None:
     """DATETIME(3): naive, milliseconds, truncated."""
     if value is None:
         return None
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
 
 
@@ -84,6 +90,11 @@ class MemoryTaskStore:
     def dead_letters(self) -> dict[str, DeadLetter]:
         with self._lock:
             return dict(self._dead)
+
+    def histories(self) -> dict[str, list[r.Event]]:
+        """Every task's history (a twin's window for tests: the lifecycle check)."""
+        with self._lock:
+            return {task_id: list(events) for task_id, events in self._events.items()}
 
     def events(self, task_id: str) -> list[r.Event]:
         with self._lock:
@@ -152,7 +163,7 @@ class MemoryTaskStore:
 
     # ---- the API's writes ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
         with self._lock:
             self._maybe_fail("insert_tasks")
             existing = {t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
@@ -165,8 +176,8 @@ class MemoryTaskStore:
                     priority=t.priority, status=t.status, trigger_at=_ms(t.trigger_at), attempts=0, epoch=0,
                     envelope=bytes(t.envelope), last_error=None, last_stack_trace=None, created_at=created,
                     updated_at=created)
-                self._append([r.Event(t.task_id, "accepted", created, node, 0),
-                              r.Event(t.task_id, "queued", created, node, 0,
+                self._append([r.Event(t.task_id, TaskState.ACCEPTED, created, node, 0),
+                              r.Event(t.task_id, TaskState.QUEUED, created, node, 0,
                                       "kafka" if t.status == r.ENQUEUED else "mysql")])
                 self._types.add((t.slot, t.namespace, t.task_type))
             return existing
@@ -201,10 +212,10 @@ class MemoryTaskStore:
             if row is None:
                 raise TaskNotFound(task_id)
             if row.status not in r.CANCELLABLE:
-                raise TaskAlreadyFinished(task_id, "running" if row.status == r.DISPATCHED else row.status)
+                raise TaskAlreadyFinished(task_id, TaskState.RUNNING if row.status == r.DISPATCHED else row.status)
             now = _ms(now)
             self._update(task_id, status=r.CANCELLED, updated_at=now)
-            self._append([r.Event(task_id, "cancelled", now, node, row.attempts, "cancelled by request")])
+            self._append([r.Event(task_id, TaskState.CANCELLED, now, node, row.attempts, "cancelled by request")])
 
     # ---- the owner's writes (fenced) ----
 
@@ -253,8 +264,8 @@ class MemoryTaskStore:
                 self._update(c.task_id, status=r.DISPATCHED, attempts=c.attempt, epoch=epochs[c.slot],
                              updated_at=now)
                 if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
-                    self._append([r.Event(c.task_id, "queued", min(_ms(c.due_at), now), node, c.attempt)])
-                self._append([r.Event(c.task_id, "dispatched", now, node, c.attempt)])
+                    self._append([r.Event(c.task_id, TaskState.QUEUED, min(_ms(c.due_at), now), node, c.attempt)])
+                self._append([r.Event(c.task_id, TaskState.DISPATCHED, now, node, c.attempt)])
                 dispatched.add(c.task_id)
             return dispatched, stale
 
@@ -270,7 +281,7 @@ class MemoryTaskStore:
                     continue
                 self._update(c.task_id, status=r.PENDING, attempts=c.attempt - 1, trigger_at=_ms(c.due_at),
                              updated_at=now)
-                self._append([r.Event(c.task_id, "queued", now, node, c.attempt,
+                self._append([r.Event(c.task_id, TaskState.QUEUED, now, node, c.attempt,
                                       "not run: the session lease ran out; attempt not spent")])
             return stale
 
@@ -312,7 +323,7 @@ class MemoryTaskStore:
                     continue
                 if w.result == r.SUCCEEDED:
                     self._update(w.task_id, status=r.SUCCEEDED, updated_at=now)
-                elif w.result == "retry":
+                elif w.result == r.RETRY:
                     self._update(w.task_id, status=w.retry_status, trigger_at=_ms(w.retry_at), last_error=w.error,
                                  last_stack_trace=w.stack_trace, updated_at=now)
                 elif w.result == r.DEAD_LETTERED:
@@ -320,7 +331,7 @@ class MemoryTaskStore:
                                  last_stack_trace=w.stack_trace, updated_at=now)
                     if w.task_id not in self._dead:
                         t = self._rows[w.task_id]
-                        first = min((e.at for e in self._events.get(w.task_id, ()) if e.state == "dispatched"),
+                        first = min((e.at for e in self._events.get(w.task_id, ()) if e.state == TaskState.DISPATCHED),
                                     default=None)
                         self._dead[w.task_id] = DeadLetter(
                             task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,

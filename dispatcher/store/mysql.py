@@ -18,13 +18,14 @@ import dataclasses
 import datetime as dt
 import queue
 import threading
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import pymysql
 
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
 from dispatcher.store import records as r
+from taskring.task import TaskState
 
 _RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
 _TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch, "
@@ -208,7 +209,7 @@ class TaskStore:
 
     # ---- the API's writes ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, str]:
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
         """Insert new tasks with their accepted/queued events in one transaction.
 
         Returns {task_id: status} for ids that already existed: a retried Submit
@@ -220,7 +221,7 @@ class TaskStore:
         def body(cur):
             ids = [t.task_id for t in tasks]
             cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({_marks(len(ids))})", ids)
-            existing = dict(cur.fetchall())
+            existing = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
             fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
             if fresh:
                 cur.executemany(
@@ -232,8 +233,8 @@ class TaskStore:
                       0, 0, t.envelope, t.created_at, t.created_at) for t in fresh])
                 events = []
                 for t in fresh:
-                    events.append(r.Event(t.task_id, "accepted", t.created_at, node, 0))
-                    events.append(r.Event(t.task_id, "queued", t.created_at, node, 0,
+                    events.append(r.Event(t.task_id, TaskState.ACCEPTED, t.created_at, node, 0))
+                    events.append(r.Event(t.task_id, TaskState.QUEUED, t.created_at, node, 0,
                                           "kafka" if t.status == r.ENQUEUED else "mysql"))
                 self._append_events(cur, events)
                 types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
@@ -248,7 +249,8 @@ class TaskStore:
             return 0
         def body(cur):
             return cur.execute(
-                f"UPDATE tasks SET status = %s, updated_at = %s WHERE status = %s AND task_id IN ({_marks(len(task_ids))})",
+                "UPDATE tasks SET status = %s, updated_at = %s"
+                f" WHERE status = %s AND task_id IN ({_marks(len(task_ids))})",
                 [r.PENDING, now, r.ENQUEUED, *task_ids])
         return self.run(body)
 
@@ -271,11 +273,12 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             status, attempts = row
             if status not in r.CANCELLABLE:
-                shown = "running" if status == r.DISPATCHED else status
+                shown = TaskState.RUNNING if status == r.DISPATCHED else status
                 raise TaskAlreadyFinished(task_id, shown)
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s",
                         (r.CANCELLED, now, task_id))
-            self._append_events(cur, [r.Event(task_id, "cancelled", now, node, attempts, "cancelled by request")])
+            self._append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, attempts,
+                                              "cancelled by request")])
         self.run(body)
 
     # ---- the owner's writes (fenced) ----
@@ -345,8 +348,8 @@ class TaskStore:
                 events = []
                 for c in ok:
                     if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
-                        events.append(r.Event(c.task_id, "queued", min(c.due_at, now), node, c.attempt))
-                    events.append(r.Event(c.task_id, "dispatched", now, node, c.attempt))
+                        events.append(r.Event(c.task_id, TaskState.QUEUED, min(c.due_at, now), node, c.attempt))
+                    events.append(r.Event(c.task_id, TaskState.DISPATCHED, now, node, c.attempt))
                 self._append_events(cur, events)
             return {c.task_id for c in ok}, stale
         return self.run(body)
@@ -363,7 +366,7 @@ class TaskStore:
             rows = self._lock_states(cur, ids)
             live = [w for w in live if rows.get(w.task_id) == (r.DISPATCHED, w.attempt)]
             done = [w for w in live if w.result == r.SUCCEEDED]
-            retry = [w for w in live if w.result == "retry"]
+            retry = [w for w in live if w.result == r.RETRY]
             dead = [w for w in live if w.result == r.DEAD_LETTERED]
             if done:
                 cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({_marks(len(done))})",
@@ -402,8 +405,9 @@ class TaskStore:
                 cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
                                 " updated_at = %s WHERE task_id = %s",
                                 [(r.PENDING, c.due_at, now, c.task_id) for c in back])
-                self._append_events(cur, [r.Event(c.task_id, "queued", now, node, c.attempt,
-                                                  "not run: the session lease ran out; attempt not spent") for c in back])
+                unspent = "not run: the session lease ran out; attempt not spent"
+                self._append_events(cur, [r.Event(c.task_id, TaskState.QUEUED, now, node, c.attempt, unspent)
+                                          for c in back])
             return stale
         return self.run(body)
 

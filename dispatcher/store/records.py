@@ -1,19 +1,83 @@
-"""Plain records that cross the store's boundary."""
+"""Plain records that cross the store's boundary, and the vocabulary of a task's state.
+
+Two vocabularies, each said once:
+- `TaskState` (the SDK's, taskring.task): the lifecycle callers see, and the state of
+  every event in a task's history. Its table of which state may follow which is
+  taskring.task.LIFECYCLE.
+- `Status` (here): the task row's status, finer than the API state because it says
+  which path holds the task's next attempt. STATUS_TRANSITIONS is the table of the
+  changes the store makes; `api_state` maps a row to the state callers see.
+tests/unit/test_lifecycle.py checks both tables, and that every history the engine and
+both stores write follows LIFECYCLE.
+"""
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 
-# Row statuses (see migrations/001_init.sql for what each means).
-PENDING = "pending"
-ENQUEUED = "enqueued"
-CLAIMED = "claimed"
-DISPATCHED = "dispatched"
-SUCCEEDED = "succeeded"
-DEAD_LETTERED = "dead_lettered"
-CANCELLED = "cancelled"
-TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED})
-CANCELLABLE = frozenset({PENDING, ENQUEUED, CLAIMED})
+from taskring.task import LIFECYCLE, TaskState
+
+
+class Status(enum.StrEnum):
+    """A task row's status (see migrations/001_init.sql for what each means)."""
+
+    PENDING = "pending"
+    ENQUEUED = "enqueued"
+    CLAIMED = "claimed"
+    DISPATCHED = "dispatched"
+    SUCCEEDED = "succeeded"
+    DEAD_LETTERED = "dead_lettered"
+    CANCELLED = "cancelled"
+
+
+PENDING, ENQUEUED, CLAIMED, DISPATCHED = Status.PENDING, Status.ENQUEUED, Status.CLAIMED, Status.DISPATCHED
+SUCCEEDED, DEAD_LETTERED, CANCELLED = Status.SUCCEEDED, Status.DEAD_LETTERED, Status.CANCELLED
+
+STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
+    # waits for the poller: polled into the heap, or cancelled
+    PENDING: frozenset({CLAIMED, CANCELLED}),
+    # travels through Kafka: dispatched from the heap; to the MySQL path when Kafka
+    # refused it, its message is overdue, or its owner crashed; or cancelled
+    ENQUEUED: frozenset({DISPATCHED, PENDING, CANCELLED}),
+    # in an owner's heap: dispatched; given back (handoff, recovery); or cancelled
+    CLAIMED: frozenset({DISPATCHED, PENDING, CANCELLED}),
+    # with an executor: its outcome; a retry on either path; or back to pending (the
+    # owner crashed, or the attempt was never sent and is not spent)
+    DISPATCHED: frozenset({SUCCEEDED, DEAD_LETTERED, PENDING, ENQUEUED}),
+    SUCCEEDED: frozenset(),
+    DEAD_LETTERED: frozenset(),
+    CANCELLED: frozenset(),
+}
+TERMINAL = frozenset(s for s, after in STATUS_TRANSITIONS.items() if not after)
+CANCELLABLE = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
+
+RETRY = "retry"
+"""OutcomeWrite.result of an attempt that failed and will run again."""
+
+
+def api_state(status: str, attempts: int, trigger_at: dt.datetime | None, now: dt.datetime) -> TaskState:
+    """The lifecycle state callers see of a row: a waiting row that has made attempts
+    and is not due yet waits for its retry; one held by an executor is dispatched
+    (the history says whether it started running)."""
+    status = Status(status)
+    if status in (PENDING, ENQUEUED):
+        waiting_retry = attempts > 0 and trigger_at is not None and trigger_at > now
+        return TaskState.RETRY_WAIT if waiting_retry else TaskState.QUEUED
+    if status == CLAIMED:
+        return TaskState.QUEUED
+    return TaskState(status.value)  # dispatched and the terminal ones share their names
+
+
+def history_errors(states: list[str]) -> list[str]:
+    """What is wrong with a history's sequence of states by LIFECYCLE ([] when nothing)."""
+    errors = []
+    if states and states[0] != TaskState.ACCEPTED:
+        errors.append(f"starts with {states[0]!r}, not accepted")
+    for i, (before, after) in enumerate(zip(states, states[1:]), start=1):
+        if TaskState(after) not in LIFECYCLE[TaskState(before)]:
+            errors.append(f"event {i}: {after!r} may not follow {before!r}")
+    return errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +87,7 @@ class NewTask:
     namespace: str
     task_type: str
     priority: int
-    status: str            # PENDING (MySQL path) or ENQUEUED (Kafka path)
+    status: Status         # PENDING (MySQL path) or ENQUEUED (Kafka path)
     trigger_at: dt.datetime
     envelope: bytes        # pb.Task, serialized
     created_at: dt.datetime
@@ -36,7 +100,7 @@ class TaskRow:
     namespace: str
     task_type: str
     priority: int
-    status: str
+    status: Status
     trigger_at: dt.datetime
     attempts: int
     epoch: int
@@ -46,15 +110,23 @@ class TaskRow:
     created_at: dt.datetime
     updated_at: dt.datetime
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):  # read back from the database as text
+            object.__setattr__(self, "status", Status(self.status))
+
 
 @dataclasses.dataclass(frozen=True)
 class Event:
     task_id: str
-    state: str
+    state: TaskState
     at: dt.datetime
     node: str
     attempt: int
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.state, TaskState):  # read back from the database as text
+            object.__setattr__(self, "state", TaskState(self.state))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +147,9 @@ class OutcomeWrite:
     task_id: str
     slot: int
     attempt: int
-    result: str            # SUCCEEDED, DEAD_LETTERED, or "retry"
+    result: str            # SUCCEEDED, DEAD_LETTERED, or RETRY
     events: tuple[Event, ...]
-    retry_status: str | None = None        # PENDING or ENQUEUED when result == "retry"
+    retry_status: Status | None = None     # PENDING or ENQUEUED when result == RETRY
     retry_at: dt.datetime | None = None
     error: str | None = None
     stack_trace: str | None = None

@@ -15,21 +15,20 @@ import datetime as dt
 import functools
 import random
 import time
-from typing import Callable
-
-import pytest
-from taskring.wire import pb
+from collections.abc import Callable
+from typing import Any
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import KafkaConfig, NodeConfig
 from dispatcher.engine import Engine
-from dispatcher.log.codec import queued_message
 from dispatcher.executor_pool import ExecutorPool
+from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from membership import ExecutorInstance
+from taskring.wire import pb
 
 T0_MS = 1_900_000_000_000          # 2030-03-17, a whole second
 SLOT = 0
@@ -97,7 +96,7 @@ class FakeExecutor:
 
     def __init__(self, clock: FakeClock):
         self._clock = clock
-        self.script: dict[str, list[int]] = {}
+        self.script: dict[str, list[pb.OutcomeKind]] = {}
         self.gates: dict[str, asyncio.Event] = {}
         self.calls: list[Call] = []
 
@@ -129,17 +128,18 @@ class InProcessPool(ExecutorPool):
     stub replaced by the in-process executor."""
 
     def __init__(self, directory: FakeDirectory, executor: FakeExecutor, may_send: Callable[[], bool] = lambda: True):
-        super().__init__(directory, node_id="n1", lease_remaining_ms=lambda: 3_000 if may_send() else 0)
+        super().__init__(directory, node_id="n1", now_ms=Clock().now_ms,
+                         lease_remaining_ms=lambda: 3_000 if may_send() else 0)
         self._executor = executor
 
-    def _stub(self, address: str) -> FakeExecutor:
+    def _stub(self, address: str) -> FakeExecutor:  # type: ignore[override]  # stands in for the stub: Execute only
         return self._executor
 
 
 # ---------------------------------------------------------------- the world of one test
 
 class World:
-    def __init__(self, store: MemoryTaskStore | None = None, **config: object):
+    def __init__(self, store: MemoryTaskStore | None = None, **config: Any):
         self.clock = FakeClock()
         self.store = store or MemoryTaskStore()
         self.store.ensure_slots(4)
@@ -153,10 +153,10 @@ class World:
         # The session lease, as the engine's dispatch loop and the pool's send see it.
         self.lease_at_dispatch = True
         self.lease_at_send = True
-        defaults = dict(node_id="n1", slot_count=4, route_threshold_ms=10_000, poll_interval_ms=5,
+        defaults: dict[str, Any] = dict(node_id="n1", slot_count=4, route_threshold_ms=10_000, poll_interval_ms=5,
                         poll_lookahead_ms=2_000, poll_batch=50, dispatch_batch=50, heap_capacity=1_000,
                         offset_commit_interval_ms=5, kafka=KafkaConfig(topic_prefix="t"), cluster=False)
-        self.config = NodeConfig(**{**defaults, **config})
+        self.config = dataclasses.replace(NodeConfig(**defaults), **config)
         self.topic = self.config.kafka.topic_for(NORMAL)
         self.engine = Engine(config=self.config, store=self.store, producer=self.producer,
                              intake_factory=self._intake,
@@ -168,7 +168,7 @@ class World:
         self.intake = MemoryIntake(self.log, deliver, may_read)
         return self.intake
 
-    async def __aenter__(self) -> "World":
+    async def __aenter__(self) -> World:
         self.producer.start()
         await self.engine.start()
         return self
@@ -177,6 +177,11 @@ class World:
         self.executor.open_gates()
         await self.engine.stop()
         self.producer.stop()
+        if exc[0] is None and isinstance(self.store, MemoryTaskStore):
+            # Every history the engine wrote follows the lifecycle's table (records.py).
+            wrong = {task_id: r.history_errors([e.state for e in events])
+                     for task_id, events in self.store.histories().items()}
+            assert not any(wrong.values()), {k: v for k, v in wrong.items() if v}
 
     async def own(self, slot: int = SLOT) -> int:
         epoch = self.store.claim_slot(slot, "n1", self.clock.now())
@@ -345,7 +350,7 @@ async def test_after_max_retries_plus_one_attempts_the_task_is_dead_lettered():
         await w.submit("a", max_retries=2, backoff_ms=100)
         # When each retry's backoff passes
         for attempt in (1, 2):
-            await eventually(lambda: w.status("a") == (r.ENQUEUED, attempt), f"retry after attempt {attempt}")
+            await eventually(lambda a=attempt: w.status("a") == (r.ENQUEUED, a), f"retry after attempt {attempt}")
             w.clock.advance(100)
         # Then the third attempt's failure dead-letters it
         await eventually(lambda: w.status("a") == (r.DEAD_LETTERED, 3), "the dead letter")

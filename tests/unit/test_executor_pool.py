@@ -4,10 +4,11 @@ from __future__ import annotations
 import asyncio
 
 import grpc
-from taskring.wire import pb
 
+from dispatcher.clock import Clock
 from dispatcher.executor_pool import ExecutorPool
 from membership import ExecutorInstance
+from taskring.wire import pb
 
 DEAD, LIVE = "127.0.0.1:1", "127.0.0.1:2"
 
@@ -18,13 +19,13 @@ class Directory:
 
 
 class DeadStub:
-    async def Execute(self, request, timeout=None):  # noqa: N802 - the gRPC method's name
+    async def Execute(self, request, timeout=None):  # the gRPC method's name
         raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(),
                                    "failed to connect to all addresses")
 
 
 class LiveStub:
-    async def Execute(self, request, timeout=None):  # noqa: N802
+    async def Execute(self, request, timeout=None):
         return pb.ExecuteResponse(outcomes=[pb.Outcome(task_id=d.task.task_id, attempt=d.attempt,
                                                        kind=pb.OUTCOME_KIND_SUCCEEDED) for d in request.deliveries])
 
@@ -39,7 +40,7 @@ def delivery(task_id: str) -> pb.Delivery:
 
 
 def test_an_unreachable_instance_is_left_out_for_a_while():
-    pool = Pool(Directory(), "n1", unreachable_cooldown_s=60)
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60)
     first = pool.reserve("ns", "send", 2)
     assert {inst.address for inst, _ in first.allocations} == {DEAD, LIVE}
     result = asyncio.run(pool.run(first, [delivery("a"), delivery("b")]))
@@ -51,6 +52,6 @@ def test_an_unreachable_instance_is_left_out_for_a_while():
 
 
 def test_only_instances_that_announce_the_type_are_chosen():
-    pool = Pool(Directory(), "n1")
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms)
     assert {inst.address for inst, _ in pool.reserve("ns", "other", 4).allocations} == {LIVE}
     assert pool.has_executor("ns", "other") and not pool.has_executor("ns", "nothing")

@@ -22,19 +22,7 @@ from taskring.task import (
     TaskState,
     to_millis,
 )
-from taskring.wire import pb
-
-_STATE_FROM_PB: dict[int, TaskState] = {
-    pb.TASK_STATE_ACCEPTED: TaskState.ACCEPTED,
-    pb.TASK_STATE_QUEUED: TaskState.QUEUED,
-    pb.TASK_STATE_DISPATCHED: TaskState.DISPATCHED,
-    pb.TASK_STATE_RUNNING: TaskState.RUNNING,
-    pb.TASK_STATE_RETRY_WAIT: TaskState.RETRY_WAIT,
-    pb.TASK_STATE_SUCCEEDED: TaskState.SUCCEEDED,
-    pb.TASK_STATE_FAILED: TaskState.FAILED,
-    pb.TASK_STATE_DEAD_LETTERED: TaskState.DEAD_LETTERED,
-    pb.TASK_STATE_CANCELLED: TaskState.CANCELLED,
-}
+from taskring.wire import STATE_FROM_PB, pb
 
 _PRIORITY_TO_PB: dict[Priority, pb.Priority] = {
     Priority.LOW: pb.PRIORITY_LOW,
@@ -48,7 +36,7 @@ _PRIORITY_FROM_PB[pb.PRIORITY_UNSPECIFIED] = Priority.NORMAL  # the proto says s
 def state_from_pb(value: int) -> TaskState:
     """pb.TaskState -> TaskState; an unknown value means this SDK is older than the server."""
     try:
-        return _STATE_FROM_PB[value]
+        return STATE_FROM_PB[value]
     except KeyError:
         raise ProtocolError(f"server sent unknown task state {value}; upgrade the taskring SDK") from None
 

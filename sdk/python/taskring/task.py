@@ -44,10 +44,30 @@ class TaskState(enum.StrEnum):
     @property
     def is_terminal(self) -> bool:
         """True when the task will not run again (short of a manual replay)."""
-        return self in _TERMINAL
+        return not LIFECYCLE[self]
+
+    @property
+    def successors(self) -> frozenset[TaskState]:
+        """The states that may come right after this one in a task's history."""
+        return LIFECYCLE[self]
 
 
-_TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED})
+LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
+    # The one table of the lifecycle: the server writes histories by it (a test holds
+    # every history the engine and both stores write to it), and the SDKs read them.
+    TaskState.ACCEPTED: frozenset({TaskState.QUEUED}),
+    TaskState.QUEUED: frozenset({TaskState.DISPATCHED, TaskState.CANCELLED}),
+    # Dispatched and then: started; an outcome with no start time (it never began, or
+    # the executor did not say); or handed back unspent (queued again, same attempt).
+    TaskState.DISPATCHED: frozenset({TaskState.RUNNING, TaskState.SUCCEEDED, TaskState.RETRY_WAIT,
+                                     TaskState.FAILED, TaskState.QUEUED}),
+    TaskState.RUNNING: frozenset({TaskState.SUCCEEDED, TaskState.RETRY_WAIT, TaskState.FAILED}),
+    TaskState.RETRY_WAIT: frozenset({TaskState.QUEUED, TaskState.CANCELLED}),
+    TaskState.FAILED: frozenset({TaskState.DEAD_LETTERED}),
+    TaskState.SUCCEEDED: frozenset(),
+    TaskState.DEAD_LETTERED: frozenset(),
+    TaskState.CANCELLED: frozenset(),
+}
 
 
 class Priority(enum.StrEnum):
