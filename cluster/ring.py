@@ -17,7 +17,7 @@ upgrade that changes placement is noticed).
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from uhashring import HashRing
 

@@ -19,7 +19,7 @@ import zlib
 
 def slot_key(namespace: str, task_type: str) -> bytes:
     """The bytes that are hashed: UTF-8 of "namespace/task_type"."""
-    return f"{namespace}/{task_type}".encode("utf-8")
+    return f"{namespace}/{task_type}".encode()
 
 
 def slot_of(namespace: str, task_type: str, slot_count: int) -> int:

@@ -27,7 +27,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     from dispatcher.config import NodeConfig
     from dispatcher.node import run_node
-    overrides = {"cluster": not args.single}
+    overrides: dict[str, object] = {"cluster": not args.single}
     if args.host is not None:
         overrides["grpc_host"] = args.host
     for name in ("node_id", "grpc_port", "admin_port"):
@@ -35,7 +35,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
             overrides[name] = getattr(args, name)
     if args.no_admin_token:
         overrides["admin_token"] = None
-    config = NodeConfig.from_env(**overrides)
+    config = NodeConfig.from_env(None, **overrides)
     asyncio.run(run_node(config))
     return 0
 

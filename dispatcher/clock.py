@@ -20,12 +20,12 @@ def ms_to_datetime(ms: int) -> dt.datetime:
 
 def datetime_to_ms(value: dt.datetime) -> int:
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
 
 
 def rfc3339(value: dt.datetime) -> str:
     """A stored (naive UTC) or aware time as RFC 3339 UTC with milliseconds."""
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from dispatcher.clock import Clock
 
@@ -76,6 +76,7 @@ class ClockSync:
             sample = (back - sent, server - (sent + back) / 2)
             if best is None or sample[0] < best[0]:
                 best = sample
+        assert best is not None  # samples >= 1
         offset = round(best[1])
         if abs(offset) > self._warn_ms:
             log.warning("this machine's clock is %+d ms off the store's (round trip %.1f ms): following the store's",

@@ -87,7 +87,8 @@ class EtaHeap(Generic[T]):
         """Remove and return (in heap order) every entry of `slots`."""
         if not slots or not any(s in self._by_slot for s in slots):
             return []
-        kept, dropped = [], []
+        kept: list[tuple[int, int, int, HeapEntry[T]]] = []
+        dropped: list[tuple[int, int, int, HeapEntry[T]]] = []
         for key in self._heap:
             (dropped if key[3].slot in slots else kept).append(key)
         heapq.heapify(kept)

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 _COUNTER_BITS = 12
 _COUNTER_MAX = (1 << _COUNTER_BITS) - 1

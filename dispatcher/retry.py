@@ -21,7 +21,7 @@ import dataclasses
 import math
 import random
 import types
-from typing import Mapping
+from collections.abc import Mapping
 
 from taskring.wire import pb
 

@@ -18,15 +18,16 @@ import datetime as dt
 import json
 import math
 import re
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
-from taskring.wire import pb
 
 from dispatcher.errors import InvalidArgument, quote
 from dispatcher.ids import new_task_id
 from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
+from taskring.wire import pb
 
 NAMESPACE_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 TASK_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -34,7 +35,7 @@ TASK_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 _DAY_MS = 24 * 3600 * 1000
 _PRIORITIES = frozenset(pb.Priority.values())
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _ONE_MS = dt.timedelta(milliseconds=1)
 
 
@@ -119,7 +120,7 @@ class ValidTask:
             timeout_ms=self.timeout_ms,
             max_retries=self.max_retries,
             retry_policy=self.retry_policy.to_pb(),
-            priority=self.priority,
+            priority=cast(pb.Priority, self.priority),  # an int at run time, as the stubs allow
             unique_key=self.unique_key,
             trace_id=self.trace_id,
             created_at=format_rfc3339_ms(self.created_at),
@@ -145,7 +146,8 @@ def validate_task(
     task_id = task.task_id
     if task_id:
         if not TASK_ID_RE.fullmatch(task_id):
-            raise InvalidArgument(f"{p}.task_id", f"must be 1 to 64 characters of [A-Za-z0-9._:-], got {_show(task_id)}")
+            raise InvalidArgument(f"{p}.task_id",
+                                  f"must be 1 to 64 characters of [A-Za-z0-9._:-], got {_show(task_id)}")
     else:
         task_id = new_id()
 
@@ -177,7 +179,8 @@ def validate_task(
     for name in ("unique_key", "trace_id"):
         value = getattr(task, name)
         if len(value) > limits.max_key_chars:
-            raise InvalidArgument(f"{p}.{name}", f"is {len(value)} characters, more than the maximum {limits.max_key_chars}")
+            raise InvalidArgument(f"{p}.{name}",
+                                  f"is {len(value)} characters, more than the maximum {limits.max_key_chars}")
 
     return ValidTask(
         task_id=task_id,
@@ -253,7 +256,7 @@ def parse_rfc3339(text: str) -> dt.datetime:
     try:
         local = dt.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micros,
                             tzinfo=dt.timezone(offset))
-        return local.astimezone(dt.timezone.utc)
+        return local.astimezone(dt.UTC)
     except (ValueError, OverflowError):
         raise ValueError(f"is not a valid date and time, got {_show(text)}") from None
 
@@ -271,7 +274,7 @@ def to_unix_ms(t: dt.datetime) -> int:
 def _utc_ms(t: dt.datetime) -> dt.datetime:
     if t.tzinfo is None or t.utcoffset() is None:
         raise ValueError("a naive datetime was passed where a timezone-aware one is required")
-    t = t.astimezone(dt.timezone.utc)
+    t = t.astimezone(dt.UTC)
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 
@@ -280,7 +283,8 @@ def _due_at(task: pb.Task, now: dt.datetime, limits: Limits, p: str) -> dt.datet
         raise InvalidArgument(f"{p}.delay_ms", "cannot be combined with schedule_time; give one or the other")
     if task.delay_ms:
         if task.delay_ms > limits.max_delay_ms:
-            raise InvalidArgument(f"{p}.delay_ms", f"{task.delay_ms} is beyond the maximum delay of {limits.max_delay_ms} ms")
+            raise InvalidArgument(f"{p}.delay_ms",
+                                  f"{task.delay_ms} is beyond the maximum delay of {limits.max_delay_ms} ms")
         return now + dt.timedelta(milliseconds=task.delay_ms)
     if task.schedule_time:
         try:
@@ -371,7 +375,8 @@ def _canonical_payload(text: str, limits: Limits, field: str) -> str:
     except UnicodeEncodeError:
         raise InvalidArgument(field, "contains a string with an unpaired surrogate (\\ud800-\\udfff)") from None
     if size > limits.max_payload_bytes:
-        raise InvalidArgument(field, f"is {size} bytes once canonicalised, more than the maximum {limits.max_payload_bytes}")
+        raise InvalidArgument(field,
+                              f"is {size} bytes once canonicalised, more than the maximum {limits.max_payload_bytes}")
     return canonical
 
 

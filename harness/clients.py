@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from taskring import Client
-
 from harness.processes import NodeProcess
+from taskring import Client
 
 
 class RoundRobinClients:

@@ -41,6 +41,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from harness.demo_tasks import NAMESPACE, Handlers, Planned, attempt_starts, plan_tasks, print_table, say, submit_all
 from harness.processes import REPO, NodeProcess, NotReady, free_port, port_open
@@ -48,6 +49,9 @@ from harness.ringcheck import ring_problems, views_agree
 from harness.stack import StackEndpoints, stack_problems
 from harness.wait import wait_until
 from harness.world import World, cluster_world
+
+if TYPE_CHECKING:  # taskring is imported where it is used, not at import time
+    from taskring import Client, Executor
 
 ROUTE_THRESHOLD_MS = 10_000
 _TERMINAL = ("succeeded", "dead_lettered", "cancelled")
@@ -122,18 +126,18 @@ class _NodeExited(AssertionError):
     pass
 
 
-def wait_settled(nodes: list[NodeProcess], timeout_s: float) -> tuple[bool, dict[str, object]]:
+def wait_settled(nodes: list[NodeProcess], timeout_s: float) -> tuple[bool, dict[str, dict[str, Any] | str]]:
     """Every node sees all members, and every slot's actual owner is its desired owner,
     with the same desired map on every node. Returns (settled, last view per node)."""
     expected = {n.node_id for n in nodes}
-    views: dict[str, object] = {}
+    views: dict[str, dict[str, Any] | str] = {}
     problems: list[str] = []
 
     def settled() -> bool:
         problems.clear()
         for node in nodes:
             if not node.alive():
-                views[node.node_id] = f"process exited with code {node.proc.returncode}"
+                views[node.node_id] = f"process exited with code {node.started.returncode}"
                 problems.append(f"{node.node_id} exited")
                 continue
             try:
@@ -176,12 +180,12 @@ def stop_nodes(nodes: list[NodeProcess], timeout_s: float = 30.0) -> list[str]:
     codes = []
     for n in running:
         try:
-            code = n.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            code = n.started.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             problems.append(f"{n.node_id} (pid {n.pid}) did not exit within {timeout_s:.0f}s of SIGTERM: "
                             f"SIGKILL; log: {n.log_path}")
             n.kill()
-            code = n.proc.returncode
+            code = n.started.returncode
         else:
             if code != 0:
                 problems.append(f"{n.node_id} exited with code {code} after SIGTERM; log: {n.log_path}")
@@ -195,13 +199,14 @@ def stop_nodes(nodes: list[NodeProcess], timeout_s: float = 30.0) -> list[str]:
 # ---------------------------------------------------------------- following the tasks
 
 
-def wait_terminal(planned: list[Planned], client, nodes: list[NodeProcess], timeout_s: float) -> bool:
+def wait_terminal(planned: list[Planned], client: Client, nodes: list[NodeProcess], timeout_s: float) -> bool:
     t0 = time.monotonic()
-    shown = {"line": "", "at": 0.0, "dead": False}
+    shown_line, shown_at = "", 0.0
     order = ["succeeded", "dead_lettered", "cancelled", "queued", "retry_wait", "dispatched", "running",
              "accepted", "failed"]
 
     def done() -> bool:
+        nonlocal shown_line, shown_at
         for p in planned:
             if p.info is None or not p.info.state.is_terminal:
                 p.info = client.get(p.task_id)
@@ -209,9 +214,9 @@ def wait_terminal(planned: list[Planned], client, nodes: list[NodeProcess], time
         line = ", ".join(f"{counts[s]} {s}" for s in order if counts[s])
         now = time.monotonic()
         finished = all(p.info.state.is_terminal for p in planned)
-        if finished or line != shown["line"] or now - shown["at"] >= 5:
+        if finished or line != shown_line or now - shown_at >= 5:
             say(f"demo: +{now - t0:5.1f}s  {line}")
-            shown.update(line=line, at=now)
+            shown_line, shown_at = line, now
         dead = [n.node_id for n in nodes if not n.alive()]
         if dead and not finished:
             say(f"demo: node process(es) exited during the run: {', '.join(dead)}")
@@ -244,11 +249,11 @@ class Demo:
         self.settle_timeout = float(os.environ.get("TASKRING_DEMO_SETTLE_TIMEOUT", "60"))
         self.task_timeout = float(os.environ.get("TASKRING_DEMO_TIMEOUT", "90"))
         self.world = demo_world(os.environ)
-        self.run_tag = dt.datetime.now(dt.timezone.utc).strftime("%H%M%S")
+        self.run_tag = dt.datetime.now(dt.UTC).strftime("%H%M%S")
         self.node_count = nodes
         self.plan: list[NodeProcess] = []
-        self.executor = None
-        self.clients: dict[int, object] = {}
+        self.executor: Executor | None = None
+        self.clients: dict[int, Client] = {}
         self.pids_file = _stack_dir() / "demo-nodes.pids"
 
     # -- before anything starts
@@ -289,7 +294,7 @@ class Demo:
         for n in plan:
             n.start()
             say(f"demo:   {n.node_id}  pid {n.pid:<7} grpc {n.target}  admin {n.admin}/  log {n.log_path}")
-        self.pids_file.write_text(" ".join(str(n.proc.pid) for n in plan) + "\n")
+        self.pids_file.write_text(" ".join(str(n.pid) for n in plan) + "\n")
 
         why = wait_ready(plan, timeout_s=60)
         if why:
@@ -310,7 +315,9 @@ class Demo:
             if not self.single:
                 say("demo: to run on one node instead: TASKRING_DEMO_SINGLE=1 .venv/bin/taskring demo")
             return 1
-        owners = Counter(s["actual_owner"] for s in next(iter(views.values()))["slots"])
+        first_view = next(iter(views.values()))
+        assert isinstance(first_view, dict), "a settled ring has a /ring view from every node"
+        owners = Counter(s["actual_owner"] for s in first_view["slots"])
         say(f"demo: ring settled in {time.monotonic() - t_settle:.1f}s: "
             + ", ".join(f"{k} owns {v} slot{'s' if v != 1 else ''}" for k, v in sorted(owners.items())))
 
@@ -353,8 +360,8 @@ class Demo:
             failures.append(f"node process(es) exited during the run: {', '.join(dead)}")
 
         say()
-        for n in notes:
-            say(f"demo: note: {n}")
+        for text in notes:
+            say(f"demo: note: {text}")
         for f in failures:
             say(f"demo: PROBLEM: {f}")
         counts = Counter(p.info.state.value for p in planned)
@@ -380,7 +387,7 @@ class Demo:
         if self.executor is not None:
             self.executor.stop(grace_s=5)
         if self.keep and rc == 0 and self.plan and all(n.alive() for n in self.plan):
-            pids = " ".join(str(n.proc.pid) for n in self.plan)
+            pids = " ".join(str(n.pid) for n in self.plan)
             admin = self.plan[0].admin
             say("demo: TASKRING_DEMO_KEEP=1: the nodes keep running (the executor stopped with this process)")
             say(f"demo:   ring:  .venv/bin/taskring ring --admin {admin}"

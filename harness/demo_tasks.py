@@ -11,6 +11,10 @@ import datetime as dt
 import threading
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # taskring is imported where it is used, not at import time
+    from taskring import Client, TaskSpec
 
 NAMESPACE = "demo"
 
@@ -65,14 +69,14 @@ class Handlers:
 
 @dataclasses.dataclass
 class Planned:
-    spec: object            # taskring.TaskSpec
+    spec: TaskSpec
     via: int                # index of the node it is submitted through
     expect_state: str
     expect_attempts: int
     cancel: bool = False
     task_id: str = ""
     due_at: dt.datetime | None = None
-    info: object = None     # taskring.TaskInfo, once looked up
+    info: Any = None        # taskring.TaskInfo, once looked up
 
 
 def plan_tasks(node_count: int, run: str) -> list[Planned]:
@@ -107,7 +111,7 @@ def plan_tasks(node_count: int, run: str) -> list[Planned]:
     ]
 
 
-def submit_all(planned: list[Planned], clients: dict[int, object]) -> None:
+def submit_all(planned: list[Planned], clients: dict[int, Client]) -> None:
     first = [p for p in planned if p.via == 1]
     results = clients[1].submit_batch([p.spec for p in first])
     for p, r in zip(first, results):
@@ -191,8 +195,8 @@ def print_table(planned: list[Planned], handlers: Handlers) -> tuple[list[str], 
         problems += [f"task {i} ({info.task_type} {p.task_id}): {b}" for b in bad]
         notes += [f"task {i} ({info.task_type} {p.task_id}): {n}" for n in note]
         mark = "  <-- UNEXPECTED" if bad else ""
-        say(f"{i:>2}  {info.task_type:<14} {'node' + str(p.via):<6} {path_of(info):<5} {info.slot:>4} {info.state.value:<13} "
-            f"{info.attempts:>3}  {ran_on(info):<13} {lateness:<22} {p.task_id}{mark}")
+        say(f"{i:>2}  {info.task_type:<14} {'node' + str(p.via):<6} {path_of(info):<5} {info.slot:>4}"
+            f" {info.state.value:<13} {info.attempts:>3}  {ran_on(info):<13} {lateness:<22} {p.task_id}{mark}")
         say(f"    history: {history_text(info)}")
         if info.last_error:
             say(f"    last error: {info.last_error.splitlines()[0][:110]}")

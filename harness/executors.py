@@ -20,10 +20,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from taskring import Executor, NonRetryableError, RetryableError
-
 from harness.processes import ChildProcess, free_port
 from harness.wait import wait_until
+from taskring import Executor, NonRetryableError, RetryableError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import threading
 
-
 # ---------------------------------------------------------------- processes
 
 def kill_hard(proc: subprocess.Popen | None) -> None:

@@ -73,14 +73,21 @@ class ChildProcess:
         self.stop_s: float | None = None
 
     @property
+    def started(self) -> subprocess.Popen:
+        """The process, once start()ed."""
+        if self.proc is None:
+            raise RuntimeError(f"{self.name}: not started")
+        return self.proc
+
+    @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.started.pid
 
     def start(self):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab" if self.append else "wb") as out:
             if self.header:
-                stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+                stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                 out.write(f"=== {stamp} {display_command(self.args[1:])}\n".encode())
                 out.flush()
             err = open(self.err_path, "ab") if self.err_path else subprocess.STDOUT
@@ -89,7 +96,7 @@ class ChildProcess:
                 self.proc = subprocess.Popen(self.args, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                              stdout=out, stderr=err, start_new_session=self.new_session)
             finally:
-                if self.err_path:
+                if not isinstance(err, int):
                     err.close()
         return self
 
@@ -111,15 +118,15 @@ class ChildProcess:
 
     def signal(self, signum: int) -> None:
         if self.alive():
-            self.proc.send_signal(signum)
+            self.started.send_signal(signum)
 
     def terminate(self, timeout_s: float = 60.0) -> int:
         """SIGTERM and wait (raises subprocess.TimeoutExpired past the deadline)."""
         if not self.alive():
             return self.proc.returncode if self.proc else 0
         t0 = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        self.returncode = self.proc.wait(timeout=timeout_s)
+        self.started.send_signal(signal.SIGTERM)
+        self.returncode = self.started.wait(timeout=timeout_s)
         self.stop_s = time.monotonic() - t0
         return self.returncode
 
@@ -133,18 +140,18 @@ class ChildProcess:
             return False
         except subprocess.TimeoutExpired:
             self.kill()
-            self.returncode = self.proc.returncode
+            self.returncode = self.started.returncode
             return True
 
     def kill(self) -> None:
         faults.kill_hard(self.proc)
 
     def pause(self) -> None:
-        faults.pause(self.proc)
+        faults.pause(self.started)
 
     def resume(self) -> None:
         if self.alive():
-            faults.resume(self.proc)
+            faults.resume(self.started)
 
 
 class NotReady(AssertionError):
@@ -217,7 +224,8 @@ class NodeProcess(ChildProcess):
         """Until /readyz answers 200; NotReady (with the log's tail) if it exits or the deadline passes."""
         def ready() -> bool:
             if not self.alive():
-                raise NotReady(f"node {self.node_id} exited ({self.proc.returncode}) before it was ready;"
+                code = self.proc.returncode if self.proc else None
+                raise NotReady(f"node {self.node_id} exited ({code}) before it was ready;"
                                f" log {self.log_path}:\n{self.log_tail()}")
             return self.probe("/readyz")
         try:

@@ -16,9 +16,10 @@ class WaitTimeout(AssertionError):
     """The condition did not hold by the deadline (an AssertionError: a test fails, not errors)."""
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float = 5.0, what: str = "a condition",
+def wait_until(condition: Callable[[], T | None], timeout_s: float = 5.0, what: str = "a condition",
                interval_s: float = 0.05) -> T:
     """Return the condition's first truthy value; raise WaitTimeout naming `what` at the deadline.
+    (A truthy value is never None: a condition returning `X | None` gives an X.)
 
     An exception raised by the condition propagates at once (a dead process, say)."""
     deadline = time.monotonic() + timeout_s

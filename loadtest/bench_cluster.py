@@ -66,7 +66,9 @@ import time
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from collections.abc import Callable, Collection, Sequence
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -105,6 +107,13 @@ def spread_task_types(per_slot: int = 4, slots: int = SLOTS) -> list[str]:
 
 # ================================================================ child: load generator
 
+@dataclasses.dataclass
+class _LoadState:
+    """What the load generator's command thread changes (under its lock) and its senders read."""
+    targets: list[str]
+    phase: str
+
+
 def load_main(targets: list[str], rate: float, types: list[str], long_delay_share: float, threads: int,
               batch: int, cmds, counter, out_path: str, seed: int) -> None:
     """A process: submits `rate` tasks/s in batches, paced on an absolute schedule,
@@ -112,7 +121,7 @@ def load_main(targets: list[str], rate: float, types: list[str], long_delay_shar
     ("phase", name), ("stop",). Writes what was acknowledged to out_path."""
     from taskring import Client, TaskSpec
 
-    state = {"targets": list(targets), "phase": "warmup"}
+    state = _LoadState(targets=list(targets), phase="warmup")
     lock = threading.Lock()
     stop = threading.Event()
     acked: list[tuple[str, str, int, int]] = []          # task_id, phase, submit_ms, due_ms
@@ -120,7 +129,7 @@ def load_main(targets: list[str], rate: float, types: list[str], long_delay_shar
     errors: Counter = Counter()
     error_detail: list[tuple[int, str, str, int]] = []     # (time_ms, target, error, tasks)
     rpc_ms: list[float] = []
-    behind = Counter()
+    behind: Counter[int] = Counter()                     # sender -> tasks skipped (fell behind)
 
     def commands():
         while not stop.is_set():
@@ -130,9 +139,9 @@ def load_main(targets: list[str], rate: float, types: list[str], long_delay_shar
                 continue
             with lock:
                 if cmd[0] == "targets":
-                    state["targets"] = list(cmd[1])
+                    state.targets = list(cmd[1])
                 elif cmd[0] == "phase":
-                    state["phase"] = cmd[1]
+                    state.phase = cmd[1]
                 elif cmd[0] == "stop":
                     stop.set()
 
@@ -154,7 +163,7 @@ def load_main(targets: list[str], rate: float, types: list[str], long_delay_shar
                     nxt += skipped * period
                 nxt += period
                 with lock:
-                    tg, phase = state["targets"], state["phase"]
+                    tg, phase = state.targets, state.phase
                 if not tg:
                     continue
                 target = tg[i % len(tg)]
@@ -246,7 +255,8 @@ class ZkObserver(threading.Thread):
         super().__init__(name="zk-observer", daemon=True)
         from kazoo.client import KazooClient
         self.zk = KazooClient(hosts=hosts, timeout=10)
-        self.states: list[tuple[float, str]] = []           # the observer's own connection: LOST/SUSPENDED = stack trouble
+        # the observer's own connection: LOST/SUSPENDED = stack trouble
+        self.states: list[tuple[float, str]] = []
         self.zk.add_listener(lambda state: self.states.append((time.time(), str(state))))
         self.zk.start(timeout=15)
         self.zk.ensure_path("/owners")
@@ -492,7 +502,7 @@ def get_json(url: str, timeout_s: float = 3.0) -> dict:
 
 # ================================================================ analysis helpers
 
-def pct(values: list[float], p: float) -> float | None:
+def pct(values: Sequence[float], p: float) -> float | None:
     if not values:
         return None
     v = sorted(values)
@@ -615,6 +625,13 @@ def ring_model(sets_per_family: int = 100, max_nodes: int = 8, seed: int = 7) ->
 
 # ================================================================ the cluster benchmark
 
+def _pid(proc: BaseProcess) -> int:
+    """The pid of a start()ed multiprocessing process."""
+    if proc.pid is None:
+        raise RuntimeError(f"process {proc.name} has not been started")
+    return proc.pid
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -652,7 +669,8 @@ class Bench:
         except Exception:
             pass
         if self.args.keep:
-            print(f"kept: database {self.env.database}, ZooKeeper {self.env.zk_hosts}, topics {self.env.topic_prefix}.*")
+            print(f"kept: database {self.env.database}, ZooKeeper {self.env.zk_hosts},"
+                  f" topics {self.env.topic_prefix}.*")
             return
         for problem in drop_world(self.env):
             print(f"warning: could not drop {problem}")
@@ -674,7 +692,7 @@ class Bench:
     def wait_settled(self, members: set[str], since: float, timeout_s: float = 40.0) -> ZkSample:
         return self.zk.wait(settled_pred(members), since, timeout_s, f"the ring to settle on {sorted(members)}")
 
-    def set_targets(self, exclude: set[str] = frozenset()) -> None:
+    def set_targets(self, exclude: Collection[str] = frozenset()) -> None:
         tg = [self.nodes[n].target for n in self.live() if n not in exclude]
         self.load_cmds.put(("targets", tg))
 
@@ -692,7 +710,7 @@ class Bench:
                                      args=(self.env.zk_hosts, self.types, self.args.max_in_flight,
                                            self.exec_ready, self.exec_stop, self.exec_count, str(self.exec_out)))
         self.exec_proc.start()
-        self.neighbours.roles[self.exec_proc.pid] = ("bench", "executor")
+        self.neighbours.roles[_pid(self.exec_proc)] = ("bench", "executor")
         if not self.exec_ready.wait(60):
             raise RuntimeError("the executor process did not start")
         self.load_cmds = ctx.Queue()
@@ -703,7 +721,7 @@ class Bench:
                                            self.args.long_delay_share, self.args.load_threads, self.args.batch,
                                            self.load_cmds, self.load_count, str(self.load_out), 11))
         self.load_proc.start()
-        self.neighbours.roles[self.load_proc.pid] = ("bench", "load")
+        self.neighbours.roles[_pid(self.load_proc)] = ("bench", "load")
 
     def wait_flowing(self, n: int = 500, timeout_s: float = 30) -> None:
         a0, e0 = self.load_count.value, self.exec_count.value
@@ -716,13 +734,16 @@ class Bench:
         return {s for s, o in sample.owners.items() if o[0] == node_id}
 
     def membership_change(self, name: str, *, join: str | None = None, leave: str | None = None) -> dict[str, Any]:
+        node = join or leave                                # the node that joins or leaves
+        if node is None:
+            raise ValueError(f"{name}: membership_change needs join= or leave=")
         before_members = set(self.live())
-        after_members = before_members | {join} if join else before_members - {leave}
+        after_members = before_members | {node} if join else before_members - {node}
         self.set_phase(name)
         before = self.wait_settled(before_members, time.time())
         time.sleep(self.args.quiet_s + self.args.baseline_s)
         t_event = time.time()
-        rec: dict[str, Any] = {"name": name, "kind": "join" if join else "leave", "node": join or leave,
+        rec: dict[str, Any] = {"name": name, "kind": "join" if join else "leave", "node": node,
                                "members_before": sorted(before_members), "members_after": sorted(after_members),
                                "t_event": t_event}
         if join:
@@ -733,9 +754,9 @@ class Bench:
             rec["registered_after_start_s"] = rec["t_registered"] - t_event
             t_from = rec["t_registered"]
         else:
-            self.note(f"{name}: SIGTERM {leave}")
-            self.set_targets(exclude={leave})
-            proc = self.nodes[leave]
+            self.note(f"{name}: SIGTERM {node}")
+            self.set_targets(exclude={node})
+            proc = self.nodes[node]
             t_event = rec["t_event"] = time.time()
             proc.proc.send_signal(signal.SIGTERM)
             exited = threading.Thread(target=proc.proc.wait, daemon=True)
@@ -744,12 +765,11 @@ class Bench:
         after = self.wait_settled(after_members, t_event)
         if not join:
             exited.join(30)
-            rec["exit_code"] = self.nodes[leave].proc.returncode
+            rec["exit_code"] = self.nodes[node].proc.returncode
         self.note(f"{name}: settled")
         self.set_targets()
         b, a = ({s: o[0] for s, o in before.owners.items()}, {s: o[0] for s, o in after.owners.items()})
         moved = sorted(s for s in range(SLOTS) if b.get(s) != a.get(s))
-        node = join or leave
         only_that_node = all((a[s] == node) if join else (b[s] == node) for s in moved)
         # Every owner any slot had in between (None = unclaimed for a moment).
         seen: dict[int, list] = defaultdict(list)
@@ -784,6 +804,7 @@ class Bench:
         self.wait_settled(members, time.time())
         time.sleep(self.args.quiet_s + self.args.baseline_s)
         snap = self.zk.latest()
+        assert snap is not None, "the ZooKeeper observer has samples once the ring has settled"
         victim_slots = sorted(self.owners_of(snap, victim))
         old_epochs = {s: snap.owners[s][1] for s in victim_slots}
         via = sorted(survivors)[0]
@@ -799,7 +820,11 @@ class Bench:
         else:
             proc.proc.send_signal(signal.SIGTERM)
         t_exit: list[float] = []
-        waiter = threading.Thread(target=lambda: (proc.proc.wait(), t_exit.append(time.time())), daemon=True)
+
+        def wait_exit() -> None:
+            proc.proc.wait()
+            t_exit.append(time.time())
+        waiter = threading.Thread(target=wait_exit, daemon=True)
         waiter.start()
 
         def reowned(s: ZkSample) -> bool:
@@ -1046,7 +1071,7 @@ class Bench:
         """Throughput and lateness figures for every event (from the executor records)."""
         slot_of_type = {t: slot_of(NS, t, SLOTS) for t in self.types}
         runs = [(st, slot_of_type.get(tt)) for _tid, _a, _e, st, _due, _p, tt in self.runs]
-        first: dict[str, tuple[int, int, int]] = {}
+        first: dict[str, tuple[int, int, int | None]] = {}    # task_id -> (due_ms, started_ms, slot)
         for tid, _a, _e, st, due, _p, tt in self.runs:
             if due is not None and (tid not in first or st < first[tid][1]):
                 first[tid] = (due, st, slot_of_type.get(tt))
@@ -1141,7 +1166,8 @@ def format_tables(result: dict[str, Any]) -> str:
               f"Name sets: {rm['sets']} (each set grown one node at a time, 1 to 8 nodes). A leave N+1 -> N"
               " moves exactly the slots of the join N -> N+1 with the same names.", "",
               "| slots | join | ideal 1/N | mean | min | max | stdev | joins moving nothing |"
-              " largest owner's share after (mean / max) | smallest share after (mean) | sets with an idle node after |",
+              " largest owner's share after (mean / max) | smallest share after (mean) |"
+              " sets with an idle node after |",
               "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in rm["rows"]:
             if r["from"] < 2:
@@ -1153,7 +1179,8 @@ def format_tables(result: dict[str, Any]) -> str:
                      f" {r['share_of_smallest_owner_after_mean']:.3f} | {r['sets_with_an_idle_node_after']} |")
         L += ["", f"Slots that moved to a node other than the joiner: {rm['moves_to_a_node_other_than_the_joiner']}"
               f" in {rm['transitions']} transitions. For the names n1..n8: "
-              + ", ".join(f"{k} {v}" for k, v in rm["n1_to_n8_moved_slots"].items() if k.startswith("16:")) + " (16 slots)."]
+              + ", ".join(f"{k} {v}" for k, v in rm["n1_to_n8_moved_slots"].items() if k.startswith("16:"))
+              + " (16 slots)."]
     evs = result.get("events", [])
     mem = [e for e in evs if e["kind"] in ("join", "leave")]
     if mem:
@@ -1172,7 +1199,8 @@ def format_tables(result: dict[str, Any]) -> str:
         L += ["", "Handoff and settle times are from the joiner's registration (/nodes znode ctime) for a join, from"
               " the SIGTERM for a leave; *handoff (zk stat)* is the last moved slot's epoch write (znode mtime)."
               " Joiner's process start to registration: "
-              + ", ".join(f"{e['node']} {e['registered_after_start_s']:.2f} s" for e in mem if e["kind"] == "join") + "."]
+              + ", ".join(f"{e['node']} {e['registered_after_start_s']:.2f} s" for e in mem if e["kind"] == "join")
+              + "."]
     ro = [e for e in evs if e["kind"] in ("kill -9", "SIGTERM")]
     if ro:
         L += ["", "### Time to re-own the slots of a stopped node (seconds from the signal)", "",
@@ -1185,7 +1213,8 @@ def format_tables(result: dict[str, Any]) -> str:
                      f" {_mmm(rows['reown_s_node_moves'])} | {_mmm(rows['victim_znodes_gone_s_zk_poll'])} |"
                      f" {_mmm(rows['first_claim_s_zk_stat'])} |")
         L += ["", "Cells are min / median / max.", "",
-              "| event | victim | slots | zk stat | zk poll | /ring | node moves | gone | process exit | twice | lost |",
+              "| event | victim | slots | zk stat | zk poll | /ring | node moves | gone | process exit"
+              " | twice | lost |",
               "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         pp = result.get("counts", {}).get("per_phase", {})
         for e in ro:
@@ -1221,7 +1250,8 @@ def format_tables(result: dict[str, Any]) -> str:
               + f"{sum(e['dip']['baseline_windows_below_80pct'] for e in evs)} of"
               f" {sum(e['dip']['baseline_windows'] for e in evs)} (all events) were below 80% of their median.", "",
               "### CPU through each event (cores, mean over the event's windows; 2 cores in all)", "",
-              "| event | CPU busy | nodes | executor + load + this process | stack servers | not this benchmark (mean / max) |",
+              "| event | CPU busy | nodes | executor + load + this process | stack servers"
+              " | not this benchmark (mean / max) |",
               "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for e in evs:
             mc = e.get("machine") or {}
@@ -1261,9 +1291,9 @@ def format_tables(result: dict[str, Any]) -> str:
                      f" {v['unknown_submits']} ({v['unknown_stored']} / {v['unknown_succeeded']}) |"
                      f" {v['ran_over_10s_late']} |")
         L += ["", "*Executed* counts the scenario's tasks (acked or not) that ran at least once; *twice+* those that"
-              " ran more than once (*same attempt*: a repeat of one attempt number; otherwise the rerun came as the next"
-              " attempt); *lost*: acked but not succeeded at the end; *unknown submits*: in a SubmitBatch that failed"
-              " (no answer), with how many were stored and succeeded anyway."]
+              " ran more than once (*same attempt*: a repeat of one attempt number; otherwise the rerun came as"
+              " the next attempt); *lost*: acked but not succeeded at the end; *unknown submits*: in a SubmitBatch"
+              " that failed (no answer), with how many were stored and succeeded anyway."]
         if c.get("duplicates"):
             L += ["", "Tasks that ran twice (start of each run, ms from the event):", ""]
             for d in c["duplicates"]:
@@ -1294,7 +1324,8 @@ def summarize(result: dict[str, Any]) -> None:
 def write_report(result: dict[str, Any], command: str, directory: pathlib.Path, name: str) -> list[pathlib.Path]:
     directory.mkdir(parents=True, exist_ok=True)
     js, md = directory / f"{name}.json", directory / f"{name}.md"
-    js.write_text(json.dumps({**result, "command": command}, indent=1, default=str) + "\n")   # first: it survives a bug below
+    # first: it survives a bug below
+    js.write_text(json.dumps({**result, "command": command}, indent=1, default=str) + "\n")
     f = result["machine"]
     lines = [
         "# Cluster handoff: re-own time, slots moved, throughput dip",
@@ -1313,7 +1344,8 @@ def write_report(result: dict[str, Any], command: str, directory: pathlib.Path, 
                   f" {p['batch']} ({p['load_threads']} sender threads, round-robin over the live nodes minus the"
                   f" victim), {len(spread_task_types())} task types (4 per slot), {p['long_delay_share']:.0%}"
                   f" delayed 2-3 s (MySQL path), the rest 0 or 0.1-1 s (Kafka path); one executor process"
-                  f" (max_in_flight {p['max_in_flight']}). Startup to settled: {result.get('startup_to_settled_s', 0):.2f} s."
+                  f" (max_in_flight {p['max_in_flight']})."
+                  f" Startup to settled: {result.get('startup_to_settled_s', 0):.2f} s."
                   f" ZooKeeper poll: p50 {_f(result['zk_poll_ms']['p50'], '{:.1f}')} ms,"
                   f" p99 {_f(result['zk_poll_ms']['p99'], '{:.1f}')} ms per poll of all znodes.", ""]
     lines += [format_tables(result), ""]
@@ -1323,7 +1355,8 @@ def write_report(result: dict[str, Any], command: str, directory: pathlib.Path, 
                   f" max {_f(nb['cpu_busy_max'], '{:.0%}')} (1 s samples); load average max {_f(nb['loadavg_max'])}."
                   f" CPU seconds over {nb['wall_s']:.0f} s (of {2 * nb['wall_s']:.0f} available): nodes"
                   f" {nb['cpu_s_by_group'].get('nodes', 0):.0f}, executor + load + this process"
-                  f" {nb['cpu_s_by_group'].get('bench', 0):.0f}, stack servers {nb['cpu_s_by_group'].get('stack', 0):.0f},"
+                  f" {nb['cpu_s_by_group'].get('bench', 0):.0f},"
+                  f" stack servers {nb['cpu_s_by_group'].get('stack', 0):.0f},"
                   f" everything else {nb['cpu_s_by_group'].get('others', 0):.0f}"
                   + (" (" + "; ".join(f"`{v['cmd'][:70]}` {v['cpu_s']:.1f}" for v in nb["others_top"][:4]
                                       if v["cpu_s"] >= 0.5) + ")"
@@ -1375,7 +1408,7 @@ def main(argv: list[str] | None = None) -> None:
 
     stack = StackEndpoints.from_env()
     t0 = time.time()
-    result: dict[str, Any] = {"started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    result: dict[str, Any] = {"started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                               "machine": facts(stack)}
     print("ring model ...", flush=True)
     result["ring_model"] = ring_model(args.ring_sets)
@@ -1447,7 +1480,8 @@ def observations(result: dict[str, Any]) -> list[str]:
             if e["kind"] == "kill -9":
                 budget = e["victim_session_ms"] / 1000 + 1.5
                 if e["reown_s_zk_stat"] > budget:
-                    obs.append(f"{e['name']}: re-owned after {e['reown_s_zk_stat']:.2f} s, over session timeout + 1.5 s.")
+                    obs.append(f"{e['name']}: re-owned after {e['reown_s_zk_stat']:.2f} s,"
+                               " over session timeout + 1.5 s.")
     return obs
 
 

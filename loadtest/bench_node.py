@@ -58,7 +58,7 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -70,6 +70,9 @@ from harness.stack import StackEndpoints  # noqa: E402
 from harness.world import World, create_world, drop_world  # noqa: E402
 from loadtest.raw_parts import format_table as raw_format_table  # noqa: E402
 from loadtest.raw_parts import machine_facts, make_envelopes, measure_raw_parts  # noqa: E402
+
+if TYPE_CHECKING:  # taskring is imported where it is used
+    from taskring import SubmitResult
 
 SLOTS = 16
 NAMESPACE = "bench"
@@ -182,10 +185,11 @@ def stack_pids() -> dict[str, int]:
 class CpuMeter:
     """CPU seconds of named processes and of the whole machine between two points."""
 
-    def __init__(self, pids: dict[str, int]):
-        self.pids = dict(pids)
-        self._t0 = self._m0 = None
-        self._c0: dict[str, float | None] = {}
+    def __init__(self, pids: dict[str, int | None]):
+        self.pids = dict(pids)       # None: a process that did not start (its figures are None)
+        self._t0: float | None = None
+        self._m0: tuple[float, float] | None = None
+        self._c0: dict[str, tuple[float, float] | None] = {}
 
     def start(self) -> None:
         self._t0 = time.perf_counter()
@@ -193,11 +197,14 @@ class CpuMeter:
         self._c0 = {name: process_cpu_split(pid) for name, pid in self.pids.items()}
 
     def stop(self) -> dict[str, Any]:
+        if self._t0 is None or self._m0 is None:
+            raise RuntimeError("CpuMeter.stop() before start()")
         wall = time.perf_counter() - self._t0
         m1 = read_proc_stat_total()
         tick = os.sysconf("SC_CLK_TCK")
         busy_s = (m1[0] - self._m0[0]) / tick
-        procs, system = {}, {}
+        procs: dict[str, float | None] = {}
+        system: dict[str, float | None] = {}
         for name, pid in self.pids.items():
             c1 = process_cpu_split(pid)
             c0 = self._c0.get(name)
@@ -218,6 +225,8 @@ class CpuMeter:
 def start_node(world: World, run_dir: pathlib.Path, route_threshold_ms: int, log_level: str,
                cprofile_out: pathlib.Path | None = None) -> NodeProcess:
     """`taskring node --single` in the world (harness/processes.py), optionally under cProfile."""
+    if world.topic_prefix is None:
+        raise ValueError("start_node: the world needs topics of its own (create_world), not the node's default")
     return NodeProcess(world, f"bench-node-{world.topic_prefix.rsplit('-', 1)[-1]}", single=True,
                        log_path=run_dir / "node.log",
                        python_args=["-m", "cProfile", "-o", str(cprofile_out)] if cprofile_out else (),
@@ -227,7 +236,7 @@ def start_node(world: World, run_dir: pathlib.Path, route_threshold_ms: int, log
 def node_metrics(node: NodeProcess) -> str:
     try:
         return node.get_bytes("/metrics", 5.0).decode()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"# could not read /metrics: {exc}"
 
 
@@ -287,7 +296,8 @@ class Executors:
                 raise RuntimeError(f"executor {i} did not start within {timeout_s:.0f}s")
 
     @property
-    def pids(self) -> list[int]:
+    def pids(self) -> list[int | None]:
+        """None for a process not start()ed yet."""
         return [p.pid for p in self.procs]
 
     def executed(self) -> int:
@@ -391,7 +401,8 @@ UNNAMED_NATIVE = re.compile(r"^0x[0-9a-fA-F]+ |\((libc|libpthread|libm|ld-linux|
 # In the paused (native) mode py-spy counts some blocked threads as running; a sample
 # whose innermost Python frame is one of these waits and whose leaf is an unnamed native
 # frame (a syscall, a lock) is dropped there.
-WAITS = re.compile(r"^(_worker|Connection\._write_bytes|Condition\.wait|Event\.wait|EpollSelector\.select|_PollLikeSelector\.select|"
+WAITS = re.compile(r"^(_worker|Connection\._write_bytes|Condition\.wait|Event\.wait|EpollSelector\.select|"
+                   r"_PollLikeSelector\.select|"
                    r"SocketIO\.readinto|Queue\.get|TaskProducer\._poll_loop|PartitionReader\.read|Mailbox\._run|"
                    r"Thread\.run|KafkaIntake\._run|ThreadingHTTPServer|BaseServer\.serve_forever|"
                    r"_select|SequentialThreadingHandler\.|_connection|_read_socket|_poll_wrapper|select) ")
@@ -401,7 +412,8 @@ ACTIVITIES = [
     ("MySQL: insert tasks + events (SubmitBatch)", re.compile(r"TaskStore\.insert_tasks\b")),
     ("MySQL: begin_dispatch (-> dispatched)", re.compile(r"TaskStore\.begin_dispatch\b")),
     ("MySQL: record_outcomes (-> succeeded)", re.compile(r"TaskStore\.record_outcomes\b")),
-    ("MySQL: claim_due / sweep / commit_offsets", re.compile(r"TaskStore\.(claim_due|sweep_enqueued|commit_offsets|load_offsets)\b")),
+    ("MySQL: claim_due / sweep / commit_offsets",
+     re.compile(r"TaskStore\.(claim_due|sweep_enqueued|commit_offsets|load_offsets)\b")),
     ("MySQL: other store calls", re.compile(r"TaskStore\.")),
     ("API: validation", re.compile(r"validate_(batch|task)\b")),
     ("API: Kafka produce (send)", re.compile(r"TaskProducer\.send\b")),
@@ -409,10 +421,12 @@ ACTIVITIES = [
     ("Kafka producer poll thread", re.compile(r"TaskProducer\._poll_loop\b")),
     ("Kafka intake thread (consume)", re.compile(r"KafkaIntake\._run\b|PartitionReader\.")),
     ("engine: take Kafka messages into the heap", re.compile(r"Engine\._take_kafka\b")),
-    ("engine: deliver (build frames, Execute RPC, decide outcomes)", re.compile(r"Engine\._deliver\b|ExecutorPool\.|Engine\._decide\b")),
+    ("engine: deliver (build frames, Execute RPC, decide outcomes)",
+     re.compile(r"Engine\._deliver\b|ExecutorPool\.|Engine\._decide\b")),
     ("engine: dispatch batch (_run_batch)", re.compile(r"Engine\._run_batch\b")),
     ("engine: dispatch loop / heap pops", re.compile(r"Engine\._dispatch_loop\b|EtaHeap\.")),
-    ("engine: poll / commit / sweep loops", re.compile(r"Engine\._(poll_loop|commit_loop|commit_offsets|sweep_loop)\b")),
+    ("engine: poll / commit / sweep loops",
+     re.compile(r"Engine\._(poll_loop|commit_loop|commit_offsets|sweep_loop)\b")),
     ("ZooKeeper (kazoo threads)", re.compile(r"kazoo|membership/")),
     ("admin / metrics server", re.compile(r"AdminServer|http/server|socketserver")),
     ("thread pool plumbing (to_thread workers)", re.compile(r"_worker \(|concurrent/futures/thread")),
@@ -516,7 +530,9 @@ def analyze_profile(stacks: list[tuple[str, int | None, list[str], int]], top: i
             cum_c[f] += n
         libs[library_of(frames)] += n
         joined = ";".join(frames)
-        acts[next((name for name, rx in ACTIVITIES if rx.search(joined)), f"other (thread {thread_group(thread)})")] += n
+        activity = next((name for name, rx in ACTIVITIES if rx.search(joined)),
+                        f"other (thread {thread_group(thread)})")
+        acts[activity] += n
     groups: collections.Counter = collections.Counter()
     for name, v in acts.items():
         groups[activity_group(name)] += v
@@ -534,7 +550,8 @@ def analyze_cprofile(path: pathlib.Path, top: int = 20) -> dict[str, Any]:
     import pstats
     st = pstats.Stats(str(path))
     rows = []
-    for (file, line, func), (cc, nc, tt, ct, _callers) in st.stats.items():
+    # Stats.stats is set by Stats.__init__ (load_stats) but typeshed does not declare it.
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
         rows.append({"name": f"{func} ({file}:{line})", "calls": nc, "self_s": tt, "cum_s": ct})
     total = sum(r["self_s"] for r in rows) or 1.0
     top_self = sorted(rows, key=lambda r: -r["self_s"])[:top]
@@ -544,7 +561,8 @@ def analyze_cprofile(path: pathlib.Path, top: int = 20) -> dict[str, Any]:
         libs[next((name for name, rx in LIBRARIES if rx.search(r["name"])), "other / native")] += r["self_s"]
     return {"note": "cProfile: main thread (event loop) only, whole node lifetime; seconds, not samples",
             "total_self_s": total,
-            "top_self": [{"name": r["name"], "samples": round(r["self_s"], 3), "pct": round(100 * r["self_s"] / total, 1)}
+            "top_self": [{"name": r["name"], "samples": round(r["self_s"], 3),
+                          "pct": round(100 * r["self_s"] / total, 1)}
                          for r in top_self],
             "top_cumulative": [{"name": r["name"], "samples": round(r["cum_s"], 3),
                                 "pct": round(100 * r["cum_s"] / total, 1)} for r in top_cum],
@@ -557,15 +575,16 @@ def node_thread_cpu_delta(before: dict[int, tuple[str, float]], after: dict[int,
                           names: dict[int, str]) -> list[dict[str, Any]]:
     """CPU seconds per thread group of the node between two snapshots; Python threads
     are named from py-spy (native threads by their comm: grpc, rdk:*, ...)."""
-    groups: collections.Counter = collections.Counter()
-    counts: collections.Counter = collections.Counter()
+    groups: collections.defaultdict[str, float] = collections.defaultdict(float)   # CPU seconds
+    counts: collections.Counter[str] = collections.Counter()
     for tid, (comm, cpu) in after.items():
         delta = cpu - before.get(tid, (comm, 0.0))[1]
         name = names.get(tid)
         key = f"python: {thread_group(name)}" if name else f"native: {thread_group(comm)}"
         groups[key] += delta
         counts[key] += 1
-    return [{"thread": k, "threads": counts[k], "cpu_s": round(v, 2)} for k, v in groups.most_common() if v > 0.005]
+    by_cpu = sorted(groups.items(), key=lambda kv: kv[1], reverse=True)   # as Counter.most_common()
+    return [{"thread": k, "threads": counts[k], "cpu_s": round(v, 2)} for k, v in by_cpu if v > 0.005]
 
 
 # ---------------------------------------------------------------- load
@@ -589,6 +608,13 @@ def make_specs(n: int, task_types: list[str], delays_ms: list[int] | None = None
     return out
 
 
+def _due_ts(r: SubmitResult) -> float:
+    """When an accepted task is due, epoch seconds (the server sets due_at on every accepted task)."""
+    if r.due_at is None:
+        raise AssertionError(f"task {r.task_id}: accepted without a due time")
+    return r.due_at.timestamp()
+
+
 async def submit_throughput(target: str, batches: list[list], submitters: int) -> dict[str, Any]:
     """Phase A's load: `submitters` coroutines take the next batch and SubmitBatch it."""
     from taskring import AsyncClient
@@ -605,14 +631,14 @@ async def submit_throughput(target: str, batches: list[list], submitters: int) -
             t0 = time.time()
             try:
                 results = await client.submit_batch(specs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 errors.append(f"batch {i}: {type(exc).__name__}: {exc}")
                 continue
             t1 = time.time()
             rpc_ms.append((t1 - t0) * 1000)
             for r in results:
                 if not r.duplicate:
-                    accepted.append(Accepted(r.task_id, r.due_at.timestamp(), t1, "immediate", 0))
+                    accepted.append(Accepted(r.task_id, _due_ts(r), t1, "immediate", 0))
 
     try:
         await asyncio.gather(*(submitter() for _ in range(submitters)))
@@ -641,13 +667,13 @@ async def submit_timing(target: str, plan: list[tuple[str, int]], task_types: li
             specs = make_specs(len(chunk), task_types, [d for _b, d in chunk], seq0 + k * batch)
             try:
                 results = await client.submit_batch(specs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 errors.append(f"batch {k}: {type(exc).__name__}: {exc}")
                 continue
             t1 = time.time()
             for r, (band, delay) in zip(results, chunk):
                 if not r.duplicate:
-                    accepted.append(Accepted(r.task_id, r.due_at.timestamp(), t1, band, delay))
+                    accepted.append(Accepted(r.task_id, _due_ts(r), t1, band, delay))
     finally:
         await client.close()
     return {"accepted": accepted, "errors": errors, "t_first_send": t_first, "t_last_ack": time.time()}
@@ -724,7 +750,8 @@ def execution_rate_windows(accepted: list[Accepted], starts: dict[str, list[floa
     per_s = collections.Counter(int(t - t_first) for t in firsts)
     return {"executed_while_submitting": during, "executed_per_s_while_submitting": during / submit_s,
             "executed_after_last_ack": after, "executed_per_s_after_last_ack": after / tail_s if after else None,
-            "first_start_after_first_send_s": firsts[0] - t_first, "last_start_after_first_send_s": firsts[-1] - t_first,
+            "first_start_after_first_send_s": firsts[0] - t_first,
+            "last_start_after_first_send_s": firsts[-1] - t_first,
             "executions_per_second_timeline": [per_s.get(i, 0) for i in range(int(firsts[-1] - t_first) + 1)]}
 
 
@@ -799,12 +826,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     stack = stack_from_args(args)
     task_types = spread_task_types()
     result: dict[str, Any] = {
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "run_dir": str(run_dir),
         "params": {"n": args.n, "batch": args.batch, "submitters": args.submitters, "executors": args.executors,
                    "executor_max_in_flight": args.max_in_flight, "route_threshold_ms": args.route_threshold_ms,
                    "timing_kafka": args.timing_kafka, "timing_mysql": args.timing_mysql,
-                   "timing_immediate": args.timing_immediate, "timing_batch": args.timing_batch, "kafka_delay_s": args.kafka_delay,
+                   "timing_immediate": args.timing_immediate, "timing_batch": args.timing_batch,
+                   "kafka_delay_s": args.kafka_delay,
                    "mysql_delay_s": args.mysql_delay, "timing_spread_s": args.timing_spread_s,
                    "profile": args.profile, "profile_rate_hz": args.profile_rate, "raw_n": args.raw_n or args.n,
                    "task_types": len(task_types), "slots": SLOTS, "node_log_level": args.node_log_level},
@@ -849,7 +877,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Warm-up: the executors are visible to the node, channels and consumers are up.
         print("warm-up ...", file=sys.stderr)
         warm_n = 1_000
-        warm = asyncio.run(submit_throughput(node.target, [make_specs(500, task_types, seq0=i * 500) for i in range(2)], 2))
+        warm_batches = [make_specs(500, task_types, seq0=i * 500) for i in range(2)]
+        warm = asyncio.run(submit_throughput(node.target, warm_batches, 2))
         w = wait_done(world, executors, warm_n, warm["t_first_send"], len(warm["accepted"]), 60, "warm-up")
         if not w["complete"]:
             raise RuntimeError(f"warm-up did not complete: {w}; node log:\n{node.log_tail()}")
@@ -861,7 +890,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               file=sys.stderr)
         batches = [make_specs(min(args.batch, args.n - i), task_types, seq0=10_000 + i)
                    for i in range(0, args.n, args.batch)]
-        pids = {"node": node.pid, "load generator (this process)": os.getpid(),
+        pids: dict[str, int | None] = {"node": node.pid, "load generator (this process)": os.getpid(),
                 **{f"executor {i}": pid for i, pid in enumerate(executors.pids)}, **stack_pids()}
         if args.profile in ("py-spy", "py-spy-native"):
             spy = PySpy(node.pid, run_dir / "node.pyspy.txt", args.profile_rate, run_dir / "py-spy.log",
@@ -941,15 +970,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                      a["t_last_ack"])
         paths = recorded_paths(world, [x.task_id for x in b["accepted"]])
         by_path: dict[str, list[Accepted]] = collections.defaultdict(list)
-        mismatched = collections.Counter()
+        mismatched: collections.Counter[str] = collections.Counter()
         for x in b["accepted"]:
             p = "immediate" if x.band == "immediate" else paths.get(x.task_id, "?")
             if x.band != "immediate" and p != x.band:
                 mismatched[f"{x.band}->{p}"] += 1
             by_path[p].append(x)
         result["phase_b"]["lateness"] = {
-            "kafka path (delay %g-%g s)" % tuple(args.kafka_delay): latency_figures(by_path.get("kafka", []), starts),
-            "mysql path (delay %g-%g s)" % tuple(args.mysql_delay): latency_figures(by_path.get("mysql", []), starts),
+            f"kafka path (delay {args.kafka_delay[0]:g}-{args.kafka_delay[1]:g} s)":
+                latency_figures(by_path.get("kafka", []), starts),
+            f"mysql path (delay {args.mysql_delay[0]:g}-{args.mysql_delay[1]:g} s)":
+                latency_figures(by_path.get("mysql", []), starts),
             "immediate (pickup at a moderate rate)": latency_figures(by_path.get("immediate", []), starts),
         }
         result["phase_b"]["path_mismatches"] = dict(mismatched)
@@ -960,9 +991,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # ---- Profile
         if args.profile in ("py-spy", "py-spy-native"):
-            raw = run_dir / "node.pyspy.txt"
-            if raw.exists():
-                stacks = parse_pyspy_raw(raw)
+            pyspy_file = run_dir / "node.pyspy.txt"
+            if pyspy_file.exists():
+                stacks = parse_pyspy_raw(pyspy_file)
                 dropped = cond = 0
                 if args.profile == "py-spy-native":
                     stacks, dropped, cond = drop_waits(stacks)
@@ -971,7 +1002,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 prof["dropped_cond_wait_samples"] = cond
                 names = {tid: name for name, tid, _f, _n in stacks if tid is not None}
                 prof["node_threads_cpu"] = node_thread_cpu_delta(threads_before, threads_after, names)
-                prof["raw_file"] = str(raw)
+                prof["raw_file"] = str(pyspy_file)
                 result["profile"] = prof
             else:
                 result["profile"] = {"error": f"py-spy wrote nothing; see {run_dir / 'py-spy.log'}"}
@@ -1006,7 +1037,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["raw_parts"] = raw
         result["ratios"] = ratios(result)
     result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    result["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return result
 
 

@@ -24,6 +24,7 @@ prints the variables to use; `bench_node.py --locust-s 20` runs this file itself
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -49,24 +50,34 @@ WAIT_S = float(os.environ.get("TASKRING_WAIT_S", "0"))
 
 log = logging.getLogger("taskring.locust")
 _seq = itertools.count()
-_totals = {"accepted": 0, "duplicates": 0, "failed_calls": 0, "started": None}
+
+
+@dataclasses.dataclass
+class _Totals:
+    accepted: int = 0
+    duplicates: int = 0
+    failed_calls: int = 0
+    started: float | None = None    # time.monotonic() at the test's start
+
+
+_totals = _Totals()
 
 
 @events.test_start.add_listener
 def _on_start(environment, **_kwargs) -> None:
-    _totals["started"] = time.monotonic()
+    _totals.started = time.monotonic()
     log.info("taskring locust: target %s, namespace %s, %d task types, batch %d, delay %d ms",
              TARGET, NAMESPACE, len(TASK_TYPES), BATCH, DELAY_MS)
 
 
 @events.test_stop.add_listener
 def _on_stop(environment, **_kwargs) -> None:
-    started = _totals["started"]
+    started = _totals.started
     elapsed = time.monotonic() - started if started else 0.0
-    rate = _totals["accepted"] / elapsed if elapsed > 0 else 0.0
+    rate = _totals.accepted / elapsed if elapsed > 0 else 0.0
     # print, not log: shown even with --only-summary and a quiet log level
-    print(f"taskring: accepted {_totals['accepted']:,} tasks in {elapsed:.1f} s = {rate:,.0f} tasks/s"
-          f" ({_totals['duplicates']} duplicates, {_totals['failed_calls']} failed calls)", flush=True)
+    print(f"taskring: accepted {_totals.accepted:,} tasks in {elapsed:.1f} s = {rate:,.0f} tasks/s"
+          f" ({_totals.duplicates} duplicates, {_totals.failed_calls} failed calls)", flush=True)
 
 
 class TaskringUser(User):
@@ -97,11 +108,11 @@ class TaskringUser(User):
         try:
             results = self.taskring.submit_batch(specs)
             accepted = sum(1 for r in results if not r.duplicate)
-            _totals["accepted"] += accepted
-            _totals["duplicates"] += len(results) - accepted
+            _totals.accepted += accepted
+            _totals.duplicates += len(results) - accepted
         except TaskringError as e:
             exc = e
-            _totals["failed_calls"] += 1
+            _totals.failed_calls += 1
         self.environment.events.request.fire(
             request_type="grpc", name=f"SubmitBatch x{BATCH}",
             response_time=(time.perf_counter() - t0) * 1000, response_length=accepted,

@@ -50,20 +50,41 @@ import pathlib
 import queue
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
 from cluster.ring import desired_owners
 
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Barrier
+
 try:
-    from loadtest.raw_parts import (create_scratch_db, drop_db, due_rows, insert_rows, machine_facts,
-                                    make_envelopes, mysql_connect, process_cpu_s, server_pid)
+    from loadtest.raw_parts import (
+        create_scratch_db,
+        drop_db,
+        due_rows,
+        insert_rows,
+        machine_facts,
+        make_envelopes,
+        mysql_connect,
+        process_cpu_s,
+        server_pid,
+    )
 except ImportError:  # run as `python loadtest/ownership_contention.py`
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from loadtest.raw_parts import (create_scratch_db, drop_db, due_rows, insert_rows, machine_facts,
-                                    make_envelopes, mysql_connect, process_cpu_s, server_pid)
-from harness.stack import StackEndpoints  # noqa: E402  (after the path fix above)
+    from loadtest.raw_parts import (
+        create_scratch_db,
+        drop_db,
+        due_rows,
+        insert_rows,
+        machine_facts,
+        make_envelopes,
+        mysql_connect,
+        process_cpu_s,
+        server_pid,
+    )
+from harness.stack import StackEndpoints
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 MODES = ("owned", "shared-skip-locked", "shared-for-update")
@@ -136,7 +157,7 @@ def _status(cur, scope: str, names: tuple[str, ...]) -> dict[str, int]:
 # ---------------------------------------------------------------- one poller process
 
 def poller(name: str, mode: str, slots: list[int], db: dict[str, Any], until: dt.datetime, limit: int,
-           lock_wait_timeout: int, deadline_s: float, start: mp.Barrier, results: mp.Queue) -> None:
+           lock_wait_timeout: int, deadline_s: float, start: Barrier, results: mp.Queue) -> None:
     conn = mysql_connect(db["host"], db["port"], db["user"], db["database"])
     cur = conn.cursor()
     cur.execute("SET SESSION innodb_lock_wait_timeout = %s", (lock_wait_timeout,))
@@ -185,6 +206,8 @@ def poller(name: str, mode: str, slots: list[int], db: dict[str, Any], until: dt
         false_empty_polls += left
         return not left
 
+    # key (a slot, or "all") -> (SELECT, its parameters, the slots it covers; None = all)
+    polls_of: dict[int | str, tuple[str, tuple[Any, ...], list[int] | None]]
     if mode == "owned":
         polls_of = {slot: (OWNED_SELECT_SQL, (slot, until, limit), [slot]) for slot in slots}
     elif mode == "owned-in-list":
@@ -230,7 +253,7 @@ def run_mode(mode: str, *, db: dict[str, Any], split: dict[str, list[int]], limi
     names = sorted(split)
     start = ctx.Barrier(len(names) + 1)
     results = ctx.Queue()
-    until = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    until = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     procs = [ctx.Process(target=poller, name=f"poller-{n}",
                          args=(n, mode, split[n] if mode.startswith("owned") else [], db, until, limit,
                                lock_wait_timeout, deadline_s, start, results))
@@ -291,8 +314,8 @@ def run_mode(mode: str, *, db: dict[str, Any], split: dict[str, list[int]], limi
         "lock_wait_timeouts_caught": sum(o["errors"]["lock_wait_timeout"] for o in outs),
         "polls": sum(o["polls"] for o in outs), "empty_polls": sum(o["empty_polls"] for o in outs),
         "false_empty_polls": sum(o["false_empty_polls"] for o in outs),
-        "pollers": [{k: o[k] for k in ("name", "slots", "claimed", "polls", "empty_polls", "false_empty_polls", "errors", "finished",
-                                       "cpu_s")}
+        "pollers": [{k: o[k] for k in ("name", "slots", "claimed", "polls", "empty_polls", "false_empty_polls",
+                                       "errors", "finished", "cpu_s")}
                     | {"busy_s": o["t_end"] - o["t_start"]} for o in outs],
         "check": {
             "duplicates_within_a_poller": within_dupes,
@@ -306,6 +329,7 @@ def run_mode(mode: str, *, db: dict[str, Any], split: dict[str, list[int]], limi
 
 def explain(cur, mode: str, slots: list[int], until: dt.datetime, limit: int) -> list[dict[str, Any]]:
     """The plan MariaDB picks for one poll of `mode` (slots: the first poller's)."""
+    params: tuple[Any, ...]
     if mode == "owned":
         sql, params = OWNED_SELECT_SQL, (slots[0], until, limit)
     elif mode == "owned-in-list":
@@ -345,7 +369,7 @@ def measure_ownership_contention(n: int = 120_000, *, pollers: int = 3, slots: i
         "naive_index": naive_index, "lock_wait_timeout_s": lock_wait_timeout, "deadline_s": deadline_s,
         "isolation": "READ-COMMITTED", "split": split,
         "machine": machine_facts(host, port, user),
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "modes": [],
     }
     try:
@@ -359,7 +383,7 @@ def measure_ownership_contention(n: int = 120_000, *, pollers: int = 3, slots: i
                 with conn.cursor() as cur:
                     cur.execute("ANALYZE TABLE tasks")
                     cur.fetchall()
-                    plan = explain(cur, mode, split[members[0]], dt.datetime.now(dt.timezone.utc)
+                    plan = explain(cur, mode, split[members[0]], dt.datetime.now(dt.UTC)
                                    .replace(tzinfo=None), limit)
                 conn.commit()
                 m = run_mode(mode, db=db, split=split, limit=limit, lock_wait_timeout=lock_wait_timeout,
@@ -413,7 +437,8 @@ def format_table(result: dict[str, Any]) -> str:
             f" {g['Innodb_row_lock_waits']:,} | {g['Innodb_row_lock_time']:,} | {g['Innodb_deadlocks']:,} |"
             f" {m['deadlocks_caught']:,} | {m['lock_wait_timeouts_caught']:,} |"
             f" {m['global_reads_per_row']:.2f} | {m['session_reads_per_row']:.2f} |"
-            f" {m['session_rnd_next_per_row']:.2f} | {m['polls']:,} ({m['empty_polls']:,} / {m['false_empty_polls']:,}) |")
+            f" {m['session_rnd_next_per_row']:.2f} |"
+            f" {m['polls']:,} ({m['empty_polls']:,} / {m['false_empty_polls']:,}) |")
     return "\n".join(lines)
 
 
@@ -427,7 +452,8 @@ def format_details(result: dict[str, Any]) -> str:
         for p in m["pollers"]:
             slots = f" slots {p['slots']}" if p["slots"] else ""
             lines.append(f"  - {p['name']}{slots}: {p['claimed']:,} rows, {p['polls']:,} polls"
-                         f" ({p['empty_polls']:,} empty, {p['false_empty_polls']:,} of them false), busy {p['busy_s']:.2f} s, CPU {p['cpu_s']:.2f} s,"
+                         f" ({p['empty_polls']:,} empty, {p['false_empty_polls']:,} of them false),"
+                         f" busy {p['busy_s']:.2f} s, CPU {p['cpu_s']:.2f} s,"
                          f" deadlocks {p['errors']['deadlock']}, lock wait timeouts {p['errors']['lock_wait_timeout']}")
     return "\n".join(lines)
 

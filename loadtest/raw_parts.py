@@ -88,7 +88,7 @@ def make_envelopes(n: int, payload_bytes: int) -> list[tuple[str, bytes]]:
     its JSON payload to the requested size. Every task has its own ids, so Kafka's
     lz4 and InnoDB see data about as repetitive as a real batch of one task type.
     """
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
     def envelope(task_id: str, i: int, pad: int) -> bytes:
@@ -180,7 +180,8 @@ def measure_kafka(envelopes: list[tuple[str, bytes]], bootstrap: str, timeout_s:
             "enable.partition.eof": False,
         })
         try:
-            consumed, consumed_bytes, first_s = 0, 0, None
+            consumed, consumed_bytes = 0, 0
+            first_s: float | None = None
             cpu1 = time.process_time()
             t1 = time.perf_counter()
             consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(SLOTS)])
@@ -194,7 +195,9 @@ def measure_kafka(envelopes: list[tuple[str, bytes]], bootstrap: str, timeout_s:
                     if first_s is None:
                         first_s = time.perf_counter() - t1
                     consumed += 1
-                    consumed_bytes += len(msg.value())
+                    payload = msg.value()
+                    assert payload is not None, f"kafka consume: a message without a value at offset {msg.offset()}"
+                    consumed_bytes += len(payload)
             consume_s = time.perf_counter() - t1
             consume_cpu_s = time.process_time() - cpu1
         finally:
@@ -202,6 +205,7 @@ def measure_kafka(envelopes: list[tuple[str, bytes]], bootstrap: str, timeout_s:
     finally:
         admin.delete_topics([topic])[topic].result(30)
 
+    assert first_s is not None, "kafka consume: no message was consumed (n < 1)"
     return {
         "topic": topic, "partitions": SLOTS, "messages": n,
         "produce_s": produce_s, "produce_per_s": _rate(n, produce_s),
@@ -282,7 +286,7 @@ def due_rows(envelopes: list[tuple[str, bytes]], slots: int = SLOTS) -> list[tup
     """INSERT_SQL parameters: every row already due (trigger_at spread over the last
     minute, in insertion order), slot = i mod `slots`."""
     n = len(envelopes)
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
     start = now - dt.timedelta(minutes=1)
     step_ms = 60_000 / max(n, 1)
     rows = []
@@ -305,7 +309,7 @@ def insert_rows(conn: pymysql.connections.Connection, rows: list[tuple], batch: 
 def claim_all_by_slot(conn: pymysql.connections.Connection, slots: list[int], limit: int = CLAIM_LIMIT,
                       epoch: int = 1) -> tuple[int, int]:
     """Claim every due row of `slots`, one slot at a time round-robin; (claimed, statements)."""
-    until = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    until = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     live = list(slots)
     claimed = polls = 0
     with conn.cursor() as cur:
@@ -375,7 +379,7 @@ def measure_raw_parts(n: int = 200_000, payload_bytes: int = 300, *,
         "n": n, "payload_bytes": payload_bytes,
         "envelope_bytes": len(envelopes[0][1]) if envelopes else 0,
         "machine": machine_facts(mysql_host, mysql_port, mysql_user) if "mysql" in parts else machine_facts(),
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     if "kafka" in parts:
         result["kafka"] = measure_kafka(envelopes, kafka_bootstrap)
@@ -401,7 +405,9 @@ def machine_facts(mysql_host: str | None = None, mysql_port: int = StackEndpoint
             with conn.cursor() as cur:
                 cur.execute("SELECT VERSION(), @@innodb_buffer_pool_size, @@innodb_flush_log_at_trx_commit,"
                             " @@log_bin, @@innodb_lock_wait_timeout")
-                version, pool, flush, log_bin, wait = cur.fetchone()
+                row = cur.fetchone()
+                assert row is not None, "SELECT VERSION(), ... returned no row"
+                version, pool, flush, log_bin, wait = row
         finally:
             conn.close()
         facts.update({"mariadb": version, "innodb_buffer_pool_size": int(pool),
@@ -418,7 +424,8 @@ def format_table(result: dict[str, Any]) -> str:
     cpu = lambda c, s: f"{c:.1f} / {'?' if s is None else f'{s:.1f}'}"  # noqa: E731
     k = result.get("kafka")
     if k:
-        lines += [f"| Kafka (16 partitions, acks=all, idempotent, lz4) | produce until all acked | {k['produce_s']:.2f} |"
+        lines += [f"| Kafka (16 partitions, acks=all, idempotent, lz4) | produce until all acked"
+                  f" | {k['produce_s']:.2f} |"
                   f" {k['produce_per_s']:,.0f} msgs/s | {k['produce_client_cpu_s']:.1f} / - |",
                   f"| | consume all (assigned consumer; first message after {k['consume_first_message_s']:.2f} s,"
                   f" {k['consume_after_first_per_s']:,.0f} msgs/s from there) | {k['consume_s']:.2f} |"

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError

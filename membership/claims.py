@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 

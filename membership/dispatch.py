@@ -19,7 +19,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kazoo.exceptions import OperationTimeoutError
 
@@ -152,7 +153,8 @@ class Fanout:
     def remove(self, callback: Callable[..., Any]) -> None:
         """Stop delivering to callback (events already queued for it are still delivered)."""
         with self._lock:
-            keep, gone = [], []
+            keep: list[tuple[Callable[..., Any], Mailbox]] = []
+            gone: list[tuple[Callable[..., Any], Mailbox]] = []
             for cb, mb in self._subscribers:
                 (gone if cb == callback else keep).append((cb, mb))
             self._subscribers = keep

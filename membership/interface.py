@@ -7,8 +7,9 @@ unit test can hand them a twin and a node can hand them the real thing.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 
 class SessionState(enum.StrEnum):

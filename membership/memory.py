@@ -27,7 +27,7 @@ import itertools
 import random
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .dispatch import Fanout, Mailbox
 from .errors import DuplicateNodeId, NotStarted

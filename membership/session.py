@@ -80,7 +80,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
@@ -192,7 +192,7 @@ class ZkSession:
             self._lease_stop.set()
             if self._lease_thread is not None:
                 self._lease_thread.join(timeout=5)
-            client = self._client
+            client = self.client  # set while running
             with self._lock:
                 self._closing = True
             try:
@@ -294,7 +294,7 @@ class ZkSession:
             try:
                 # exists_async: no command retry, so a dead connection fails this probe
                 # at once instead of blocking it through kazoo's reconnect loop.
-                self._client.exists_async("/").get(timeout=interval_s)
+                self.client.exists_async("/").get(timeout=interval_s)
             except Exception:
                 pass  # no answer, no renewal: the lease runs down on its own
             else:
@@ -342,7 +342,7 @@ class ZkSession:
         """
         connection = getattr(client, "_connection", None)
         invoke = getattr(connection, "_invoke", None)
-        if invoke is None:
+        if connection is None or invoke is None:
             log.warning("kazoo internals changed: negotiated session timeout unavailable")
             return
 

@@ -12,13 +12,20 @@ do not collide.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from harness.stack import START_HINT, StackEndpoints, stack_problems
-from harness.world import create_chroot, create_database, create_topics, delete_topics, drop_chroot, drop_database
-from harness.world import new_run_id
+from harness.world import (
+    create_chroot,
+    create_database,
+    create_topics,
+    delete_topics,
+    drop_chroot,
+    drop_database,
+    new_run_id,
+)
 
 RUN_ID = new_run_id(12)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -64,8 +64,12 @@ def _read(reader: LogReader, want: int, timeout_s: float = WAIT_S) -> list[InMes
 
 def _read_nothing(reader: LogReader) -> list[InMessage]:
     got: list[InMessage] = []
+
+    def came() -> bool:
+        got.extend(reader.read(100, 0.05))
+        return bool(got)
     try:
-        wait_until(lambda: got.extend(reader.read(100, 0.05)) or bool(got), QUIET_S, "a message")
+        wait_until(came, QUIET_S, "a message")
     except AssertionError:
         pass
     return got

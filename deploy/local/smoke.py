@@ -54,7 +54,8 @@ def kafka(stack: StackEndpoints, tag: str) -> None:
         if producer.flush(30) != 0 or not delivered or delivered[0][0] is not None:
             raise RuntimeError(f"produce failed: {delivered}")
         offset = delivered[0][1].offset()
-        consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"taskring-smoke-{tag}", "enable.auto.commit": False})
+        consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"taskring-smoke-{tag}",
+                             "enable.auto.commit": False})
         try:
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + 30
@@ -69,8 +70,9 @@ def kafka(stack: StackEndpoints, tag: str) -> None:
         finally:
             consumer.close()
         assert msg.value() == value, msg.value()
-        print(f"kafka {stack.kafka_bootstrap}: created topic {topic}, produced {value!r} (acks=all) at offset {offset}, "
-              f"consumed it back from partition {msg.partition()} offset {msg.offset()}, deleted the topic")
+        print(f"kafka {stack.kafka_bootstrap}: created topic {topic}, produced {value!r} (acks=all)"
+              f" at offset {offset}, consumed it back from partition {msg.partition()} offset {msg.offset()},"
+              " deleted the topic")
     finally:
         problems = delete_topics(stack, [topic])
         if problems:

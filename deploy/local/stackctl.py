@@ -189,7 +189,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
     for t in PRIORITY_TOPICS:
         if t in existing:
             have = len(existing[t].partitions)
-            note = "" if have == args.partitions else f" (NOT {args.partitions}: partitions are fixed at creation; delete the topic to change)"
+            note = "" if have == args.partitions else (
+                f" (NOT {args.partitions}: partitions are fixed at creation; delete the topic to change)")
             print(f"stack: topic {t} exists with {have} partitions{note}")
     if wanted:
         futures = admin.create_topics(
@@ -209,7 +210,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + 60
     while True:
         md = admin.list_topics(timeout=10).topics
-        if all(t in md and md[t].partitions and all(pm.leader >= 0 for pm in md[t].partitions.values()) for t in PRIORITY_TOPICS):
+        if all(t in md and md[t].partitions and all(pm.leader >= 0 for pm in md[t].partitions.values())
+               for t in PRIORITY_TOPICS):
             return 0
         if time.monotonic() > deadline:
             print("stack: kafka topics have no leaders after 60s", file=sys.stderr)

@@ -18,7 +18,8 @@ def fetch_ring(admin_url: str, token: str | None = None, timeout_s: float = 5.0)
 def format_ring(ring: dict) -> str:
     lines = [f"node {ring['node']}  zookeeper {ring['zookeeper_session']}  members: "
              + ", ".join(sorted(ring["members"]))]
-    header = f"{'slot':>4}  {'desired owner':<18} {'actual owner':<18} {'epoch':>5} {'lag':>6} {'pending':>8}  task types"
+    header = (f"{'slot':>4}  {'desired owner':<18} {'actual owner':<18} {'epoch':>5} {'lag':>6} {'pending':>8}"
+              "  task types")
     lines += [header, "-" * len(header)]
     for s in ring["slots"]:
         mark = " *" if s["desired_owner"] != s["actual_owner"] else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 

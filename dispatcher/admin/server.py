@@ -20,8 +20,8 @@ import html
 import json
 import threading
 import urllib.parse
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -120,8 +120,10 @@ def _ring_svg(slots: list[dict], size: int = 320) -> str:
     for i, s in enumerate(slots):
         a0, a1 = 2 * math.pi * i / n - math.pi / 2, 2 * math.pi * (i + 1) / n - math.pi / 2
         for r_in, r_out, owner in ((c * 0.45, c * 0.75, s["actual_owner"]), (c * 0.78, c * 0.95, s["desired_owner"])):
-            pts = [(c + r_out * math.cos(a0), c + r_out * math.sin(a0)), (c + r_out * math.cos(a1), c + r_out * math.sin(a1)),
-                   (c + r_in * math.cos(a1), c + r_in * math.sin(a1)), (c + r_in * math.cos(a0), c + r_in * math.sin(a0))]
+            pts = [(c + r_out * math.cos(a0), c + r_out * math.sin(a0)),
+                   (c + r_out * math.cos(a1), c + r_out * math.sin(a1)),
+                   (c + r_in * math.cos(a1), c + r_in * math.sin(a1)),
+                   (c + r_in * math.cos(a0), c + r_in * math.sin(a0))]
             d = (f"M{pts[0][0]:.1f},{pts[0][1]:.1f} A{r_out:.1f},{r_out:.1f} 0 0 1 {pts[1][0]:.1f},{pts[1][1]:.1f} "
                  f"L{pts[2][0]:.1f},{pts[2][1]:.1f} A{r_in:.1f},{r_in:.1f} 0 0 0 {pts[3][0]:.1f},{pts[3][1]:.1f} Z")
             parts.append(f"<path d='{d}' fill='{_color(owner)}' stroke='#fff'><title>slot {s['slot']}: "

@@ -6,9 +6,8 @@ a QueuedTask: the task's envelope, which attempt this is and when it falls due.
 """
 from __future__ import annotations
 
-from taskring.wire import pb
-
 from dispatcher.log.interface import OutMessage
+from taskring.wire import pb
 
 
 def queued_message(topic: str, task: pb.Task, slot: int, attempt: int, due_ms: int) -> OutMessage:

@@ -7,7 +7,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from dispatcher.log.interface import InMessage, LogReader
 

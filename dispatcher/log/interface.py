@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 Partition = tuple[str, int]
 """(topic, partition number)."""

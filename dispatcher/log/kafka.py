@@ -10,12 +10,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from dispatcher.config import KafkaConfig
 from dispatcher.log.interface import InMessage, OutMessage, Partition
+
+
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
 
 
 class TaskProducer:
@@ -47,8 +52,10 @@ class TaskProducer:
 
     def _poll_loop(self) -> None:
         # Delivery callbacks run here, never on the event loop.
+        producer = self._producer
+        assert producer is not None  # started before this thread
         while self._running:
-            self._producer.poll(0.05)
+            producer.poll(0.05)
 
     def stop(self) -> None:
         if self._producer is None:
@@ -79,7 +86,7 @@ class TaskProducer:
                     remaining[0] -= 1
                     last = remaining[0] == 0
                 if last:
-                    loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                    loop.call_soon_threadsafe(_resolve, done)
             return callback
 
         for i, m in enumerate(messages):
@@ -111,6 +118,13 @@ class PartitionReader:
         # on every partition it assigns.
         self._paused = False
 
+    @property
+    def _live(self) -> Consumer:
+        """The consumer, between start() and stop()."""
+        if self._consumer is None:
+            raise RuntimeError("PartitionReader: call start() first")
+        return self._consumer
+
     def start(self) -> None:
         if self._consumer is None:
             self._consumer = Consumer({
@@ -133,18 +147,18 @@ class PartitionReader:
         """Add partitions, each from a next-offset (None: from the beginning)."""
         tps = [TopicPartition(t, p, OFFSET_BEGINNING if o is None else o) for (t, p), o in starts.items()]
         if tps:
-            self._consumer.incremental_assign(tps)
+            self._live.incremental_assign(tps)
             self._assigned.update({k: 0 for k in starts})
             plain = [TopicPartition(t, p) for t, p in starts]
             if self._paused:
-                self._consumer.pause(plain)
+                self._live.pause(plain)
             else:
-                self._consumer.resume(plain)
+                self._live.resume(plain)
 
     def unassign(self, pairs: Sequence[Partition]) -> None:
         pairs = [p for p in pairs if p in self._assigned]
         if pairs:
-            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in pairs])
+            self._live.incremental_unassign([TopicPartition(t, p) for t, p in pairs])
             for p in pairs:
                 self._assigned.pop(p, None)
 
@@ -155,12 +169,12 @@ class PartitionReader:
         """Stop fetching every assigned partition, and every one assigned later, until resume()."""
         self._paused = True
         if self._assigned:
-            self._consumer.pause([TopicPartition(t, p) for t, p in self._assigned])
+            self._live.pause([TopicPartition(t, p) for t, p in self._assigned])
 
     def resume(self) -> None:
         self._paused = False
         if self._assigned:
-            self._consumer.resume([TopicPartition(t, p) for t, p in self._assigned])
+            self._live.resume([TopicPartition(t, p) for t, p in self._assigned])
 
     @property
     def paused(self) -> bool:
@@ -173,17 +187,18 @@ class PartitionReader:
         # consume(n, timeout) waits the whole timeout unless n messages arrive, which
         # would add that wait to every task due on arrival: wait for the first
         # message only, then take what else is already there without waiting.
-        first = self._consumer.poll(timeout_s)
+        first = self._live.poll(timeout_s)
         if first is None:
             return []
         out = []
-        for msg in [first, *self._consumer.consume(max_messages - 1, 0)]:
+        for msg in [first, *self._live.consume(max_messages - 1, 0)]:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaException(err)
-            out.append(InMessage(msg.topic(), msg.partition(), msg.offset(), msg.value()))
+            # The stubs type these optional (for error events); a message without an error has them all.
+            out.append(InMessage(msg.topic(), msg.partition(), msg.offset(), msg.value()))  # type: ignore[arg-type]
         return out
 
     def lag(self) -> dict[Partition, int]:
@@ -192,8 +207,8 @@ class PartitionReader:
             return {}
         tps = [TopicPartition(t, p) for t, p in self._assigned]
         out = {}
-        for tp in self._consumer.position(tps):
-            _low, high = self._consumer.get_watermark_offsets(tp, cached=True) or (0, 0)
+        for tp in self._live.position(tps):
+            _low, high = self._live.get_watermark_offsets(tp, cached=True) or (0, 0)
             pos = tp.offset if tp.offset >= 0 else 0
             out[(tp.topic, tp.partition)] = max(0, high - pos) if high >= 0 else 0
         return out

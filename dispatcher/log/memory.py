@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from dispatcher.log.interface import InMessage, OutMessage, Partition
 

@@ -22,8 +22,9 @@ _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 
 def migration_files() -> list[pathlib.Path]:
-    files = sorted(p for p in MIGRATIONS_DIR.iterdir() if _NAME.match(p.name))
-    numbers = [int(_NAME.match(p.name).group(1)) for p in files]
+    matches = sorted(((p, m) for p in MIGRATIONS_DIR.iterdir() if (m := _NAME.match(p.name))), key=lambda pm: pm[0])
+    files = [p for p, _ in matches]
+    numbers = [int(m.group(1)) for _, m in matches]
     if numbers != list(range(1, len(files) + 1)):
         raise RuntimeError(f"migrations must be numbered 001.. without gaps, found {numbers}")
     return files

@@ -6,8 +6,6 @@ import signal
 import threading
 import uuid
 
-from taskring import TaskSpec
-
 from cluster.slots import slot_of
 from harness.clients import RoundRobinClients
 from harness.executors import RecordingExecutor
@@ -15,9 +13,16 @@ from harness.processes import NodeProcess
 from harness.ringcheck import settled_owners
 from harness.wait import wait_until
 from harness.world import World
+from taskring import TaskSpec
 
 SESSION_TIMEOUT_MS = 3000
 ROUTE_THRESHOLD_MS = 1500
+
+
+def spec_id(spec: TaskSpec) -> str:
+    """The task_id of a spec made with one (the load generators make every spec so)."""
+    assert spec.task_id is not None, "a load generator's TaskSpec has a task_id"
+    return spec.task_id
 
 
 class Cluster:
@@ -28,7 +33,9 @@ class Cluster:
         self.nodes: dict[str, NodeProcess] = {}
 
     def add(self, node_id: str, **extra_env: str) -> NodeProcess:
-        node = NodeProcess(self.env, node_id, **{**self.node_env, **extra_env}).start()
+        # mypy matches a **dict[str, str] against every keyword parameter (single=, grpc_port=, ...);
+        # these keys are environment variables (TASKRING_*), which land in NodeProcess's **extra_env.
+        node = NodeProcess(self.env, node_id, **{**self.node_env, **extra_env}).start()  # type: ignore[arg-type]
         self.nodes[node_id] = node
         return node
 
@@ -89,7 +96,7 @@ class LoadGenerator:
         rows = self.env.sql("SELECT task_id, slot FROM tasks")
         return dict(rows)
 
-    def start(self) -> "LoadGenerator":
+    def start(self) -> LoadGenerator:
         self._thread.start()
         return self
 
@@ -117,7 +124,7 @@ class LoadGenerator:
                         self.acked.update(r.task_id for r in results)
                     except Exception:
                         self.errors += 1
-                        self.unknown.update(s.task_id for s in specs)
+                        self.unknown.update(spec_id(s) for s in specs)
                 self._stop.wait(self.interval_s)
         finally:
             clients.close()
@@ -134,6 +141,7 @@ class ZkOwners:
 
     def owners(self) -> dict[int, str]:
         import json
+
         from kazoo.exceptions import NoNodeError
         out = {}
         for child in self._zk.get_children("/owners"):
@@ -175,5 +183,8 @@ def assert_nothing_lost(env: World, load: LoadGenerator, timeout_s: float = 90.0
 
 
 def slots_of(env: World, task_ids) -> dict[str, int]:
-    return {tid: slot_of("tests", tt, env.partitions)
-            for tid, tt in env.sql("SELECT task_id, task_type FROM tasks")} if task_ids else {}
+    if not task_ids:
+        return {}
+    partitions = env.partitions
+    assert partitions is not None, "slots_of: the world has topics of its own (partitions set)"
+    return {tid: slot_of("tests", tt, partitions) for tid, tt in env.sql("SELECT task_id, task_type FROM tasks")}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient

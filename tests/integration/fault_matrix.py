@@ -28,16 +28,15 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Callable
-
-from taskring import RetryPolicy, TaskSpec
+from collections.abc import Callable, Sequence
 
 from harness.clients import RoundRobinClients
 from harness.executors import Execution, RecordingExecutor, stale_deliveries
 from harness.processes import NodeProcess
 from harness.wait import wait_until
 from harness.world import World
-from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, slots_of
+from taskring import RetryPolicy, TaskSpec
+from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, slots_of, spec_id
 
 TERMINAL = ("succeeded", "dead_lettered", "cancelled")
 
@@ -73,7 +72,7 @@ class MixedLoad:
         with self._lock:
             return len(self.submitted)
 
-    def start(self) -> "MixedLoad":
+    def start(self) -> MixedLoad:
         self._thread.start()
         return self
 
@@ -115,16 +114,17 @@ class MixedLoad:
                     kinds = [self._kind() for _ in range(self.batch)]
                     specs = [self._spec(k) for k in kinds]
                     with self._lock:
-                        self.kinds.update((spec.task_id, kind) for spec, kind in zip(specs, kinds))
+                        self.kinds.update((spec_id(spec), kind) for spec, kind in zip(specs, kinds))
                     try:
                         results = client.submit_batch(specs)
                     except Exception:
                         self.errors += 1
-                        self.unknown.update(s.task_id for s in specs)
+                        self.unknown.update(spec_id(s) for s in specs)
                         clients.drop(node)
                     else:
                         with self._lock:
                             for kind, res in zip(kinds, results):
+                                assert res.due_at is not None, f"task {res.task_id}: accepted without a due time"
                                 self.submitted[res.task_id] = Submitted(kind, int(res.due_at.timestamp() * 1000))
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
         finally:
@@ -191,7 +191,7 @@ def in_flight(env: World) -> int:
     return env.sql("SELECT COUNT(*) FROM tasks WHERE status = 'dispatched'")[0][0]
 
 
-def _p99(values: list[float]) -> float:
+def _p99(values: Sequence[float]) -> float:
     if not values:
         return 0.0
     values = sorted(values)

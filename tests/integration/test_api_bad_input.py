@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from taskring.wire import pb
 
 from harness.processes import NodeProcess
+from taskring.wire import pb
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,13 @@ from harness.executors import stale_deliveries
 from harness.faults import CutProxy
 from harness.wait import wait_until
 from tests.integration.cluster_harness import (
-    SESSION_TIMEOUT_MS, Cluster, LoadGenerator, ZkOwners, assert_nothing_lost, slots_of)
+    SESSION_TIMEOUT_MS,
+    Cluster,
+    LoadGenerator,
+    ZkOwners,
+    assert_nothing_lost,
+    slots_of,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -226,6 +232,7 @@ def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskrin
 def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownership(taskring_env,
                                                                                     recording_executor):
     import subprocess
+
     from harness.processes import REPO
     cluster = Cluster(taskring_env, TASKRING_ZK_SESSION_TIMEOUT_MS="10000")
     try:
@@ -255,8 +262,8 @@ def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownersh
 
 
 def test_retries_follow_the_slot_to_its_new_owner(cluster, taskring_env, recording_executor):
-    from taskring import Client, RetryPolicy, TaskSpec
     from cluster.slots import slot_of
+    from taskring import Client, RetryPolicy, TaskSpec
     before = start_three(cluster)
     slot = slot_of("tests", "fail_then_ok", taskring_env.partitions)
     old_owner = cluster.nodes[before[slot]]

@@ -7,15 +7,16 @@ takes the MySQL path, sooner the Kafka path.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import grpc
 import pytest
-from taskring import Client, RetryPolicy, TaskSpec, TaskState
-from taskring.errors import FailedPrecondition
-from taskring.wire import pb, pb_grpc
 
 from harness.processes import NodeProcess
 from harness.wait import wait_until
+from taskring import Client, RetryPolicy, TaskInfo, TaskSpec, TaskState
+from taskring.errors import FailedPrecondition
+from taskring.wire import pb, pb_grpc
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +41,7 @@ def client(node):
 
 
 def wait_terminal(client: Client, task_ids, timeout_s: float = 60.0) -> dict:
-    infos = {}
+    infos: dict[str, TaskInfo] = {}
 
     def done():
         for tid in task_ids:
@@ -131,7 +132,7 @@ def test_resubmitting_the_same_task_id_returns_the_same_task(client, recording_e
 
 
 def _task(**fields) -> pb.Task:
-    base = dict(namespace="tests", task_type="ok", payload_json="{}")
+    base: dict[str, Any] = dict(namespace="tests", task_type="ok", payload_json="{}")
     base.update(fields)
     return pb.Task(**base)
 
@@ -215,7 +216,7 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
     slow = []
     for i in range(6):
         slow.append(client.submit("tests", "slow", {"ms": 5000}).task_id)
-        wait_until(lambda: len(recording_executor.snapshot()) > i, 20, f"slow task {i} to start")
+        wait_until(lambda n=i: len(recording_executor.snapshot()) > n, 20, f"slow task {i} to start")
     # When quick tasks arrive while every slow one is still running
     quick = [r.task_id for r in client.submit_batch([TaskSpec("tests", "ok", {}) for _ in range(20)])]
     infos = wait_terminal(client, quick + slow, timeout_s=60)
@@ -227,7 +228,6 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
 
 
 def test_a_retried_submit_produces_a_message_the_first_call_never_did(taskring_env, recording_executor):
-    import datetime as dt
     from cluster.slots import slot_of
     from dispatcher.clock import ms_to_datetime
     from dispatcher.config import MySQLConfig
@@ -236,7 +236,7 @@ def test_a_retried_submit_produces_a_message_the_first_call_never_did(taskring_e
     from dispatcher.validation import Limits, validate_task
     # Given a task written as `enqueued` whose Kafka message was never produced
     # (the node died between its MySQL write and its produce)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     valid = validate_task(_task(task_id="orphan-1"), now=now, limits=Limits())
     store = TaskStore(MySQLConfig(host=taskring_env.stack.host, port=taskring_env.stack.mysql_port,
                                   database=taskring_env.database))

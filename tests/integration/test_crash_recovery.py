@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from taskring import Client, TaskSpec
 
 from harness.processes import NodeProcess
 from harness.wait import wait_until
+from taskring import Client, TaskSpec
 
 pytestmark = pytest.mark.integration
 

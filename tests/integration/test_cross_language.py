@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from taskring import Client, Executor, TaskState
 
 from harness.processes import NodeProcess
 from harness.wait import wait_until
+from taskring import Client, Executor, TaskState
 from tests.integration.polyglot import ServiceProcess, Tools, build_tools, run_cli, tail
 
 pytestmark = pytest.mark.integration
@@ -220,5 +220,5 @@ def test_go_submits_python_node_go_execute_java_reads_and_cancels(taskring_env, 
         try:
             node.terminate(timeout_s=30)
         except subprocess.TimeoutExpired:
-            print(f"dispatcher {NODE_ID} (pid {node.proc.pid}) ignored SIGTERM for 30s; killing it")
+            print(f"dispatcher {NODE_ID} (pid {node.pid}) ignored SIGTERM for 30s; killing it")
             node.kill()

@@ -385,7 +385,6 @@ def test_row11_kill9_of_a_node_holding_100k_pending_tasks_in_its_heap(taskring_e
     import uuid
 
     from taskring import Client, TaskSpec
-
     from tests.integration.fault_matrix import Submitted
     total = int(os.environ.get("TASKRING_ROW11_TASKS", "100000"))
     # Due in 90-150 s (about 1,700/s when they fall due): on the Kafka path (threshold 180 s),

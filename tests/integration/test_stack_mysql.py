@@ -38,7 +38,8 @@ def test_two_pollers_claim_disjoint_batches_covering_every_row(mysql_connect, is
             " claimed_by VARCHAR(16) NULL,"
             " KEY status_id (status, id)) ENGINE=InnoDB"
         )
-        cur.executemany(f"INSERT INTO `{table}` (id, status) VALUES (%s, 'pending')", [(i,) for i in range(1, ROWS + 1)])
+        cur.executemany(f"INSERT INTO `{table}` (id, status) VALUES (%s, 'pending')",
+                        [(i,) for i in range(1, ROWS + 1)])
         cur.execute(f"SELECT COUNT(*) FROM `{table}` WHERE status = 'pending'")
         assert cur.fetchone()[0] == ROWS
 
@@ -63,7 +64,8 @@ def test_two_pollers_claim_disjoint_batches_covering_every_row(mysql_connect, is
                     conn.begin()
                     with conn.cursor() as cur:
                         cur.execute(
-                            f"SELECT id FROM `{table}` WHERE status = 'pending' ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+                            f"SELECT id FROM `{table}` WHERE status = 'pending' ORDER BY id LIMIT %s"
+                            " FOR UPDATE SKIP LOCKED",
                             (BATCH,),
                         )
                         ids = [row[0] for row in cur.fetchall()]

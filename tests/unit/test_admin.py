@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from dispatcher.admin.server import AdminServer, render_page
 from dispatcher.admin.ring_cli import format_ring
+from dispatcher.admin.server import AdminServer, render_page
 
 RING = {
     "node": "n1", "zookeeper_session": "connected", "members": {"n1": {}, "n2": {}}, "owned_here": [0],

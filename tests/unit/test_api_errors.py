@@ -14,10 +14,10 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+from typing import Any
 
 import grpc
 import pytest
-from taskring.wire import pb
 
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.config import NodeConfig
@@ -25,6 +25,7 @@ from dispatcher.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, 
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store.memory import MemoryTaskStore
 from dispatcher.validation import Limits
+from taskring.wire import pb
 
 SERVICE = "/taskring.v1.TaskService/"
 # Longest message an answer may carry: the field path, the problem and a quoted value
@@ -52,7 +53,8 @@ class Served:
 
     def raw(self, method: str, data: bytes) -> bytes:
         """Send `data` as the request of `method`, unserialized, and return the raw answer."""
-        call = self.channel.unary_unary(SERVICE + method, request_serializer=None, response_deserializer=None)
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary(
+            SERVICE + method, request_serializer=None, response_deserializer=None)
         return call(data, timeout=10)
 
     def assert_nothing_written(self) -> None:
@@ -99,7 +101,7 @@ def rejected(served: Served, method: str, data: bytes) -> grpc.RpcError:
 
 
 def task_bytes(**fields) -> bytes:
-    base = dict(namespace="billing", task_type="invoice.send", payload_json='{"n": 1}')
+    base: dict[str, Any] = dict(namespace="billing", task_type="invoice.send", payload_json='{"n": 1}')
     base.update(fields)
     return pb.Task(**base).SerializeToString()
 
@@ -187,8 +189,9 @@ def test_good_bytes_still_submit(served):
 # ---- huge values ----
 
 def assert_bounded(err: grpc.RpcError, code: grpc.StatusCode, starts: str) -> None:
-    assert err.code() == code, (err.code(), err.details()[:200])
     details = err.details()
+    assert err.code() == code, (err.code(), details and details[:200])
+    assert details is not None, f"{err.code()} without details"
     assert details.startswith(starts), details[:200]
     assert len(details) <= MAX_MESSAGE, len(details)
 

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from taskring import TaskEvent, TaskInfo, TaskState
-
 from harness.demo_tasks import Planned, attempt_starts, history_text, judge, path_of, ran_on
 from harness.ringcheck import ring_problems
+from taskring import Priority, TaskEvent, TaskInfo, TaskState
 
-T0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.UTC)
 
 
 def at(ms: int) -> dt.datetime:
@@ -21,7 +20,7 @@ def ev(state: str, ms: int, attempt: int, detail: str = "", node: str = "demo-no
 
 def info(state: str, attempts: int, history: list[TaskEvent]) -> TaskInfo:
     return TaskInfo(task_id="t1", namespace="demo", task_type="charge_card", state=TaskState(state),
-                    attempts=attempts, due_at=None, slot=13, payload={}, payload_version=0, priority="normal",
+                    attempts=attempts, due_at=None, slot=13, payload={}, payload_version=0, priority=Priority.NORMAL,
                     last_error="", last_stack_trace="", history=history)
 
 

@@ -561,7 +561,7 @@ def test_the_dashboard_has_a_prometheus_datasource_variable_used_everywhere():
     variables = {v["name"]: v for v in dash["templating"]["list"]}
     ds = [v for v in variables.values() if v["type"] == "datasource"]
     assert len(ds) == 1 and ds[0]["query"] == "prometheus"
-    ref = "${%s}" % ds[0]["name"]
+    ref = f"${{{ds[0]['name']}}}"
     for panel in _panels():
         if panel["type"] == "row":
             continue

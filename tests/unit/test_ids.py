@@ -110,7 +110,8 @@ def test_clock_stepping_back_never_makes_ids_go_backwards():
 
 def test_same_clock_and_randomness_give_the_same_ids():
     # Given
-    make = lambda: UuidV7Generator(clock_ms=_fixed_clock(range(1, 100)), randbytes=_seeded_bytes(5))
+    def make():
+        return UuidV7Generator(clock_ms=_fixed_clock(range(1, 100)), randbytes=_seeded_bytes(5))
 
     # When / Then
     a, b = make(), make()

@@ -172,7 +172,7 @@ def test_session_stop_delivers_a_final_stopped_event():
 
 def test_session_has_no_kazoo_client():
     with pytest.raises(NotStarted):
-        MemorySession().client
+        _ = MemorySession().client
 
 
 # ---------------------------------------------------------------- MemoryNodeRegistry

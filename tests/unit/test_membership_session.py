@@ -39,7 +39,7 @@ def test_before_start_it_is_stopped_and_stop_is_a_no_op():
     assert s.session_timeout_ms == 2000 and s.negotiated_session_timeout_ms is None
     assert s.wait_connected(0.01) is False
     with pytest.raises(NotStarted):
-        s.client
+        _ = s.client
 
 
 def test_connect_timeout_names_the_hosts_and_leaves_nothing_running():

@@ -12,13 +12,13 @@ from membership.transitions import KAZOO_CONNECTED, KAZOO_LOST, KAZOO_SUSPENDED,
 def tracker_in(state: str) -> SessionTracker:
     """A tracker driven into `state` through kazoo reports (session 7, generation 1)."""
     t = SessionTracker()
-    steps = {
+    by_state: dict[str, list[tuple[str, int | None]]] = {   # state -> (kazoo report, session id)
         "stopped": [],
         "connected": [(KAZOO_CONNECTED, 7)],
         "suspended": [(KAZOO_CONNECTED, 7), (KAZOO_SUSPENDED, 7)],
         "lost": [(KAZOO_CONNECTED, 7), (KAZOO_SUSPENDED, 7), (KAZOO_LOST, None)],
-    }[state]
-    for i, (k, sid) in enumerate(steps):
+    }
+    for i, (k, sid) in enumerate(by_state[state]):
         t.observe(k, sid, now=float(i))
     return t
 

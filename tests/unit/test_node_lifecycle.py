@@ -51,7 +51,7 @@ def test_stop_after_start_failed_on_an_unreachable_store_raises_nothing():
     assert node.grpc_port is None and not node._serving
 
 
-class Part:
+class _StandIn:
     """Stands in for one of the node's parts: records start and stop, raises when told."""
 
     def __init__(self, name: str, calls: list[str], fail_on: str | None):
@@ -62,12 +62,6 @@ class Part:
         if self.fail_on == what:
             raise RuntimeError(f"{self.name} {what} failed")
 
-    def start(self) -> None:
-        self._call("start")
-
-    def stop(self) -> None:
-        self._call("stop")
-
     def ensure_slots(self, slot_count: int) -> None:
         pass
 
@@ -75,7 +69,19 @@ class Part:
         self._call("stop")
 
 
-class AsyncPart(Part):
+class Part(_StandIn):
+    """A part with a sync start and stop."""
+
+    def start(self) -> None:
+        self._call("start")
+
+    def stop(self) -> None:
+        self._call("stop")
+
+
+class AsyncPart(_StandIn):
+    """A part with an async start and stop (the engine, ownership)."""
+
     async def start(self) -> None:
         self._call("start")
 

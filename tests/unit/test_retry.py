@@ -5,7 +5,6 @@ import random
 import statistics
 
 import pytest
-from taskring.wire import pb
 
 from dispatcher.retry import (
     MAX_SCHEDULE_ENTRIES,
@@ -15,6 +14,7 @@ from dispatcher.retry import (
     backoff_ceiling_ms,
     next_delay_ms,
 )
+from taskring.wire import pb
 
 TIERED = RetryPolicy(schedule_ms=(30_000, 120_000, 600_000, 3_600_000))
 
@@ -183,7 +183,7 @@ def test_registry_does_not_see_later_changes_to_the_callers_dict():
     # Then
     assert registry.for_type("a", "b").initial_backoff_ms == 5
     with pytest.raises(TypeError):
-        registry.by_type[("x", "y")] = RetryPolicy()  # type: ignore[index]
+        registry.by_type[("x", "y")] = RetryPolicy()
 
 
 def test_retry_policies_from_json_set_the_default_and_per_type_policies():

@@ -44,7 +44,7 @@ def test_crc_is_the_ieee_variant():
 
 @pytest.mark.parametrize("namespace, task_type, crc, slot16, slot64", VECTORS)
 def test_a_from_scratch_implementation_agrees(namespace, task_type, crc, slot16, slot64):
-    assert reference_crc32(f"{namespace}/{task_type}".encode("utf-8")) == crc
+    assert reference_crc32(f"{namespace}/{task_type}".encode()) == crc
 
 
 def test_the_hashed_key_is_namespace_slash_task_type():

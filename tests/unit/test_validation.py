@@ -4,9 +4,9 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+from typing import Any
 
 import pytest
-from taskring.wire import pb
 
 from dispatcher.errors import InvalidArgument
 from dispatcher.retry import RetryPolicies, RetryPolicy
@@ -19,8 +19,9 @@ from dispatcher.validation import (
     validate_batch,
     validate_task,
 )
+from taskring.wire import pb
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NOW = dt.datetime(2030, 1, 2, 3, 4, 5, 678_901, tzinfo=UTC)
 NOW_MS = NOW.replace(microsecond=678_000)
 LIMITS = Limits()
@@ -33,7 +34,7 @@ def _ids():
 
 
 def task(**fields) -> pb.Task:
-    base = dict(namespace="billing", task_type="invoice.send", payload_json='{"invoice": 42}')
+    base: dict[str, Any] = dict(namespace="billing", task_type="invoice.send", payload_json='{"invoice": 42}')
     base.update(fields)
     return pb.Task(**base)
 

@@ -62,6 +62,6 @@ class DaemonThreads:
                 return
             try:
                 fn()
-            except BaseException:  # noqa: BLE001 - fn reports its own errors; keep the thread
+            except BaseException:  # fn reports its own errors; keep the thread
                 log.exception("unexpected error in a handler thread")
             self._idle.release()

@@ -57,7 +57,7 @@ class _ExecutorServicer(pb_grpc.ExecutorServiceServicer):
     def __init__(self, runner: DeliveryRunner) -> None:
         self._runner = runner
 
-    async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:  # noqa: N802
+    async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:
         received = time.monotonic()
         run = self._runner.run
         deliveries = request.deliveries

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent import futures
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import grpc
 import pytest
@@ -110,7 +110,7 @@ def test_submit_sends_the_envelope(client, fake):
     assert not task.HasField("retry_policy")
 
     assert result.task_id == "t-1" and result.state is TaskState.QUEUED and result.slot == 7
-    assert result.due_at == datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    assert result.due_at == datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     assert result.duplicate is False
 
 
@@ -243,7 +243,7 @@ def test_get_reads_state_and_history(client, fake):
     assert info.timeout == timedelta(seconds=5) and info.max_retries == 3 and info.priority == "high"
     assert info.last_error == "RetryableError: gateway down"
     assert [e.state for e in info.history] == [TaskState.ACCEPTED, TaskState.RUNNING, TaskState.RETRY_WAIT]
-    assert info.history[2].at == datetime(2030, 1, 1, 0, 0, 2, 500000, tzinfo=timezone.utc)
+    assert info.history[2].at == datetime(2030, 1, 1, 0, 0, 2, 500000, tzinfo=UTC)
     assert (info.history[2].attempt, info.history[2].detail, info.history[2].node) == (1, "gateway down", "n1")
 
 

@@ -15,10 +15,9 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from harness.wait import wait_until
 from taskring import Executor, NonRetryableError, RetryableError, TaskContext
 from taskring.wire import pb, pb_grpc
-
-from harness.wait import wait_until
 
 K = pb.OutcomeKind
 

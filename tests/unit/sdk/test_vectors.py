@@ -30,7 +30,7 @@ from taskring.task import RetryPolicy, TaskInfo, TaskSpec
 from taskring.wire import pb
 
 VECTORS = Path(__file__).resolve().parents[3] / "sdk" / "vectors"
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MS = dt.timedelta(milliseconds=1)
 
 
@@ -112,7 +112,7 @@ def test_envelope_encoding(case):
     accepted = pb.Task()
     accepted.CopyFrom(task)
     accepted.ClearField("schedule_time")
-    validate_task(accepted, now=dt.datetime(2030, 1, 2, tzinfo=dt.timezone.utc), limits=Limits(), new_id=lambda: "id")
+    validate_task(accepted, now=dt.datetime(2030, 1, 2, tzinfo=dt.UTC), limits=Limits(), new_id=lambda: "id")
 
 
 @pytest.mark.parametrize("case", ENVELOPE["instants"], ids=_ids(ENVELOPE["instants"]))
