@@ -3,7 +3,7 @@ mixed load, judged by the figures of fault_matrix.FaultReport: 0 lost, 0 stuck, 
 0 stale, executed twice <= in flight at the fault, lateness back to normal within two
 session timeouts of the fault's end.
 
-The short rows (1, 2, 3, 6) run in .ci/run. The long ones run with
+The short rows (1, 2, 3, 6, 10) run in .ci/run. The long ones run with
 TASKRING_FAULT_MATRIX=full (see the README's reliability section), which also runs
 every row TASKRING_FAULT_REPEAT times (default 1).
 """

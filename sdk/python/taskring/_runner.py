@@ -3,9 +3,10 @@
 Design note.
 
 - Every delivery gets a deadline of ``received + timeout_ms`` on the monotonic
-  clock (the loop's clock too). The dispatcher's RPC deadline is the task
-  timeout, so counting from receipt, not from when a handler starts, keeps the
-  outcome inside the time the dispatcher is still listening. A delivery that
+  clock (the loop's clock too). The dispatcher's RPC deadline is the batch's
+  longest task timeout plus a margin (5 s), so counting from receipt, not from
+  when a handler starts, keeps the outcome inside the time the dispatcher is
+  still listening. A delivery that
   waits for a free slot past its deadline is reported TIMED_OUT without running.
 - `max_in_flight` is one asyncio.Semaphore shared by all Execute calls. A slot
   is held for as long as the handler really runs.
