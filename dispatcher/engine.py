@@ -12,6 +12,10 @@ Kafka progress: for every owned partition an OffsetTracker holds the offsets
 taken in whose task is not yet settled (terminal, skipped, or durably re-queued
 as a new message or a MySQL row). Only the low watermark is committed, to MySQL,
 under the epoch, so a new owner replays from the oldest unsettled task.
+
+Its parts with a module of their own: the heap's item (due.py), the decision after
+an attempt (outcomes.py, pure), and the guard against stranded rows (recovery.py),
+which acts through the small SlotWork surface below.
 """
 from __future__ import annotations
 
@@ -24,37 +28,20 @@ from collections.abc import Callable
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
+from dispatcher.due import KAFKA, MYSQL, Due
 from dispatcher.executor_pool import ExecutorPool, Reservation
 from dispatcher.heap import EtaHeap
-from dispatcher.log.codec import decode_queued, queued_message
+from dispatcher.log.codec import decode_queued
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
-from dispatcher.retry import RetryPolicy, next_delay_ms
+from dispatcher.outcomes import decide
+from dispatcher.recovery import RecoveryGuard
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.watermark import OffsetTracker
-from taskring.task import TaskState
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
-
-KAFKA, MYSQL = "kafka", "mysql"
-
-
-@dataclasses.dataclass(slots=True)
-class Due:
-    """One attempt of a task waiting in the heap."""
-
-    task: pb.Task
-    slot: int
-    attempt: int
-    due_ms: int
-    source: str
-    epoch: int
-    topic: str | None = None
-    offset: int = -1
-    dispatched_ms: int = 0
-
 
 @dataclasses.dataclass
 class SlotState:
@@ -104,6 +91,7 @@ class Engine:
         self._stopping = False
         self._held = False
         self._in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
+        self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.
@@ -121,7 +109,8 @@ class Engine:
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
             ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
-            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()), ("recover", self._recover_loop()))]
+            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()))]
+        self._guard.start()
 
     async def stop(self) -> None:
         """Stop intake, finish what is in flight, commit progress. Safe twice."""
@@ -130,6 +119,7 @@ class Engine:
         self._stopping = True
         for slot in list(self._slots):
             await self.slot_revoked(slot, clean=True)
+        await self._guard.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -310,71 +300,32 @@ class Engine:
                     log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
                     self._poll_now.set()
 
-    # ---- the guard: nothing left non-terminal with nobody acting on it ----
+    # ---- what the recovery guard (dispatcher/recovery.py) acts through ----
 
-    async def _recover_loop(self) -> None:
-        """No bug or crash may leave a task non-terminal for good (DESIGN.md, "No task
-        left behind"). Every owned slot is checked for rows this node is responsible
-        for but not acting on: `dispatched` past timeout + grace with no call in
-        flight here, and `claimed` past due + grace not held in the heap. Each such
-        recovery is counted (taskring_tasks_recovered_total): it is a bug or a crash
-        to look at, and an alert says so."""
-        while True:
-            await asyncio.sleep(self._config.recovery_interval_ms / 1000)
-            if self._held or not self._may_send():
-                continue
-            for slot, epoch in list(self.owned().items()):
-                try:
-                    await self._recover_slot(slot, epoch)
-                except Exception:
-                    log.exception("slot %d: recovery check failed", slot)
+    def may_act(self) -> bool:
+        return not self._held and self._may_send()
 
-    async def _recover_slot(self, slot: int, epoch: int) -> None:
-        now_ms = self._clock.now_ms()
-        grace_ms = self._config.recovery_grace_ms
-        before = ms_to_datetime(now_ms - grace_ms)
-        ok, rows = await self._db(self._store.stranded, slot, epoch, before, before,
-                                  self._config.recovery_batch)
-        if not ok:
-            await self._lose({slot})
-            return
+    def is_current(self, slot: int, epoch: int) -> bool:
         state = self._slots.get(slot)
-        if not rows or state is None or not state.active or state.epoch != epoch:
-            return
-        held = self._held_task_ids() if any(row.status == r.CLAIMED for row in rows) else set()
-        overdue, unclaim = [], []
-        for row in rows:
-            if row.task_id in self._in_flight_ids:
-                continue
-            if row.status == r.DISPATCHED:
-                task = pb.Task.FromString(row.envelope)
-                if datetime_to_ms(row.updated_at) + task.timeout_ms + grace_ms <= now_ms:
-                    overdue.append(Due(task=task, slot=slot, attempt=row.attempts,
-                                       due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))
-            elif row.task_id not in held:
-                unclaim.append(row.task_id)
-        if unclaim:
-            log.error("slot %d: %d claimed tasks not held by this owner; giving them back to the poller",
-                      slot, len(unclaim))
-            if await self._db(self._store.unclaim, unclaim, slot, epoch, self._clock.now()):
-                self._metrics.recovered.labels(r.CLAIMED).inc(len(unclaim))
-                self._poll_now.set()
-            else:
-                await self._lose({slot})
-        if overdue:
-            log.error("slot %d: %d dispatched tasks without an outcome past timeout + %d ms; recovering them"
-                      " as failed attempts", slot, len(overdue), grace_ms)
-            self._metrics.recovered.labels(r.DISPATCHED).inc(len(overdue))
-            await self._finish(overdue, [pb.Outcome(
-                task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_TIMED_OUT,
-                error=f"recovered: no outcome within timeout + {grace_ms} ms grace", finished_at_ms=now_ms)
-                for d in overdue])
+        return state is not None and state.active and state.epoch == epoch
 
-    def _held_task_ids(self) -> set[str]:
+    def held_task_ids(self) -> set[str]:
         ids = {d.task.task_id for d in self._heap.items()}
         ids.update(d.task.task_id for d in self._overflow)
         ids.update(self._in_flight_ids)
         return ids
+
+    def in_flight_ids(self) -> set[str]:
+        return set(self._in_flight_ids)
+
+    async def lose(self, slots: set[int]) -> None:
+        await self._lose(slots)
+
+    async def finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
+        await self._finish(items, outcomes)
+
+    def poll_soon(self) -> None:
+        self._poll_now.set()
 
     # ---- Kafka progress ----
 
@@ -633,42 +584,13 @@ class Engine:
             delay_s = min(delay_s * 2, max_delay_s)
 
     def _decide(self, d: Due, o: pb.Outcome, now_ms: int) -> tuple[r.OutcomeWrite, OutMessage | None]:
-        """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
-        node = self._config.node_id
-        now = ms_to_datetime(now_ms)
-        # The executor's clock says when it started; keep that inside [dispatched, now] on
-        # this node's clock, so that the history stays in order across the two machines.
-        started = ms_to_datetime(max(d.dispatched_ms, min(o.started_at_ms, now_ms))) if o.started_at_ms else None
-        events = [r.Event(d.task.task_id, TaskState.RUNNING, started, node, d.attempt)] if started else []
-        kind = pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
-        self._outcomes[kind].inc()
-        task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
-        if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
-            events.append(r.Event(d.task.task_id, TaskState.SUCCEEDED, now, node, d.attempt))
-            return r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events)), None
-        error = o.error or kind
-        retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
-        if retryable and d.attempt <= d.task.max_retries:
-            policy = RetryPolicy.from_pb(d.task.retry_policy, RetryPolicy())
-            delay = next_delay_ms(policy, d.attempt, self._rng)
-            due_ms = now_ms + delay
-            short = delay <= self._config.route_threshold_ms
-            events.append(r.Event(d.task.task_id, TaskState.RETRY_WAIT, now, node, d.attempt,
-                                  f"{kind}: {error}; retry in {delay} ms"))
-            self._metrics.retries.labels(KAFKA if short else MYSQL).inc()
-            message = None
-            if short:
-                message = queued_message(self._config.kafka.topic_for(d.task.priority), d.task, d.slot,
-                                         d.attempt + 1, due_ms)
-            return r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
-                                  retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
-                                  error=error, stack_trace=o.stack_trace or None), message
-        events.append(r.Event(d.task.task_id, TaskState.FAILED, now, node, d.attempt, f"{kind}: {error}"))
-        events.append(r.Event(d.task.task_id, TaskState.DEAD_LETTERED, now, node, d.attempt,
-                              "non-retryable failure" if not retryable else f"gave up after {d.attempt} attempts"))
-        self._metrics.dead_lettered.inc()
-        return r.OutcomeWrite(task_id, slot, attempt, result=r.DEAD_LETTERED, events=tuple(events), error=error,
-                              stack_trace=o.stack_trace or None), None
+        decision = decide(d, o, now_ms, self._config, self._rng)
+        self._outcomes[decision.kind].inc()
+        if decision.retry_path is not None:
+            self._metrics.retries.labels(decision.retry_path).inc()
+        elif decision.write.result == r.DEAD_LETTERED:
+            self._metrics.dead_lettered.inc()
+        return decision.write, decision.message
 
     # ---- observation ----
 
