@@ -8,7 +8,7 @@ instants as RFC 3339 strings with an offset, and an unset optional field means
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taskring.errors import ProtocolError
@@ -52,7 +52,14 @@ def encode_payload(payload: Any) -> str:
 
 
 def format_instant(dt: datetime) -> str:
-    """RFC 3339 with the caller's own offset (the server stores UTC)."""
+    """RFC 3339 with the caller's own offset (the server stores UTC).
+
+    RFC 3339 offsets are whole minutes; an offset with seconds (a zone's local mean
+    time before 1900, or a timezone built from seconds) would print as +hh:mm:ss,
+    which no server accepts: such an instant is sent in UTC instead, unchanged."""
+    offset = dt.utcoffset()
+    if offset is not None and offset % timedelta(minutes=1):
+        dt = dt.astimezone(UTC)
     return dt.isoformat()
 
 

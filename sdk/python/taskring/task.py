@@ -98,7 +98,7 @@ class RetryPolicy:
     """How a failed attempt is retried; overrides the task type's and the server's policy.
 
     Either exponential backoff with full jitter, or, when `schedule` is not empty,
-    a tiered schedule where the n-th retry waits ``schedule[min(n, len - 1)]``
+    a tiered schedule where retry n (counting from 1) waits ``schedule[min(n - 1, len - 1)]``
     (``RetryPolicy.tiered(10, 60, 600)``: 10 s, then 1 min, then every 10 min).
     Durations are timedeltas or seconds and are stored as timedeltas.
     """
