@@ -396,7 +396,7 @@ class Neighbours(threading.Thread):
         self.tick = os.sysconf("SC_CLK_TCK")
         self.roles: dict[int, tuple[str, str]] = {self.me: ("bench", "main")}   # pid -> (group, name)
         self.samples: list[tuple[float, float, float, dict[str, float]]] = []  # t, busy, loadavg, group -> cores
-        self.cpu_s: Counter = Counter()                                        # (group, name) -> CPU s
+        self.cpu_s: defaultdict[tuple[str, str], float] = defaultdict(float)  # (group, name) -> CPU s
         self.seen: dict[str, list[float]] = {}                                 # other command -> [first, last]
         self._prev: dict[int, int] = {}
         self._halt = threading.Event()
@@ -426,7 +426,7 @@ class Neighbours(threading.Thread):
 
     def _scan(self, t: float, dt_s: float) -> dict[str, float]:
         cur: dict[int, int] = {}
-        groups: Counter = Counter()
+        groups: defaultdict[str, float] = defaultdict(float)                   # group -> CPU s
         for d in pathlib.Path("/proc").iterdir():
             if not d.name.isdigit():
                 continue
@@ -480,7 +480,7 @@ class Neighbours(threading.Thread):
     def summary(self, t0: float) -> dict[str, Any]:
         busy = [b for _, b, _, _ in self.samples]
         wall = (self.samples[-1][0] - self.samples[0][0]) if len(self.samples) > 1 else 0.0
-        by_group: Counter = Counter()
+        by_group: defaultdict[str, float] = defaultdict(float)
         for (g, _n), v in self.cpu_s.items():
             by_group[g] += v
         top = sorted(((n, v) for (g, n), v in self.cpu_s.items() if g == "others"), key=lambda kv: -kv[1])[:8]

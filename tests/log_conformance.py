@@ -188,7 +188,11 @@ class LogConformance:
         assert _send(backend.producer, _messages(topic, 0, 10)) == [None] * 10
         reader.assign({(topic, 0): 4})
         got: list[InMessage] = []
-        wait_until(lambda: got.extend(reader.read(2 - len(got), 0.05)) or len(got) == 2, WAIT_S, "two messages")
+
+        def two_came() -> bool:
+            got.extend(reader.read(2 - len(got), 0.05))
+            return len(got) == 2
+        wait_until(two_came, WAIT_S, "two messages")
         assert _offsets(got, topic, 0) == [4, 5]
         wait_until(lambda: reader.lag() == {(topic, 0): 4}, WAIT_S, "lag 4 with offsets 6..9 unread")
         assert _offsets(_read(reader, 4), topic, 0) == [6, 7, 8, 9]

@@ -10,6 +10,8 @@ an empty table means nothing was produced either.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 
@@ -36,7 +38,8 @@ def send(node):
     channel = grpc.insecure_channel(node.target)
 
     def send(method: str, data: bytes) -> grpc.RpcError:
-        call = channel.unary_unary(SERVICE + method, request_serializer=None, response_deserializer=None)
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+            SERVICE + method, request_serializer=None, response_deserializer=None)
         with pytest.raises(grpc.RpcError) as info:
             call(data, timeout=10)
         return info.value
@@ -82,7 +85,7 @@ def test_a_huge_unknown_task_id_is_not_found_with_a_short_message(taskring_env, 
 
 
 def test_huge_values_are_invalid_arguments_with_short_messages(taskring_env, send):
-    base = dict(namespace="billing", task_type="invoice.send")
+    base: dict[str, Any] = dict(namespace="billing", task_type="invoice.send")
     for field, value in [("task_id", "x" * 10_000), ("namespace", "n" * 10_000), ("task_type", "t" * 10_000),
                          ("unique_key", "k" * 10_000), ("schedule_time", "9" * 10_000)]:
         request = pb.SubmitRequest(task=pb.Task(**{**base, field: value})).SerializeToString()

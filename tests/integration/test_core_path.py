@@ -162,13 +162,15 @@ def test_bad_input_is_rejected_naming_the_field_and_nothing_is_written(node, tas
         with pytest.raises(grpc.RpcError) as single:
             stub.Submit(pb.SubmitRequest(task=task), timeout=10)
         assert single.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert single.value.details().startswith(field + ":"), single.value.details()
+        details = single.value.details()
+        assert details is not None and details.startswith(field + ":"), details
         # In a batch, one bad task rejects the whole batch before any write.
         good = _task(task_id=f"good-{abs(hash(case))}")
         with pytest.raises(grpc.RpcError) as batch:
             stub.SubmitBatch(pb.SubmitBatchRequest(tasks=[good, task]), timeout=10)
         assert batch.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert batch.value.details().startswith(field.replace("task.", "tasks[1].") + ":")
+        details = batch.value.details()
+        assert details is not None and details.startswith(field.replace("task.", "tasks[1].") + ":")
     assert taskring_env.sql("SELECT COUNT(*) FROM tasks")[0][0] == 0
     assert taskring_env.sql("SELECT COUNT(*) FROM task_events")[0][0] == 0
 
@@ -180,7 +182,8 @@ def test_bad_batch_size_is_rejected(node):
             with pytest.raises(grpc.RpcError) as err:
                 stub.SubmitBatch(pb.SubmitBatchRequest(tasks=tasks), timeout=10)
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-            assert err.value.details().startswith("tasks:") and problem in err.value.details()
+            details = err.value.details()
+            assert details is not None and details.startswith("tasks:") and problem in details
 
 
 def test_get_of_unknown_task_is_not_found(client):
@@ -216,7 +219,10 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
     slow = []
     for i in range(6):
         slow.append(client.submit("tests", "slow", {"ms": 5000}).task_id)
-        wait_until(lambda n=i: len(recording_executor.snapshot()) > n, 20, f"slow task {i} to start")
+
+        def started(n: int = i) -> bool:
+            return len(recording_executor.snapshot()) > n
+        wait_until(started, 20, f"slow task {i} to start")
     # When quick tasks arrive while every slow one is still running
     quick = [r.task_id for r in client.submit_batch([TaskSpec("tests", "ok", {}) for _ in range(20)])]
     infos = wait_terminal(client, quick + slow, timeout_s=60)

@@ -404,6 +404,7 @@ def test_row11_kill9_of_a_node_holding_100k_pending_tasks_in_its_heap(taskring_e
                     specs.append(TaskSpec("tests", rng.choice(RecordingExecutor.SPREAD_TYPES), {},
                                           task_id=str(uuid.uuid4()), delay=max(0.0, due - time.time())))
                 for res in clients[(i // 1000) % len(clients)].submit_batch(specs):
+                    assert res.due_at is not None, f"{res.task_id} accepted without a due time"
                     load.submitted[res.task_id] = Submitted("bulk", int(res.due_at.timestamp() * 1000))
         finally:
             for c in clients:
@@ -411,7 +412,7 @@ def test_row11_kill9_of_a_node_holding_100k_pending_tasks_in_its_heap(taskring_e
         print(f"\nrow 11: {total} tasks accepted in {time.time() - t0:.1f} s")
         assert time.time() < t0 + 85, "submitting took too long: tasks fell due before the kill"
         heaps = {n.node_id: n.status()["heap_size"] for n in cluster.live()}
-        victim = max(heaps, key=heaps.get)
+        victim = max(heaps, key=lambda node_id: heaps[node_id])
         fault = FaultClock()
         fault.start()
         flying = in_flight(taskring_env)

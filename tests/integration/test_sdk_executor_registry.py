@@ -101,7 +101,9 @@ def test_executor_registers_again_after_its_session_expires(zk_hosts, zk, execut
     zk.exists(path, watch=watch)
 
     # When its ZooKeeper session is expired on the server
-    session = ex._registration._client  # white-box: the session to expire
+    registration = ex._registration
+    assert registration is not None, "a started executor is registered"
+    session = registration._client  # white-box: the session to expire
     faults.expire_session(zk_hosts, session.client_id, SESSION_TIMEOUT_S)
 
     # Then the znode goes with the old session, and comes back under a new one

@@ -36,11 +36,16 @@ def test_of_two_racing_claims_exactly_one_wins_and_both_read_it(sessions):
     a, b = SlotClaims(sessions(), "node-a"), SlotClaims(sessions(), "node-b")
     changed = threading.Event()
     callback_threads: list[str] = []
-    a.start(lambda: (callback_threads.append(threading.current_thread().name), changed.set()))
+
+    def on_change() -> None:
+        callback_threads.append(threading.current_thread().name)
+        changed.set()
+
+    a.start(on_change)
     b.start(lambda: None)
     try:
         changed.clear()
-        results = {}
+        results: dict[str, bool] = {}
         threads = [threading.Thread(target=lambda c=c, n=n: results.__setitem__(n, c.create(3, {"node": n})))
                    for c, n in ((a, "node-a"), (b, "node-b"))]
         for t in threads:

@@ -68,7 +68,9 @@ def test_produced_messages_arrive_complete_and_in_order_per_partition(stack, kaf
             assert time.monotonic() < deadline, f"only {total} of {MESSAGES} messages consumed within {DEADLINE_S}s"
             for msg in consumer.consume(num_messages=500, timeout=1.0):
                 assert msg.error() is None, msg.error()
-                received[msg.partition()].append(msg.value())
+                got_partition, got_value = msg.partition(), msg.value()
+                assert got_partition is not None and got_value is not None, "a consumed message has both"
+                received[got_partition].append(got_value)
                 total += 1
     finally:
         consumer.close()

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
@@ -22,6 +23,7 @@ import pytest
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.config import NodeConfig
 from dispatcher.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, quote
+from dispatcher.log.interface import OutMessage
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store.memory import MemoryTaskStore
 from dispatcher.validation import Limits
@@ -38,9 +40,15 @@ class RecordingProducer:
     """Stands in for Kafka: keeps what the API produced, accepts everything."""
 
     def __init__(self) -> None:
-        self.sent: list = []
+        self.sent: list[OutMessage] = []
 
-    async def send(self, messages):
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    async def send(self, messages: Sequence[OutMessage]) -> list[str | None]:
         self.sent.extend(messages)
         return [None] * len(messages)
 
@@ -100,6 +108,13 @@ def rejected(served: Served, method: str, data: bytes) -> grpc.RpcError:
     return info.value
 
 
+def details_of(err: grpc.RpcError) -> str:
+    """The error's details; every answer here carries some."""
+    details = err.details()
+    assert details is not None, f"{err.code()} without details"
+    return details
+
+
 def task_bytes(**fields) -> bytes:
     base: dict[str, Any] = dict(namespace="billing", task_type="invoice.send", payload_json='{"n": 1}')
     base.update(fields)
@@ -134,7 +149,7 @@ GARBAGE = {
 def test_bytes_that_are_no_protobuf_are_an_invalid_argument(served, method, garbage):
     err = rejected(served, method, GARBAGE[garbage])
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
-    assert err.details().startswith("request: is not a valid protobuf message"), err.details()
+    assert details_of(err).startswith("request: is not a valid protobuf message"), err.details()
     served.assert_nothing_written()
 
 
@@ -142,7 +157,7 @@ def test_a_malformed_task_inside_a_submit_is_named(served):
     # SubmitRequest.task holds 3 bytes: a tag for namespace that claims 5 bytes of string.
     err = rejected(served, "Submit", length_delimited(1, b"\x12\x05a"))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert err.details().startswith("task: is not a valid protobuf message"), err.details()
+    assert details_of(err).startswith("task: is not a valid protobuf message"), err.details()
     served.assert_nothing_written()
 
 
@@ -156,7 +171,7 @@ def test_a_submitted_string_that_is_not_utf8_is_named(served, field):
     task = with_bad_utf8(task_bytes(**{field: marker}), marker)
     err = rejected(served, "Submit", length_delimited(1, task))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert err.details().startswith(f"task.{field}: is not valid UTF-8"), err.details()
+    assert details_of(err).startswith(f"task.{field}: is not valid UTF-8"), err.details()
     served.assert_nothing_written()
 
 
@@ -165,7 +180,7 @@ def test_a_batch_names_the_task_whose_string_is_not_utf8(served):
     bad = with_bad_utf8(task_bytes(task_id="bad-2", namespace="marker"), "marker")
     err = rejected(served, "SubmitBatch", length_delimited(1, good) + length_delimited(1, bad))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert err.details().startswith("tasks[1].namespace: is not valid UTF-8"), err.details()
+    assert details_of(err).startswith("tasks[1].namespace: is not valid UTF-8"), err.details()
     served.assert_nothing_written()  # the good task of the batch neither
 
 
@@ -202,10 +217,10 @@ def test_a_huge_unknown_task_id_is_not_found_every_time(served, method):
     for _ in range(20):  # the trailer overflow was intermittent
         err = rejected(served, method, request)
         assert_bounded(err, grpc.StatusCode.NOT_FOUND, "task 'xxx")
-        assert f"({HUGE} characters)" in err.details()
+        assert f"({HUGE} characters)" in details_of(err)
 
 
-HUGE_FIELDS = {
+HUGE_FIELDS: dict[str, dict[str, Any]] = {
     "task_id": dict(task_id="x" * HUGE),
     "namespace": dict(namespace="n" * HUGE),
     "task_type": dict(task_type="t" * HUGE),
@@ -250,5 +265,5 @@ def test_an_unexpected_error_is_answered_cut_short(served):
     served.store.fail("get_task", exc=RuntimeError("z" * HUGE))
     err = rejected(served, "GetTask", pb.GetTaskRequest(task_id="t-1").SerializeToString())
     assert err.code() == grpc.StatusCode.UNKNOWN
-    assert err.details().startswith("Unexpected <class 'RuntimeError'>: zzz"), err.details()[:200]
-    assert len(err.details()) <= MESSAGE_CHARS + 40 and err.details().endswith(" characters)")
+    assert details_of(err).startswith("Unexpected <class 'RuntimeError'>: zzz"), details_of(err)[:200]
+    assert len(details_of(err)) <= MESSAGE_CHARS + 40 and details_of(err).endswith(" characters)")

@@ -28,7 +28,7 @@ def test_the_offset_comes_from_the_sample_with_the_shortest_round_trip():
         return int(wall.t - 30_000)
 
     clock = SyncedClock(wall_ms=wall)
-    offsets = []
+    offsets: list[float] = []
     sync = ClockSync(clock, server_ms, samples=4, on_offset=offsets.append, wall_ms=wall)
     assert sync.measure() == -30_000
     assert clock.offset_ms == -30_000 and offsets == [-30.0]

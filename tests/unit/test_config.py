@@ -4,6 +4,7 @@ dataclasses' own."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,9 @@ def test_every_number_says_its_unit_or_is_a_count():
 
 @pytest.mark.parametrize("name", POSITIVE)
 def test_a_number_that_is_not_positive_is_refused_naming_the_field(name):
+    zero: dict[str, Any] = {name: 0}   # `name` is one of the int fields, not known statically
     with pytest.raises(ValueError, match=f"NodeConfig.{name} must be > 0, got 0"):
-        NodeConfig(node_id="n1", **{name: 0})
+        NodeConfig(node_id="n1", **zero)
 
 
 def test_the_poll_lookahead_may_be_zero_but_not_negative():

@@ -5,9 +5,10 @@ import datetime as dt
 
 from harness.demo_tasks import Planned, attempt_starts, history_text, judge, path_of, ran_on
 from harness.ringcheck import ring_problems
-from taskring import Priority, TaskEvent, TaskInfo, TaskState
+from taskring import Priority, TaskEvent, TaskInfo, TaskSpec, TaskState
 
 T0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.UTC)
+SPEC = TaskSpec("demo", "charge_card")  # what was submitted; judging never looks at it
 
 
 def at(ms: int) -> dt.datetime:
@@ -49,7 +50,7 @@ RETRIED = [
 
 
 def test_attempt_lateness_uses_the_submit_due_time_then_each_retry_queued_time():
-    p = Planned(spec=None, via=1, expect_state="succeeded", expect_attempts=2, task_id="t1", due_at=at(5),
+    p = Planned(spec=SPEC, via=1, expect_state="succeeded", expect_attempts=2, task_id="t1", due_at=at(5),
                 info=info("succeeded", 2, RETRIED))
     assert attempt_starts(p) == [(1, T0.timestamp() * 1000 + 5, T0.timestamp() * 1000 + 12),
                                  (2, T0.timestamp() * 1000 + 520, T0.timestamp() * 1000 + 525)]
@@ -60,7 +61,7 @@ def test_attempt_lateness_uses_the_submit_due_time_then_each_retry_queued_time()
 
 
 def test_judge_flags_a_wrong_outcome_an_early_start_and_extra_handler_calls():
-    p = Planned(spec=None, via=1, expect_state="succeeded", expect_attempts=3, task_id="t1", due_at=at(50),
+    p = Planned(spec=SPEC, via=1, expect_state="succeeded", expect_attempts=3, task_id="t1", due_at=at(50),
                 info=info("succeeded", 2, RETRIED))
     problems, notes = judge(p, calls=3)
     assert any("expected succeeded after 3" in x for x in problems)

@@ -384,6 +384,7 @@ def test_inline_scripts_compile_and_import_what_exists():
         tree = compile(source, f"<{container['name']}>", "exec", ast.PyCF_ONLY_AST)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
+                assert node.module is not None, f"{container['name']}: relative import in an inline script"
                 module = importlib.import_module(node.module)
                 for alias in node.names:
                     assert hasattr(module, alias.name), f"{container['name']}: {node.module}.{alias.name} is gone"
@@ -532,7 +533,9 @@ def test_the_lateness_threshold_is_a_bucket_boundary():
     exactly 'more than 1% of dispatches were later than 1 s'."""
     _, _, buckets = _exported()
     alert = next(a for a in _alerts() if a["alert"] == "TaskringDispatchLatenessHigh")
-    threshold = float(re.search(r">\s*([\d.]+)\s*$", alert["expr"].strip()).group(1))
+    found = re.search(r">\s*([\d.]+)\s*$", alert["expr"].strip())
+    assert found is not None, f"no '> threshold' at the end of {alert['expr']!r}"
+    threshold = float(found.group(1))
     assert threshold in buckets["taskring_dispatch_lateness_seconds"]
 
 

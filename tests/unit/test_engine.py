@@ -350,7 +350,9 @@ async def test_after_max_retries_plus_one_attempts_the_task_is_dead_lettered():
         await w.submit("a", max_retries=2, backoff_ms=100)
         # When each retry's backoff passes
         for attempt in (1, 2):
-            await eventually(lambda a=attempt: w.status("a") == (r.ENQUEUED, a), f"retry after attempt {attempt}")
+            def retried(a: int = attempt) -> bool:
+                return w.status("a") == (r.ENQUEUED, a)
+            await eventually(retried, f"retry after attempt {attempt}")
             w.clock.advance(100)
         # Then the third attempt's failure dead-letters it
         await eventually(lambda: w.status("a") == (r.DEAD_LETTERED, 3), "the dead letter")
@@ -418,7 +420,8 @@ async def test_a_stale_epoch_makes_the_engine_drop_the_slot_and_write_nothing_mo
         # Then the engine drops the slot as soon as the store refuses a write
         await eventually(lambda: SLOT in w.lost, "the slot to be dropped")
         assert w.engine.owned() == {} and w.engine.heap_size() == 0
-        assert w.metrics.registry.get_sample_value("taskring_fenced_writes_total") >= 1
+        fenced = w.metrics.registry.get_sample_value("taskring_fenced_writes_total")
+        assert fenced is not None and fenced >= 1
         # And writes nothing more: no outcome, no retry message, no commit, no claim
         w.clock.set(later_ms)
         await w.engine_looked(times=4)
@@ -442,23 +445,26 @@ class CountingStore(MemoryTaskStore):
 
 @scenario
 async def test_a_slot_refused_twice_while_it_is_being_dropped_is_dropped_once():
-    async with World(store=CountingStore()) as w:
+    store = CountingStore()
+    async with World(store=store) as w:
+        intake = w.intake
+        assert intake is not None
         # Given attempt 1 of "a" in flight, and an intake slow to apply unassignment
         # (KafkaIntake applies it between reads)
         await w.own()
         w.executor.gates["a"] = asyncio.Event()
         await w.submit("a")
         await eventually(lambda: w.executor.attempts("a") == [1], "attempt 1 in flight")
-        w.intake.hold_commands()
+        intake.hold_commands()
         # When another node claims the slot: the poller is refused first, and the
         # engine starts dropping the slot
         w.store.claim_slot(SLOT, "n2", w.clock.now())
-        await eventually(lambda: w.intake.held_commands() == 1, "the drop to wait on the intake")
+        await eventually(lambda: intake.held_commands() == 1, "the drop to wait on the intake")
         # And the in-flight outcome is refused too
         w.executor.gates["a"].set()
-        await eventually(lambda: w.store.recorded == 1, "the refused outcome")
+        await eventually(lambda: store.recorded == 1, "the refused outcome")
         await w.engine_looked(times=4)
-        w.intake.release_commands()
+        intake.release_commands()
         # Then the slot was dropped once
         await eventually(lambda: SLOT in w.lost and SLOT not in w.engine.owned(), "the slot dropped")
         await w.engine_looked(times=4)
@@ -623,7 +629,7 @@ async def test_a_clean_revoke_commits_progress_and_gives_claimed_rows_back():
         assert w.status("m") == (r.PENDING, 0)
         assert w.store.slot_owners()[SLOT] == (epoch, "")
         assert w.engine.owned() == {} and w.engine.heap_size() == 0
-        assert not any(p == SLOT for _, p in w.intake.assigned())
+        assert w.intake is not None and not any(p == SLOT for _, p in w.intake.assigned())
         # And the engine no longer acts on the slot
         w.clock.set(later_ms)
         await w.engine_looked(times=4)

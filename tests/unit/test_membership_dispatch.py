@@ -40,7 +40,7 @@ def test_mailbox_stop_is_safe_before_start_twice_and_drops_later_work():
 
 def test_mailbox_stop_runs_what_was_queued():
     box = Mailbox("test-box")
-    seen = []
+    seen: list[str] = []
     box.start()
     gate = threading.Event()
     box.submit(gate.wait, WAIT_S)
@@ -83,7 +83,7 @@ def test_fanout_a_blocked_listener_does_not_starve_the_others():
 def test_fanout_listener_added_late_runs_and_removed_listener_stops():
     fan = Fanout("test-fan")
     fan.start()
-    seen = []
+    seen: list[int] = []
     fan.add(seen.append)
     fan.publish(1)
     assert fan.flush(WAIT_S)

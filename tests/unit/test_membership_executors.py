@@ -50,4 +50,6 @@ def test_malformed_advertisements_are_left_out(raw, caplog):
 
 
 def test_ipv6_address():
-    assert parse_executor("billing", "i-1", data(address="[::1]:50051")).address == "[::1]:50051"
+    instance = parse_executor("billing", "i-1", data(address="[::1]:50051"))
+    assert instance is not None, "a well-formed advertisement parses"
+    assert instance.address == "[::1]:50051"

@@ -16,6 +16,7 @@ from membership import (
     MemoryNodeRegistry,
     MemorySession,
     NotStarted,
+    SessionEvent,
     SessionState,
 )
 
@@ -139,7 +140,8 @@ def test_session_expire_without_reconnect_stays_lost_until_resume(clock, started
 def test_session_listener_runs_on_its_own_thread_and_may_block(started):
     s = MemorySession()
     release = threading.Event()
-    blocked_names, other = [], []
+    blocked_names: list[str] = []
+    other: list[SessionEvent] = []
 
     def blocking(event):
         blocked_names.append(threading.current_thread().name)
@@ -147,7 +149,12 @@ def test_session_listener_runs_on_its_own_thread_and_may_block(started):
 
     s.add_listener(blocking)
     got = threading.Event()
-    s.add_listener(lambda e: (other.append(e), got.set()))
+
+    def hear(e: SessionEvent) -> None:
+        other.append(e)
+        got.set()
+
+    s.add_listener(hear)
     started(s)
     s.suspend()
     s.resume()
@@ -185,7 +192,7 @@ def node(hub, name, started, session=None):
 def test_two_nodes_see_each_other_and_listeners_fire(started):
     hub = MemoryMembership()
     sa, a = node(hub, "a", started)
-    seen = []
+    seen: list[dict[str, dict]] = []
     a.add_members_listener(seen.append)
 
     sb, b = node(hub, "b", started)

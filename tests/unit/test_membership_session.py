@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from membership import NodeRegistry, NotStarted, SessionState, ZkConnectTimeout, ZkSession
+from membership import NodeRegistry, NotStarted, SessionEvent, SessionState, ZkConnectTimeout, ZkSession
 
 
 def unused_port() -> int:
@@ -45,7 +45,7 @@ def test_before_start_it_is_stopped_and_stop_is_a_no_op():
 def test_connect_timeout_names_the_hosts_and_leaves_nothing_running():
     hosts = f"127.0.0.1:{unused_port()}/taskring-unit"
     s = ZkSession(hosts, session_timeout_ms=2000, connect_timeout_s=0.5)
-    seen = []
+    seen: list[SessionEvent] = []
     s.add_listener(seen.append)
     t0 = time.monotonic()
 
@@ -67,7 +67,7 @@ def test_node_registry_validates_and_needs_a_started_session():
     with pytest.raises(ValueError, match="node_id"):
         NodeRegistry(s, "..", {})
     with pytest.raises(ValueError, match="info"):
-        NodeRegistry(s, "n1", ["not", "a", "dict"])
+        NodeRegistry(s, "n1", ["not", "a", "dict"])  # type: ignore[arg-type]  # the wrong type is the point
     with pytest.raises(ValueError, match="info"):
         NodeRegistry(s, "n1", {"when": object()})
     r = NodeRegistry(s, "n1", {"address": "10.0.0.1:7000"})

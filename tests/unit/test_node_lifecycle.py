@@ -146,4 +146,5 @@ def test_stop_runs_every_step_and_raises_a_failure_after_a_full_start():
     # Reverse of the start order, the ring view's consumer closed before the store.
     assert stops == ["admin", "ownership", "engine", "producer", "executors_directory", "session",
                      "ring_view", "store"]
+    assert node.grpc_port is not None, "the full start bound a port"
     assert refuses(node.grpc_port)

@@ -459,6 +459,7 @@ def test_serve_forever_stops_cleanly_on_sigterm():
 
     proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT], stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdout is not None  # stdout=PIPE
         address = proc.stdout.readline().strip()
         assert address.startswith("127.0.0.1:")
         assert call_address(address)  # it serves
