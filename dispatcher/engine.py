@@ -8,14 +8,10 @@ records outcomes and schedules retries. Ownership tells the engine, through
 epoch; every store write carries that epoch, and a write refused as stale makes
 the engine drop the slot at once.
 
-Kafka progress: for every owned partition an OffsetTracker holds the offsets
-taken in whose task is not yet settled (terminal, skipped, or durably re-queued
-as a new message or a MySQL row). Only the low watermark is committed, to MySQL,
-under the epoch, so a new owner replays from the oldest unsettled task.
-
 Its parts with a module of their own: the heap's item (due.py), the decision after
-an attempt (outcomes.py, pure), and the guard against stranded rows (recovery.py),
-which acts through the small SlotWork surface below.
+an attempt (outcomes.py, pure), Kafka progress (progress.py), the sweeper of
+Kafka-routed rows whose message never came (sweeper.py) and the guard against
+stranded rows (recovery.py); the last two act through the small surface below.
 """
 from __future__ import annotations
 
@@ -35,10 +31,11 @@ from dispatcher.log.codec import decode_queued
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
 from dispatcher.outcomes import decide
+from dispatcher.progress import KafkaProgress
 from dispatcher.recovery import RecoveryGuard
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.watermark import OffsetTracker
+from dispatcher.sweeper import Sweeper
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -48,7 +45,6 @@ class SlotState:
     epoch: int
     active: bool = True          # False while draining for a clean handoff
     in_flight: int = 0
-    committed: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _log_failure(task: asyncio.Task) -> None:
@@ -79,7 +75,7 @@ class Engine:
             name.removeprefix("OUTCOME_KIND_").lower()) for name in pb.OutcomeKind.keys()}
         self._overflow: collections.deque[Due] = collections.deque()
         self._slots: dict[int, SlotState] = {}
-        self._trackers: dict[tuple[str, int], OffsetTracker] = {}
+        self._progress = KafkaProgress(store=store, clock=self._clock)
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
         self._loop: asyncio.AbstractEventLoop | None = None
         # asyncio's primitives bind to the running loop on first use, not here.
@@ -91,6 +87,7 @@ class Engine:
         self._stopping = False
         self._held = False
         self._in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
+        self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
@@ -109,7 +106,8 @@ class Engine:
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
             ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
-            ("commit", self._commit_loop()), ("sweep", self._sweep_loop()))]
+            ("commit", self._commit_loop()))]
+        self._sweeper.start()
         self._guard.start()
 
     async def stop(self) -> None:
@@ -120,6 +118,7 @@ class Engine:
         for slot in list(self._slots):
             await self.slot_revoked(slot, clean=True)
         await self._guard.stop()
+        await self._sweeper.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -155,14 +154,7 @@ class Engine:
     async def slot_assigned(self, slot: int, epoch: int) -> None:
         """Start acting on `slot` under `epoch` (already claimed in the store)."""
         self._slots[slot] = SlotState(epoch=epoch)
-        topics = self._config.kafka.topics()
-        offsets = await self._db(self._store.load_offsets, [(t, slot) for t in topics])
-        starts = {}
-        for t in topics:
-            start = offsets.get((t, slot))
-            self._trackers[(t, slot)] = OffsetTracker(start or 0)
-            self._slots[slot].committed[t] = start if start is not None else -1
-            starts[(t, slot)] = start
+        starts = await self._progress.open(slot, self._config.kafka.topics())
         await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
         self._poll_now.set()
@@ -191,8 +183,7 @@ class Engine:
             except Exception:
                 log.exception("slot %d: release failed; the next owner resets its rows", slot)
         if self._slots.get(slot) is state:  # not re-assigned while we were revoking
-            for t in topics:
-                self._trackers.pop((t, slot), None)
+            self._progress.close(slot, topics)
             del self._slots[slot]
         self._metrics.owned_slots.set(len(self.owned()))
 
@@ -219,13 +210,11 @@ class Engine:
     def _take_kafka(self, messages: list[InMessage]) -> None:
         for m in messages:
             state = self._slots.get(m.partition)
-            tracker = self._trackers.get((m.topic, m.partition))
-            if state is None or not state.active or tracker is None:
+            if state is None or not state.active:
                 continue  # arrived after the slot left; the next owner replays it
-            if tracker.last_tracked is not None and m.offset <= tracker.last_tracked:
-                continue
+            if not self._progress.take(m.topic, m.partition, m.offset):
+                continue  # not tracked (the slot is leaving), or taken before a replay
             queued = decode_queued(m.value)
-            tracker.track(m.offset)
             self.last_consumed_at[m.partition] = self._clock.now_ms() / 1000
             self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,
                            source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
@@ -241,10 +230,9 @@ class Engine:
     def _settle(self, due: Due) -> None:
         """The task of a Kafka message needs nothing more from this message."""
         if due.source == KAFKA and due.topic is not None:
-            tracker = self._trackers.get((due.topic, due.slot))
-            if tracker is not None and self._slots.get(due.slot) is not None \
-                    and self._slots[due.slot].epoch == due.epoch:
-                tracker.finish(due.offset)
+            state = self._slots.get(due.slot)
+            if state is not None and state.epoch == due.epoch:
+                self._progress.settle(due.topic, due.slot, due.offset)
 
     async def _poll_loop(self) -> None:
         interval = self._config.poll_interval_ms / 1000
@@ -283,24 +271,7 @@ class Engine:
             except TimeoutError:
                 pass
 
-    async def _sweep_loop(self) -> None:
-        while True:
-            await asyncio.sleep(min(self._config.sweep_interval_ms, self._config.enqueued_grace_ms / 2) / 1000)
-            for slot, epoch in ([] if self._held else list(self.owned().items())):
-                now = self._clock.now_ms()
-                try:
-                    moved = await self._db(self._store.sweep_enqueued, slot, epoch,
-                                           ms_to_datetime(now - self._config.enqueued_grace_ms),
-                                           self._config.sweep_batch,
-                                           ms_to_datetime(now))
-                except Exception:
-                    log.exception("slot %d: sweep failed", slot)
-                    continue
-                if moved:
-                    log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
-                    self._poll_now.set()
-
-    # ---- what the recovery guard (dispatcher/recovery.py) acts through ----
+    # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
 
     def may_act(self) -> bool:
         return not self._held and self._may_send()
@@ -338,22 +309,8 @@ class Engine:
                 log.exception("offset commit failed")
 
     async def _commit_offsets(self, only_slot: int | None = None) -> None:
-        commits, epochs = [], {}
-        for (topic, slot), tracker in list(self._trackers.items()):
-            if only_slot is not None and slot != only_slot:
-                continue
-            state = self._slots.get(slot)
-            offset = tracker.committable()
-            if state is None or offset is None or state.committed.get(topic) == offset:
-                continue
-            commits.append((topic, slot, offset))
-            epochs[slot] = state.epoch
-        if not commits:
-            return
-        stale = await self._db(self._store.commit_offsets, commits, epochs, self._clock.now())
-        for topic, slot, offset in commits:
-            if slot not in stale and slot in self._slots:
-                self._slots[slot].committed[topic] = offset
+        # Every slot in the table, draining ones included: a clean handoff commits last.
+        stale = await self._progress.commit({s: st.epoch for s, st in self._slots.items()}, only_slot)
         if stale and only_slot is None:
             await self._lose(stale)
 

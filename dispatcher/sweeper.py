@@ -1,0 +1,68 @@
+"""The sweeper: Kafka-routed tasks whose message never came, moved to the MySQL path.
+
+A task due soon is written `enqueued` and then produced; a node that dies between
+the two leaves a row with no message. Every `sweep_interval_ms` (at most every half
+`enqueued_grace_ms`) the owner of each slot moves its `enqueued` rows older than the
+grace to `pending`, where the poller finds them. The grace is short because sweeping
+a row whose message does exist is harmless: the message is skipped at dispatch.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.config import NodeConfig
+from dispatcher.store.interface import TaskStoreProtocol
+
+log = logging.getLogger(__name__)
+
+
+class SweptSlots(Protocol):
+    """What the sweeper needs from the engine that owns the slots."""
+
+    def owned(self) -> dict[int, int]: ...
+
+    @property
+    def held(self) -> bool: ...
+
+    def poll_soon(self) -> None: ...
+
+
+class Sweeper:
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: SweptSlots):
+        self._config = config
+        self._store = store
+        self._clock = clock
+        self._slots = slots
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="sweep")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(min(self._config.sweep_interval_ms, self._config.enqueued_grace_ms / 2) / 1000)
+            for slot, epoch in ([] if self._slots.held else list(self._slots.owned().items())):
+                await self.sweep_slot(slot, epoch)
+
+    async def sweep_slot(self, slot: int, epoch: int) -> None:
+        now = self._clock.now_ms()
+        try:
+            moved = await asyncio.to_thread(self._store.sweep_enqueued, slot, epoch,
+                                            ms_to_datetime(now - self._config.enqueued_grace_ms),
+                                            self._config.sweep_batch, ms_to_datetime(now))
+        except Exception:
+            log.exception("slot %d: sweep failed", slot)
+            return
+        if moved:
+            log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
+            self._slots.poll_soon()
