@@ -23,6 +23,7 @@ from typing import Protocol
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
+from dispatcher.loop_task import LoopTask
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -62,17 +63,13 @@ class RecoveryGuard:
         self._clock = clock
         self._metrics = metrics
         self._work = work
-        self._task: asyncio.Task | None = None
+        self._loop = LoopTask("recover", self._run)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="recover")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
     async def _run(self) -> None:
         while True:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
+from dispatcher.loop_task import LoopTask
 from dispatcher.store.interface import TaskStoreProtocol
 
 log = logging.getLogger(__name__)
@@ -36,17 +37,13 @@ class Sweeper:
         self._store = store
         self._clock = clock
         self._slots = slots
-        self._task: asyncio.Task | None = None
+        self._loop = LoopTask("sweep", self._run)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="sweep")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
     async def _run(self) -> None:
         while True:

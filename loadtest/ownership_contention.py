@@ -59,32 +59,22 @@ from cluster.ring import desired_owners
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
 
-try:
-    from loadtest.raw_parts import (
-        create_scratch_db,
-        drop_db,
-        due_rows,
-        insert_rows,
-        machine_facts,
-        make_envelopes,
-        mysql_connect,
-        process_cpu_s,
-        server_pid,
-    )
-except ImportError:  # run as `python loadtest/ownership_contention.py`
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from loadtest.raw_parts import (
-        create_scratch_db,
-        drop_db,
-        due_rows,
-        insert_rows,
-        machine_facts,
-        make_envelopes,
-        mysql_connect,
-        process_cpu_s,
-        server_pid,
-    )
-from harness.stack import StackEndpoints
+REPO = pathlib.Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python loadtest/ownership_contention.py`
+    sys.path.insert(0, str(REPO))
+
+from harness.stack import StackEndpoints  # noqa: E402
+from loadtest.raw_parts import (  # noqa: E402
+    create_scratch_db,
+    drop_db,
+    due_rows,
+    insert_rows,
+    machine_facts,
+    make_envelopes,
+    mysql_connect,
+    process_cpu_s,
+    server_pid,
+)
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 MODES = ("owned", "shared-skip-locked", "shared-for-update")
