@@ -761,10 +761,19 @@ def recorded_paths(world: World, task_ids: list[str]) -> dict[str, str]:
     for i in range(0, len(task_ids), 1000):
         chunk = task_ids[i:i + 1000]
         marks = ",".join(["%s"] * len(chunk))
-        for tid, detail in world.sql(f"SELECT task_id, detail FROM task_events WHERE state = 'queued' AND attempt = 0"
+        for tid, detail in world.sql(f"SELECT task_id, detail FROM task_history WHERE state = 'queued' AND attempt = 0"
                                      f" AND task_id IN ({marks})", chunk):
             out[tid] = detail
     return out
+
+
+def innodb_row_writes(world: World) -> dict[str, int]:
+    """The server's InnoDB row counters (inserted, updated, deleted): their delta over a
+    phase is the MySQL rows written per task, whatever statement wrote them. Server-wide:
+    run on a quiet server."""
+    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN"
+                          " ('Innodb_rows_inserted', 'Innodb_rows_updated', 'Innodb_rows_deleted')"))
+    return {name.removeprefix("Innodb_rows_"): int(value) for name, value in rows.items()}
 
 
 def store_facts(world: World) -> dict[str, Any]:
@@ -899,12 +908,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             pids["py-spy"] = spy.process_pid
         meter = CpuMeter(pids)
         threads_before = thread_cpu(node.pid)
+        rows_before = innodb_row_writes(world)
         meter.start()
         a = asyncio.run(submit_throughput(node.target, batches, args.submitters))
         expected_exec += len(a["accepted"])
         done_a = wait_done(world, executors, expected_exec, a["t_first_send"], len(a["accepted"]),
                            30 + args.n / 500, "phase A")
         cpu_a = meter.stop()
+        rows_after = innodb_row_writes(world)
         threads_after = thread_cpu(node.pid)
         if spy is not None:
             spy.stop()
@@ -920,7 +931,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "end_to_end_s": e2e_s, "completed_per_s": done_a["succeeded"] / e2e_s if e2e_s > 0 else None,
             "drain_after_last_ack_s": (done_a["last_completion_ts"] or time.time()) - a["t_last_ack"],
             "cpu": cpu_a,
+            "mysql_row_writes": {k: rows_after[k] - rows_before[k] for k in rows_after},
         }
+        result["phase_a"]["mysql_row_writes"]["per_task"] = (
+            sum(result["phase_a"]["mysql_row_writes"].values()) / n_acc if n_acc else None)
         if not done_a["complete"]:
             result["phase_a"]["by_status_at_deadline"] = done_a.get("by_status")
 
@@ -1045,7 +1059,7 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
     a, raw, store = result["phase_a"], result["raw_parts"], result["store"]
     k, m = raw.get("kafka", {}), raw.get("mysql", {})
     e2e, acc = a.get("completed_per_s"), a.get("accepted_per_s")
-    rows_per_task = 1 + (store["events_per_task"] or 0)
+    rows_per_task = a.get("mysql_row_writes", {}).get("per_task") or 1 + (store["events_per_task"] or 0)
     div = lambda x, y: (x / y) if x and y else None  # noqa: E731
     steady = None
     if k.get("consume_first_message_s") is not None and k.get("combined_s"):
@@ -1107,6 +1121,10 @@ def format_report(result: dict[str, Any], command: str) -> str:
                  f"{fmt(a['submit_batch_rpc_ms'].get('p50'), 0)} / {fmt(a['submit_batch_rpc_ms'].get('p99'), 0)} / "
                  f"{fmt(a['submit_batch_rpc_ms'].get('max'), 0)}"),
                 ("complete", f"{a['complete']} ({a['succeeded']:,} succeeded; {a['batch_error_count']} batch errors)")]
+        mw = a.get("mysql_row_writes")
+        if mw:
+            rows.append(("MySQL row writes per task (InnoDB counters over the phase: inserted / updated / deleted)",
+                         f"{fmt(mw['per_task'], 2)} ({mw['inserted']:,} / {mw['updated']:,} / {mw['deleted']:,})"))
         if pk:
             d, k = pk["from_due_ms"], pk["from_ack_ms"]
             rows += [("pickup latency, start - acceptance (due_at), p50 / p99 / max",

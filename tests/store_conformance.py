@@ -236,6 +236,7 @@ def run_case(backend: Backend, case: Case) -> None:
         assert after.status == row.status or after.status in r.STATUS_TRANSITIONS[row.status], \
             f"{task_id}: {row.status} -> {after.status} is not in STATUS_TRANSITIONS"
         assert r.history_errors([e.state for e in history]) == [], f"{task_id}: {history}"
+        assert all(type(e.attempt) is int for e in history), f"{task_id}: attempts not int: {history}"
     if case.check is not None:
         case.check(world, result)
 
@@ -674,8 +675,53 @@ def _check_full_life(w: World, result) -> None:
     assert w.backend.dead_letters()["a"]["first_attempt_at"] == T(2)
 
 
+def _happy_life(w: World):
+    s, e = w.store, w.epochs
+    s.insert_tasks([new_task("h", status=ENQUEUED, created_at=T(1))], NODE)
+    s.begin_dispatch([kafka_claim("h", 1, due_s=1)], e, "n2", T(2))
+    s.record_outcomes([outcome("h", 1, SUCCEEDED, at=T(3), node="n3")], e, T(4))
+    return s.get_task("h")
+
+
+def _check_happy_life(w: World, result) -> None:
+    row, events = result
+    assert (row.status, row.attempts) == (SUCCEEDED, 1)
+    assert [(e.state, e.at, e.node, e.attempt, e.detail) for e in events] == [
+        ("accepted", T(1), NODE, 0, None), ("queued", T(1), NODE, 0, "kafka"), ("dispatched", T(2), "n2", 1, None),
+        ("running", T(3), "n3", 1, None), ("succeeded", T(3), "n3", 1, None)]
+
+
+def _handed_back_life(w: World):
+    """Attempts that end without an outcome (given back unspent; reset by a new owner's
+    claim) keep their dispatched events, in order, before the attempt that succeeds."""
+    s, e = w.store, w.epochs
+    s.insert_tasks([new_task("b", status=PENDING, created_at=T(1))], NODE)
+    s.claim_due(0, e[0], T(1), 10, T(1))
+    s.begin_dispatch([mysql_claim("b", 1, due_s=1)], e, NODE, T(2))
+    s.return_undelivered([mysql_claim("b", 1, due_s=1)], e, NODE, T(3))
+    s.claim_due(0, e[0], T(3), 10, T(3))
+    s.begin_dispatch([mysql_claim("b", 1, due_s=1)], e, NODE, T(4))
+    epoch = s.claim_slot(0, "n2", T(5))        # the owner crashed mid-attempt
+    s.claim_due(0, epoch, T(6), 10, T(6))
+    s.begin_dispatch([mysql_claim("b", 2, due_s=1)], {0: epoch}, "n2", T(6))
+    s.record_outcomes([outcome("b", 2, SUCCEEDED, at=T(7), node="n2")], {0: epoch}, T(7))
+    return s.get_task("b")
+
+
+def _check_handed_back_life(w: World, result) -> None:
+    row, events = result
+    assert (row.status, row.attempts) == (SUCCEEDED, 2)
+    assert [(e.state, e.at, e.node, e.attempt) for e in events] == [
+        ("accepted", T(1), NODE, 0), ("queued", T(1), NODE, 0), ("dispatched", T(2), NODE, 1),
+        ("queued", T(3), NODE, 1), ("dispatched", T(4), NODE, 1), ("queued", T(1), "n2", 2),
+        ("dispatched", T(6), "n2", 2), ("running", T(7), "n2", 2), ("succeeded", T(7), "n2", 2)]
+
+
 GET_TASK = (
     Case("history in the order written", given=(), when=_full_life, check=_check_full_life),
+    Case("a first-attempt success: its whole history", given=(), when=_happy_life, check=_check_happy_life),
+    Case("attempts that ended without an outcome keep their events", given=(), when=_handed_back_life,
+         check=_check_handed_back_life),
     Case("unknown id", given=(), when=lambda w: w.store.get_task("nope"), raises=(TaskNotFound, "'nope'")),
     Case("times keep milliseconds",
          given=(),

@@ -19,6 +19,7 @@ import datetime as dt
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import pymysql
 
@@ -34,6 +35,38 @@ _TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger
 
 def _marks(n: int) -> str:
     return ",".join(["%s"] * n)
+
+
+class _Locked(NamedTuple):
+    """A task row as a conditional transition sees it under its lock."""
+
+    status: str
+    attempts: int
+    dispatched_at: dt.datetime | None
+    dispatched_by: str | None
+
+    def expects(self, status: str, attempts: int) -> bool:
+        return self.status == status and self.attempts == attempts
+
+
+def _happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, str] | None:
+    """(started_at, succeeded_at, node) when the write is a success whose events the
+    row's columns can hold (an optional "running", then "succeeded", of this attempt,
+    by one node, without details); None otherwise (its events go to task_events)."""
+    if w.result != r.SUCCEEDED or not w.events or len(w.events) > 2:
+        return None
+    *running, done = w.events
+    if done.state != TaskState.SUCCEEDED or any(e.detail is not None or e.attempt != w.attempt for e in w.events):
+        return None
+    if running and (running[0].state != TaskState.RUNNING or running[0].node != done.node):
+        return None
+    return (running[0].at if running else None), done.at, done.node
+
+
+def _case(column: str, values: Sequence[tuple[str, object]]) -> tuple[str, list[object]]:
+    """`CASE task_id WHEN id THEN value ... END` for a per-row value in one UPDATE."""
+    return (f"{column} = CASE task_id {' '.join(['WHEN %s THEN %s'] * len(values))} END",
+            [v for pair in values for v in pair])
 
 
 class TaskStore:
@@ -133,12 +166,25 @@ class TaskStore:
     # ---- fencing ----
 
     @staticmethod
-    def _lock_states(cur, task_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """Lock the tasks' rows and return {task_id: (status, attempts)}: what every
-        conditional transition checks before it writes."""
-        cur.execute(f"SELECT task_id, status, attempts FROM tasks WHERE task_id IN ({_marks(len(task_ids))})"
-                    " FOR UPDATE", list(task_ids))
-        return {tid: (status, attempts) for tid, status, attempts in cur.fetchall()}
+    def _lock_states(cur, task_ids: Sequence[str]) -> dict[str, _Locked]:
+        """Lock the tasks' rows and return what every conditional transition checks
+        before it writes (status, attempts), with the current attempt's dispatch."""
+        cur.execute("SELECT task_id, status, attempts, dispatched_at, dispatched_by FROM tasks"
+                    f" WHERE task_id IN ({_marks(len(task_ids))}) FOR UPDATE", list(task_ids))
+        return {row[0]: _Locked(*row[1:]) for row in cur.fetchall()}
+
+    @staticmethod
+    def _move_dispatch_to_events(cur, task_ids: Sequence[str], rows: dict[str, _Locked]) -> None:
+        """The attempt of these rows ends off the happy path: its "dispatched" event
+        leaves the row's columns for task_events, before the events that follow it."""
+        events = [r.Event(tid, TaskState.DISPATCHED, at, rows[tid].dispatched_by or "", rows[tid].attempts)
+                  for tid in task_ids if (at := rows[tid].dispatched_at) is not None]
+        if not events:
+            return
+        moving = [e.task_id for e in events]
+        TaskStore._append_events(cur, events)
+        cur.execute("UPDATE tasks SET dispatched_at = NULL, dispatched_by = NULL"
+                    f" WHERE task_id IN ({_marks(len(moving))})", moving)
 
     @staticmethod
     def _stale_slots(cur, epochs: dict[int, int]) -> set[int]:
@@ -177,8 +223,15 @@ class TaskStore:
             # between its write and its produce): take every such row into the MySQL
             # path now rather than after the sweeper's grace. Any message that does
             # exist is then skipped at dispatch, so nothing runs twice for it.
+            # A dispatched row's attempt ended without an outcome: its dispatched event
+            # leaves the row's columns for task_events (the next attempt reuses them).
+            cur.execute("INSERT INTO task_events (task_id, state, at, node, attempt, detail)"
+                        " SELECT task_id, %s, dispatched_at, dispatched_by, attempts, NULL FROM tasks"
+                        " WHERE slot = %s AND status = %s AND dispatched_at IS NOT NULL ORDER BY task_id",
+                        (TaskState.DISPATCHED, slot, r.DISPATCHED))
             for status in (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if crashed else ()):
-                cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s WHERE slot = %s AND status = %s",
+                cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s,"
+                            " dispatched_at = NULL, dispatched_by = NULL WHERE slot = %s AND status = %s",
                             (r.PENDING, epoch, now, slot, status))
             return epoch
         return self.run(body)
@@ -210,7 +263,8 @@ class TaskStore:
     # ---- the API's writes ----
 
     def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
-        """Insert new tasks with their accepted/queued events in one transaction.
+        """Insert new tasks in one transaction; their accepted/queued events are the
+        row's accepted_by and intake columns.
 
         Returns {task_id: status} for ids that already existed: a retried Submit
         gets the existing task back and nothing new is written for it.
@@ -226,17 +280,12 @@ class TaskStore:
             if fresh:
                 cur.executemany(
                     "INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status, trigger_at,"
-                    " attempts, epoch, envelope, created_at, updated_at)"
+                    " attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
                     # Only placeholders in VALUES: PyMySQL then sends one multi-row INSERT.
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(t.task_id, t.slot, t.namespace, t.task_type, t.priority, t.status, t.trigger_at,
-                      0, 0, t.envelope, t.created_at, t.created_at) for t in fresh])
-                events = []
-                for t in fresh:
-                    events.append(r.Event(t.task_id, TaskState.ACCEPTED, t.created_at, node, 0))
-                    events.append(r.Event(t.task_id, TaskState.QUEUED, t.created_at, node, 0,
-                                          "kafka" if t.status == r.ENQUEUED else "mysql"))
-                self._append_events(cur, events)
+                      0, 0, t.envelope, t.created_at, t.created_at, node,
+                      "kafka" if t.status == r.ENQUEUED else "mysql") for t in fresh])
                 types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
                 cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
                                 " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
@@ -260,8 +309,8 @@ class TaskStore:
             row = cur.fetchone()
             if row is None:
                 raise TaskNotFound(task_id)
-            cur.execute("SELECT task_id, state, at, node, attempt, detail FROM task_events WHERE task_id = %s"
-                        " ORDER BY id", (task_id,))
+            cur.execute("SELECT task_id, state, at, node, attempt, detail FROM task_history WHERE task_id = %s"
+                        " ORDER BY seq", (task_id,))
             return r.TaskRow(*row), [r.Event(*e) for e in cur.fetchall()]
         return self.run(body)
 
@@ -335,22 +384,24 @@ class TaskStore:
             rows = self._lock_states(cur, ids)
             want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
             ok = list({c.task_id: c for c in reversed(live)
-                       if rows.get(c.task_id) == (want[c.source], c.attempt - 1)}.values())[::-1]
+                       if c.task_id in rows and rows[c.task_id].expects(want[c.source], c.attempt - 1)}.values())[::-1]
             if ok:
+                # Every way out of dispatched moves its event to task_events; this only
+                # guards the columns of the attempt about to be overwritten.
+                self._move_dispatch_to_events(cur, [c.task_id for c in ok], rows)
                 # One statement per epoch (a handful), not per task: every eligible row
                 # has attempts = attempt - 1, so attempts + 1 is the attempt being made.
                 by_epoch: dict[int, list[str]] = {}
                 for c in ok:
                     by_epoch.setdefault(epochs[c.slot], []).append(c.task_id)
                 for epoch, ids_ in by_epoch.items():
-                    cur.execute(f"UPDATE tasks SET status = %s, attempts = attempts + 1, epoch = %s, updated_at = %s"
-                                f" WHERE task_id IN ({_marks(len(ids_))})", [r.DISPATCHED, epoch, now, *ids_])
-                events = []
-                for c in ok:
-                    if c.attempt > 1:  # retry_wait -> queued happened when the retry fell due
-                        events.append(r.Event(c.task_id, TaskState.QUEUED, min(c.due_at, now), node, c.attempt))
-                    events.append(r.Event(c.task_id, TaskState.DISPATCHED, now, node, c.attempt))
-                self._append_events(cur, events)
+                    # The dispatched event is the row's dispatched_at/_by columns.
+                    cur.execute(f"UPDATE tasks SET status = %s, attempts = attempts + 1, epoch = %s, updated_at = %s,"
+                                f" dispatched_at = %s, dispatched_by = %s WHERE task_id IN ({_marks(len(ids_))})",
+                                [r.DISPATCHED, epoch, now, now, node, *ids_])
+                # retry_wait -> queued happened when the retry fell due (off the happy path).
+                self._append_events(cur, [r.Event(c.task_id, TaskState.QUEUED, min(c.due_at, now), node, c.attempt)
+                                          for c in ok if c.attempt > 1])
             return {c.task_id for c in ok}, stale
         return self.run(body)
 
@@ -364,13 +415,30 @@ class TaskStore:
                 return stale
             ids = [w.task_id for w in live]
             rows = self._lock_states(cur, ids)
-            live = [w for w in live if rows.get(w.task_id) == (r.DISPATCHED, w.attempt)]
+            live = list({w.task_id: w for w in reversed(live)
+                         if w.task_id in rows and rows[w.task_id].expects(r.DISPATCHED, w.attempt)}.values())[::-1]
+            happy = {w.task_id: h for w in live if (h := _happy_success(w)) is not None}
+            # Off the happy path, the attempt's dispatched event joins the others in task_events.
+            self._move_dispatch_to_events(cur, [w.task_id for w in live if w.task_id not in happy], rows)
+            self._append_events(cur, [e for w in live if w.task_id not in happy for e in w.events])
             done = [w for w in live if w.result == r.SUCCEEDED]
             retry = [w for w in live if w.result == r.RETRY]
             dead = [w for w in live if w.result == r.DEAD_LETTERED]
-            if done:
-                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({_marks(len(done))})",
-                            [r.SUCCEEDED, now, *[w.task_id for w in done]])
+            by_node: dict[str, list[str]] = {}
+            for task_id, (_, _, node) in happy.items():
+                by_node.setdefault(node, []).append(task_id)
+            for node, ids_ in by_node.items():
+                # One statement for the batch: the running and succeeded events become the
+                # row's started_at, finished_by and updated_at.
+                started_sql, started_args = _case("started_at", [(tid, happy[tid][0]) for tid in ids_])
+                finished_sql, finished_args = _case("updated_at", [(tid, happy[tid][1]) for tid in ids_])
+                cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started_sql}, {finished_sql}"
+                            f" WHERE task_id IN ({_marks(len(ids_))})",
+                            [r.SUCCEEDED, node, *started_args, *finished_args, *ids_])
+            unhappy_done = [w.task_id for w in done if w.task_id not in happy]
+            if unhappy_done:
+                cur.execute("UPDATE tasks SET status = %s, updated_at = %s"
+                            f" WHERE task_id IN ({_marks(len(unhappy_done))})", [r.SUCCEEDED, now, *unhappy_done])
             if retry:
                 cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, last_error = %s,"
                                 " last_stack_trace = %s, updated_at = %s WHERE task_id = %s",
@@ -387,7 +455,6 @@ class TaskStore:
                     " t.last_stack_trace, (SELECT MIN(e.at) FROM task_events e WHERE e.task_id = t.task_id"
                     "  AND e.state = 'dispatched'), %s"
                     f" FROM tasks t WHERE t.task_id IN ({_marks(len(ids))})", [now, *ids])
-            self._append_events(cur, [e for w in live for e in w.events])
             return stale
         return self.run(body)
 
@@ -400,8 +467,10 @@ class TaskStore:
                 return stale
             ids = [c.task_id for c in live]
             rows = self._lock_states(cur, ids)
-            back = [c for c in live if rows.get(c.task_id) == (r.DISPATCHED, c.attempt)]
+            back = list({c.task_id: c for c in reversed(live)
+                         if c.task_id in rows and rows[c.task_id].expects(r.DISPATCHED, c.attempt)}.values())[::-1]
             if back:
+                self._move_dispatch_to_events(cur, [c.task_id for c in back], rows)
                 cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
                                 " updated_at = %s WHERE task_id = %s",
                                 [(r.PENDING, c.due_at, now, c.task_id) for c in back])

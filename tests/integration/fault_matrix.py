@@ -231,8 +231,8 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
     twice = len(twice_ids)
     examples = []
     for tid in twice_ids[:3]:   # what a reader of a failed row needs first: the histories
-        events = env.sql("SELECT state, attempt, node, DATE_FORMAT(at, '%%H:%%i:%%s.%%f'), detail FROM task_events"
-                         " WHERE task_id = %s ORDER BY id", (tid,))
+        events = env.sql("SELECT state, attempt, node, DATE_FORMAT(at, '%%H:%%i:%%s.%%f'), detail FROM task_history"
+                         " WHERE task_id = %s ORDER BY seq", (tid,))
         runs_of = [(e.attempt, e.epoch, e.started_ms) for e in executions if e.task_id == tid]
         examples.append(f"{tid}: runs (attempt, epoch, started_ms) {runs_of}; history {events}")
     early, before, after, late_due = 0, [], [], []

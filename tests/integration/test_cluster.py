@@ -177,7 +177,7 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
     if stale:
         marks = ",".join(["%s"] * len(stale))
         dispatched = taskring_env.sql(
-            f"SELECT task_id, attempt, node, UNIX_TIMESTAMP(at) * 1000 FROM task_events WHERE state = 'dispatched'"
+            f"SELECT task_id, attempt, node, UNIX_TIMESTAMP(at) * 1000 FROM task_history WHERE state = 'dispatched'"
             f" AND task_id IN ({marks})", [e.task_id for e in stale])
         detail = [(e.task_id[:8], e.attempt, e.epoch, e.started_ms - int(resume_wall * 1000),
                    [(a, n, int(float(at)) - int(resume_wall * 1000)) for t, a, n, at in dispatched if t == e.task_id])
@@ -188,7 +188,7 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
     assert stale_deliveries(recording_executor.snapshot(), slot_of_task) == []
     # ... and no state change was written for it by the frozen node until it claimed it again.
     rows = taskring_env.sql(
-        "SELECT COUNT(*) FROM task_events e JOIN tasks t ON t.task_id = e.task_id"
+        "SELECT COUNT(*) FROM task_history e JOIN tasks t ON t.task_id = e.task_id"
         " JOIN slot_owners o ON o.slot = t.slot"
         " WHERE e.node = 'n1' AND e.at >= FROM_UNIXTIME(%s) AND e.at < o.claimed_at AND t.slot IN ("
         + ",".join(str(s) for s in lost) + ")", (resume_wall,))
