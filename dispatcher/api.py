@@ -20,7 +20,7 @@ from cluster.slots import slot_of
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.errors import InvalidArgument, TaskringError, bounded
-from dispatcher.log.codec import queued_message
+from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
@@ -82,20 +82,32 @@ class TaskApi(pb_grpc.TaskServiceServicer):
 
     async def _accept(self, valid: Sequence[ValidTask], now_ms: int) -> list[pb.SubmitResponse]:
         created = ms_to_datetime(now_ms)
-        rows, envelopes = [], {}
+        rows: list[r.NewTask] = []
+        due_ms_of: list[int] = []
+        # A batch is mostly tasks of a few types due at a few instants: work out each
+        # slot and each stored time once per batch, not once per task.
+        slots: dict[tuple[str, str], int] = {}
+        times: dict[int, dt.datetime] = {}
         for v in valid:
-            slot = slot_of(v.namespace, v.task_type, self._config.slot_count)
-            short = v.due_at_ms - now_ms <= self._config.route_threshold_ms
-            envelope = v.to_pb()
-            envelopes[v.task_id] = envelope
+            slot = slots.get((v.namespace, v.task_type))
+            if slot is None:
+                slot = slots[(v.namespace, v.task_type)] = slot_of(v.namespace, v.task_type, self._config.slot_count)
+            due_ms = v.due_at_ms
+            trigger_at = times.get(due_ms)
+            if trigger_at is None:
+                trigger_at = times[due_ms] = ms_to_datetime(due_ms)
+            short = due_ms - now_ms <= self._config.route_threshold_ms
             rows.append(r.NewTask(task_id=v.task_id, slot=slot, namespace=v.namespace, task_type=v.task_type,
                                   priority=v.priority, status=r.ENQUEUED if short else r.PENDING,
-                                  trigger_at=ms_to_datetime(v.due_at_ms), envelope=envelope.SerializeToString(),
+                                  trigger_at=trigger_at, envelope=v.to_pb().SerializeToString(),
                                   created_at=created))
+            due_ms_of.append(due_ms)
         existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._config.node_id)
-        fresh_kafka = [row for row in rows if row.task_id not in existing and row.status == r.ENQUEUED]
-        messages = [queued_message(self._config.kafka.topic_for(row.priority), envelopes[row.task_id], row.slot,
-                                   1, datetime_to_ms(row.trigger_at)) for row in fresh_kafka]
+        fresh_kafka = [(row, due_ms) for row, due_ms in zip(rows, due_ms_of)
+                       if row.task_id not in existing and row.status == r.ENQUEUED]
+        topic_for = self._config.kafka.topic_for
+        messages = [queued_message_of_envelope(topic_for(row.priority), row.task_id, row.envelope, row.slot, 1, due_ms)
+                    for row, due_ms in fresh_kafka]
         # A retried Submit of a task still `enqueued` may be retrying because the first
         # call died between the MySQL write and the produce: produce its message again
         # from the stored row. A second copy is harmless (dispatch is conditional).
@@ -112,6 +124,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         self._metrics.submitted.labels("kafka").inc(by_kafka)
         self._metrics.submitted.labels("mysql").inc(len(fresh) - by_kafka)
         results = []
+        due_texts: dict[dt.datetime, str] = {}
         for row in rows:
             if row.task_id in existing:
                 self._metrics.duplicates.inc()
@@ -119,8 +132,11 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                                                   state=api_state(existing[row.task_id], 0, None, created),
                                                   slot=row.slot))
             else:
+                due_text = due_texts.get(row.trigger_at)
+                if due_text is None:
+                    due_text = due_texts[row.trigger_at] = rfc3339(row.trigger_at)
                 results.append(pb.SubmitResponse(task_id=row.task_id, state=pb.TASK_STATE_QUEUED,
-                                                  due_at=rfc3339(row.trigger_at), slot=row.slot))
+                                                  due_at=due_text, slot=row.slot))
         return results
 
     async def _reproduce(self, task_ids: list[str]) -> list:

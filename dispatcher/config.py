@@ -128,6 +128,9 @@ class NodeConfig:
     """The dispatch loop's longest wait for new work when nothing is due sooner."""
     max_batches_in_flight: int = 4
     """Dispatch batches (each one Execute call per executor) awaiting their outcomes at once."""
+    outcome_batch: int = 2_000
+    """Most outcome writes in one store transaction: outcomes that arrive while one is
+    being recorded go together into the next (dispatcher/outcome_batcher.py)."""
     executor_unreachable_cooldown_ms: int = 5_000
     """An executor whose connection failed gets no deliveries for this long."""
     max_submit_batch: int = 1000
@@ -146,7 +149,8 @@ class NodeConfig:
                   "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
                   "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",
                   "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
-                  "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms")
+                  "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
+                  "outcome_batch")
         if self.poll_lookahead_ms < 0:  # 0 is fine: poll only what is due now
             raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:

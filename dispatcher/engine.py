@@ -30,6 +30,7 @@ from dispatcher.heap import EtaHeap
 from dispatcher.log.codec import decode_queued
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
+from dispatcher.outcome_batcher import OutcomeBatcher
 from dispatcher.outcomes import decide
 from dispatcher.progress import KafkaProgress
 from dispatcher.recovery import RecoveryGuard
@@ -76,6 +77,7 @@ class Engine:
         self._overflow: collections.deque[Due] = collections.deque()
         self._slots: dict[int, SlotState] = {}
         self._progress = KafkaProgress(store=store, clock=self._clock)
+        self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=config.outcome_batch)
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
         self._loop: asyncio.AbstractEventLoop | None = None
         # asyncio's primitives bind to the running loop on first use, not here.
@@ -123,6 +125,7 @@ class Engine:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*self._batches, return_exceptions=True)
+        await self._outcome_batcher.stop()
         await asyncio.to_thread(self._intake.stop)
         await self._executors.stop()
 
@@ -443,10 +446,10 @@ class Engine:
     async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
         deliveries = []
         for d in items:
-            task = pb.Task()
-            task.CopyFrom(d.task)
-            task.retry_count = d.attempt - 1
-            deliveries.append(pb.Delivery(task=task, attempt=d.attempt, epoch=d.epoch, timeout_ms=task.timeout_ms))
+            # The Due's task is its own (decoded from its message or row), and the
+            # Delivery copies it: set the attempt's retry_count on it, with one copy.
+            d.task.retry_count = d.attempt - 1
+            deliveries.append(pb.Delivery(task=d.task, attempt=d.attempt, epoch=d.epoch, timeout_ms=d.task.timeout_ms))
         if not items:
             await self._executors.run(reservation, [])  # gives the capacity back
             return
@@ -527,7 +530,7 @@ class Engine:
         failures = 0
         while True:
             try:
-                return await self._db(self._store.record_outcomes, writes, epochs, now)
+                return await self._outcome_batcher.record(writes, epochs, now)
             except Exception:
                 failures += 1
                 if failures == 1 or failures % 20 == 0:

@@ -227,7 +227,7 @@ async def run_node(config: NodeConfig) -> None:
     # Long-lived objects built at start need no more collection passes, and the hot
     # path allocates many short-lived ones: collect the young generation less often.
     gc.freeze()
-    gc.set_threshold(10_000, 50, 50)
+    gc.set_threshold(50_000, 50, 50)
     print(f"taskring node {config.node_id} ready: grpc {config.grpc_host}:{node.grpc_port}"
           f" admin http://{config.grpc_host}:{node.admin.port}/", flush=True)
     await stop.wait()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import math
 import re
@@ -116,14 +117,14 @@ class ValidTask:
             task_type=self.task_type,
             payload_json=self.payload_json,
             payload_version=self.payload_version,
-            schedule_time=format_rfc3339_ms(self.due_at),
+            schedule_time=_rfc3339_cached(self.due_at),
             timeout_ms=self.timeout_ms,
             max_retries=self.max_retries,
-            retry_policy=self.retry_policy.to_pb(),
+            retry_policy=_policy_pb(self.retry_policy),
             priority=cast(pb.Priority, self.priority),  # an int at run time, as the stubs allow
             unique_key=self.unique_key,
             trace_id=self.trace_id,
-            created_at=format_rfc3339_ms(self.created_at),
+            created_at=_rfc3339_cached(self.created_at),
         )
 
 
@@ -265,6 +266,17 @@ def format_rfc3339_ms(t: dt.datetime) -> str:
     """UTC, millisecond precision, 'Z' suffix: 2030-01-02T03:04:05.678Z."""
     t = _utc_ms(t)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+# A batch's tasks share a few instants (its arrival, their due times) and a few
+# policies: format and build each once. The pb.RetryPolicy is copied into each
+# pb.Task that is given it, so sharing one is safe.
+_rfc3339_cached = functools.lru_cache(maxsize=4096)(format_rfc3339_ms)
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy_pb(policy: RetryPolicy) -> pb.RetryPolicy:
+    return policy.to_pb()
 
 
 def to_unix_ms(t: dt.datetime) -> int:

@@ -767,13 +767,15 @@ def recorded_paths(world: World, task_ids: list[str]) -> dict[str, str]:
     return out
 
 
-def innodb_row_writes(world: World) -> dict[str, int]:
-    """The server's InnoDB row counters (inserted, updated, deleted): their delta over a
-    phase is the MySQL rows written per task, whatever statement wrote them. Server-wide:
-    run on a quiet server."""
-    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN"
-                          " ('Innodb_rows_inserted', 'Innodb_rows_updated', 'Innodb_rows_deleted')"))
-    return {name.removeprefix("Innodb_rows_"): int(value) for name, value in rows.items()}
+def mysql_row_writes(world: World) -> dict[str, int]:
+    """The server's row counters (Handler_write / _update / _delete: rows inserted,
+    updated and deleted in tables, internal temporary tables not included): their delta
+    over a phase is the MySQL rows written per task, whatever statement wrote them.
+    Server-wide: run on a quiet server."""
+    names = {"Handler_write": "inserted", "Handler_update": "updated", "Handler_delete": "deleted"}
+    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update',"
+                          " 'Handler_delete')"))
+    return {names[name]: int(value) for name, value in rows.items()}
 
 
 def store_facts(world: World) -> dict[str, Any]:
@@ -908,14 +910,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             pids["py-spy"] = spy.process_pid
         meter = CpuMeter(pids)
         threads_before = thread_cpu(node.pid)
-        rows_before = innodb_row_writes(world)
+        rows_before = mysql_row_writes(world)
         meter.start()
         a = asyncio.run(submit_throughput(node.target, batches, args.submitters))
         expected_exec += len(a["accepted"])
         done_a = wait_done(world, executors, expected_exec, a["t_first_send"], len(a["accepted"]),
                            30 + args.n / 500, "phase A")
         cpu_a = meter.stop()
-        rows_after = innodb_row_writes(world)
+        rows_after = mysql_row_writes(world)
         threads_after = thread_cpu(node.pid)
         if spy is not None:
             spy.stop()
@@ -1123,7 +1125,7 @@ def format_report(result: dict[str, Any], command: str) -> str:
                 ("complete", f"{a['complete']} ({a['succeeded']:,} succeeded; {a['batch_error_count']} batch errors)")]
         mw = a.get("mysql_row_writes")
         if mw:
-            rows.append(("MySQL row writes per task (InnoDB counters over the phase: inserted / updated / deleted)",
+            rows.append(("MySQL row writes per task (Handler_* counters over the phase: inserted / updated / deleted)",
                          f"{fmt(mw['per_task'], 2)} ({mw['inserted']:,} / {mw['updated']:,} / {mw['deleted']:,})"))
         if pk:
             d, k = pk["from_due_ms"], pk["from_ack_ms"]
