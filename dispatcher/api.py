@@ -17,9 +17,10 @@ from collections.abc import Sequence
 import grpc
 
 from cluster.slots import slot_of
+from dispatcher.admission import Admission
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
-from dispatcher.errors import InvalidArgument, TaskringError, bounded
+from dispatcher.errors import RETRY_AFTER_KEY, InvalidArgument, Overloaded, TaskringError, bounded
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
@@ -53,8 +54,10 @@ def _guarded(method):
 
 class TaskApi(pb_grpc.TaskServiceServicer):
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
-                 metrics: NodeMetrics, limits: Limits, clock: Clock | None = None):
+                 metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
+                 admission: Admission | None = None):
         self._config = config
+        self._admission = admission
         self._store = store
         self._producer = producer
         self._metrics = metrics
@@ -64,21 +67,31 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     async def _abort(self, exc: TaskringError, context) -> None:
         if isinstance(exc, InvalidArgument):
             self._metrics.rejected.labels(exc.field.split(".")[-1]).inc()
+        if isinstance(exc, Overloaded):
+            self._metrics.overloaded.inc()
+            context.set_trailing_metadata(((RETRY_AFTER_KEY, str(exc.retry_after_ms)),))
         # The messages quote input cut short already (errors.quote); the cut here guards
         # the trailer's size limit against any text that did not go through it.
         await context.abort(exc.code, bounded(str(exc)))
 
     @_guarded
     async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:
+        self._admit()
         now_ms = self._clock.now_ms()
         valid = validate_task(request.task, now=_aware(now_ms), limits=self._limits)
         return (await self._accept([valid], now_ms))[0]
 
     @_guarded
     async def SubmitBatch(self, request: pb.SubmitBatchRequest, context) -> pb.SubmitBatchResponse:
+        self._admit()
         now_ms = self._clock.now_ms()
         valid = validate_batch(request.tasks, now=_aware(now_ms), limits=self._limits)
         return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
+
+    def _admit(self) -> None:
+        """Refuse (Overloaded) before anything is written when this node is behind."""
+        if self._admission is not None:
+            self._admission.check()
 
     async def _accept(self, valid: Sequence[ValidTask], now_ms: int) -> list[pb.SubmitResponse]:
         created = ms_to_datetime(now_ms)

@@ -49,6 +49,10 @@ class KafkaConfig:
     topic_prefix: str = "taskring.tasks"
     """Topics are `<prefix>.<priority>` for priority in low, normal, high."""
     linger_ms: int = 5
+    """How long the producer waits to fill a batch (TASKRING_KAFKA_LINGER_MS)."""
+    fetch_wait_max_ms: int = 50
+    """How long the broker may hold a fetch that found nothing new (TASKRING_KAFKA_FETCH_WAIT_MS);
+    data arriving meanwhile answers the fetch at once."""
 
     def topic_for(self, priority: int) -> str:
         return f"{self.topic_prefix}.{PRIORITY_TOPICS[priority]}"
@@ -128,6 +132,11 @@ class NodeConfig:
     """The dispatch loop's longest wait for new work when nothing is due sooner."""
     max_batches_in_flight: int = 4
     """Dispatch batches (each one Execute call per executor) awaiting their outcomes at once."""
+    admission_max_wait_ms: int = 10_000
+    """Submits are refused (RESOURCE_EXHAUSTED) while the oldest due task in this node's
+    heap has waited longer than this (dispatcher/admission.py)."""
+    admission_max_unread_count: int = 500_000
+    """... or while its owned Kafka partitions hold more unread messages than this."""
     outcome_batch: int = 2_000
     """Most outcome writes in one store transaction: outcomes that arrive while one is
     being recorded go together into the next (dispatcher/outcome_batcher.py)."""
@@ -150,7 +159,7 @@ class NodeConfig:
                   "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",
                   "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
                   "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
-                  "outcome_batch")
+                  "outcome_batch", "admission_max_wait_ms", "admission_max_unread_count")
         if self.poll_lookahead_ms < 0:  # 0 is fine: poll only what is due now
             raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:
@@ -172,6 +181,8 @@ class NodeConfig:
         kafka = KafkaConfig(
             bootstrap_servers=env.get("TASKRING_KAFKA", k.bootstrap_servers),
             topic_prefix=env.get("TASKRING_TOPIC_PREFIX", k.topic_prefix),
+            linger_ms=int(env.get("TASKRING_KAFKA_LINGER_MS", k.linger_ms)),
+            fetch_wait_max_ms=int(env.get("TASKRING_KAFKA_FETCH_WAIT_MS", k.fetch_wait_max_ms)),
         )
         zookeeper = ZooKeeperConfig(
             hosts=env.get("TASKRING_ZK", z.hosts),
@@ -190,7 +201,10 @@ class NodeConfig:
                           ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
                           ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS"),
                           ("recovery_grace_ms", "TASKRING_RECOVERY_GRACE_MS"),
-                          ("recovery_interval_ms", "TASKRING_RECOVERY_INTERVAL_MS")):
+                          ("recovery_interval_ms", "TASKRING_RECOVERY_INTERVAL_MS"),
+                          ("heap_capacity", "TASKRING_HEAP_CAPACITY"),
+                          ("admission_max_wait_ms", "TASKRING_ADMISSION_MAX_WAIT_MS"),
+                          ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD")):
             if var in env:
                 values[name] = int(env[var])
         values.update(overrides)

@@ -22,6 +22,7 @@ import logging
 import random
 from collections.abc import Callable
 
+from dispatcher.admission import Load
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
@@ -89,6 +90,7 @@ class Engine:
         self._stopping = False
         self._held = False
         self._in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
+        self._dispatched_total = 0
         self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
         # Observations for the admin view and for tests.
@@ -434,6 +436,7 @@ class Engine:
                     self._metrics.skipped.inc()
                     self._settle(d)
             self._metrics.dispatched.inc(len(dispatched))
+            self._dispatched_total += len(dispatched)
             # Every reservation is run, even with nothing to send: that releases it.
             await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
         finally:
@@ -556,6 +559,15 @@ class Engine:
 
     def heap_size(self) -> int:
         return len(self._heap)
+
+    def load(self) -> Load:
+        """What this node holds and how far behind it is, for admission control."""
+        now = self._clock.now_ms()
+        due = [t for t in (self._heap.next_eta_ms(), self._overflow[0].due_ms if self._overflow else None)
+               if t is not None and t <= now]
+        return Load(held=len(self._heap) + len(self._overflow), capacity=self._config.heap_capacity,
+                    oldest_due_wait_ms=now - min(due) if due else 0, unread=sum(self._intake.lag().values()),
+                    dispatched_total=self._dispatched_total)
 
     def kafka_lag(self) -> dict[tuple[str, int], int]:
         return self._intake.lag()

@@ -72,3 +72,19 @@ class Unavailable(TaskringError):
 
     code = grpc.StatusCode.UNAVAILABLE
 
+
+
+RETRY_AFTER_KEY = "retry-after-ms"
+"""Trailing metadata of a RESOURCE_EXHAUSTED answer: how long to wait before retrying."""
+
+
+class Overloaded(TaskringError):
+    """The node is behind (dispatcher/admission.py) and accepts nothing now; nothing was
+    written, and the request may be retried as is after `retry_after_ms`."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, reason: str, retry_after_ms: int):
+        self.reason = reason
+        self.retry_after_ms = retry_after_ms
+        super().__init__(f"overloaded: {reason}; nothing was written, retry after {retry_after_ms} ms")

@@ -14,6 +14,8 @@ class NodeMetrics:
         self.submitted = Counter("taskring_tasks_submitted", "Tasks accepted by the API", ["route"], registry=r)
         self.duplicates = Counter("taskring_submit_duplicates", "Submits of an existing task_id", registry=r)
         self.rejected = Counter("taskring_submit_rejected", "Submits rejected as bad input", ["field"], registry=r)
+        self.overloaded = Counter("taskring_submit_overloaded", "Submits refused because the node is behind"
+                                  " (RESOURCE_EXHAUSTED)", registry=r)
         self.dispatched = Counter("taskring_tasks_dispatched", "Attempts handed to executors", registry=r)
         self.skipped = Counter("taskring_tasks_skipped", "Due tasks not dispatched (cancelled, done, re-routed)",
                                registry=r)

@@ -18,6 +18,7 @@ from cluster.interface import Ownership
 from cluster.static import StaticOwnership
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
+from dispatcher.admission import Admission
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
@@ -63,8 +64,10 @@ class Node:
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
         self.ownership = self._build_ownership()
+        self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
+                                   max_unread=config.admission_max_unread_count, clock=self.clock)
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
-                           limits=limits or _limits(config), clock=self.clock)
+                           limits=limits or _limits(config), clock=self.clock, admission=self.admission)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -61,6 +62,16 @@ def _happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, 
     if running and (running[0].state != TaskState.RUNNING or running[0].node != done.node):
         return None
     return (running[0].at if running else None), done.at, done.node
+
+
+_CASE_ROWS = 100
+
+
+@functools.lru_cache(maxsize=4096)
+def _sql_time(value: dt.datetime | None) -> str | None:
+    """A DATETIME(3) literal's text: PyMySQL escapes a string at half the cost of a
+    datetime, and a batch's outcomes share a few instants, formatted once each."""
+    return None if value is None else value.isoformat(sep=" ", timespec="milliseconds")
 
 
 def _case(column: str, values: Sequence[tuple[str, object]]) -> tuple[str, list[object]]:
@@ -427,14 +438,18 @@ class TaskStore:
             by_node: dict[str, list[str]] = {}
             for task_id, (_, _, node) in happy.items():
                 by_node.setdefault(node, []).append(task_id)
-            for node, ids_ in by_node.items():
-                # One statement for the batch: the running and succeeded events become the
-                # row's started_at, finished_by and updated_at.
-                started_sql, started_args = _case("started_at", [(tid, happy[tid][0]) for tid in ids_])
-                finished_sql, finished_args = _case("updated_at", [(tid, happy[tid][1]) for tid in ids_])
-                cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started_sql}, {finished_sql}"
-                            f" WHERE task_id IN ({_marks(len(ids_))})",
-                            [r.SUCCEEDED, node, *started_args, *finished_args, *ids_])
+            for node, all_ids in by_node.items():
+                # The running and succeeded events become the row's started_at, finished_by
+                # and updated_at. A CASE is searched row by row, so a statement takes at most
+                # _CASE_ROWS rows (measured: 1,000 rows in one cost the server half as much
+                # again as 100 at a time).
+                for i in range(0, len(all_ids), _CASE_ROWS):
+                    ids_ = all_ids[i:i + _CASE_ROWS]
+                    started_sql, started_args = _case("started_at", [(tid, _sql_time(happy[tid][0])) for tid in ids_])
+                    finished_sql, finished_args = _case("updated_at", [(tid, _sql_time(happy[tid][1])) for tid in ids_])
+                    cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started_sql}, {finished_sql}"
+                                f" WHERE task_id IN ({_marks(len(ids_))})",
+                                [r.SUCCEEDED, node, *started_args, *finished_args, *ids_])
             unhappy_done = [w.task_id for w in done if w.task_id not in happy]
             if unhappy_done:
                 cur.execute("UPDATE tasks SET status = %s, updated_at = %s"

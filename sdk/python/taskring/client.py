@@ -17,6 +17,9 @@ reported back as `duplicate=True` instead.
 """
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -25,7 +28,7 @@ from typing import Any
 import grpc
 
 from taskring import _envelope
-from taskring.errors import ProtocolError, from_rpc_error
+from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
 from taskring.task import (
     Priority,
     RetryPolicy,
@@ -44,6 +47,33 @@ _DEFAULT_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
 )
+
+
+_FIRST_BACKOFF_S, _MAX_BACKOFF_S = 0.1, 5.0
+
+
+class _OverloadRetry:
+    """When to retry a submit the server refused as overloaded (RESOURCE_EXHAUSTED).
+
+    Only when every task has a task_id: the server wrote nothing, and a retried
+    submit with the same id is recognised as a duplicate if an earlier try did get
+    through. The wait is the server's hint (or an exponential backoff without one),
+    with jitter, for as long as `budget_s` allows; then the refusal is raised."""
+
+    def __init__(self, budget_s: float, specs: Sequence[TaskSpec]):
+        self._deadline = time.monotonic() + budget_s
+        self._backoff_s = _FIRST_BACKOFF_S
+        self._allowed = budget_s > 0 and all(s.task_id for s in specs)
+
+    def wait_s(self, refusal: ResourceExhausted) -> float | None:
+        """How long to wait before the next try, or None: raise the refusal."""
+        if not self._allowed:
+            return None
+        wait = (refusal.retry_after_s or self._backoff_s) * random.uniform(1.0, 1.25)
+        self._backoff_s = min(self._backoff_s * 2, _MAX_BACKOFF_S)
+        if time.monotonic() + wait > self._deadline:
+            return None
+        return wait
 
 
 def _channel_options(options: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -107,12 +137,16 @@ class Client:
         rpc_timeout_s: float | None = 10.0,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        overload_retry_s: float = 30.0,
     ) -> None:
         """Connect (lazily) to `target`, a gRPC target such as ``"127.0.0.1:7070"``.
 
         `rpc_timeout_s` bounds every call (None: no bound); `credentials` selects
-        TLS; `options` are extra gRPC channel options.
+        TLS; `options` are extra gRPC channel options. A submit whose tasks all have
+        a task_id is retried for up to `overload_retry_s` while the server refuses it
+        as overloaded (`ResourceExhausted`, waiting as the server says); 0: never.
         """
+        self._overload_retry_s = overload_retry_s
         opts = _channel_options(options)
         if credentials is None:
             self._channel = grpc.insecure_channel(target, options=opts)
@@ -141,10 +175,7 @@ class Client:
         """Submit one task. The arguments are those of `TaskSpec`."""
         spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
                      max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
-        try:
-            resp = self._stub.Submit(_submit_request(spec), timeout=self._timeout)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from e
+        resp = self._call_retrying_overload(self._stub.Submit, _submit_request(spec), [spec])
         return _envelope.submit_result_from_pb(resp)
 
     def submit_batch(self, specs: Sequence[TaskSpec]) -> list[SubmitResult]:
@@ -155,11 +186,20 @@ class Client:
         """
         if not specs:
             return []
-        try:
-            resp = self._stub.SubmitBatch(_batch_request(specs), timeout=self._timeout)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from e
+        resp = self._call_retrying_overload(self._stub.SubmitBatch, _batch_request(specs), specs)
         return _batch_results(specs, resp)
+
+    def _call_retrying_overload(self, method, request, specs: Sequence[TaskSpec]):
+        retry = _OverloadRetry(self._overload_retry_s, specs)
+        while True:
+            try:
+                return method(request, timeout=self._timeout)
+            except grpc.RpcError as e:
+                error = from_rpc_error(e)
+                wait = retry.wait_s(error) if isinstance(error, ResourceExhausted) else None
+                if wait is None:
+                    raise error from e
+            time.sleep(wait)
 
     def cancel(self, task_id: str) -> TaskState:
         """Cancel a task that has not finished; returns its state (CANCELLED).
@@ -208,7 +248,9 @@ class AsyncClient:
         rpc_timeout_s: float | None = 10.0,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        overload_retry_s: float = 30.0,
     ) -> None:
+        self._overload_retry_s = overload_retry_s
         opts = _channel_options(options)
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=opts)
@@ -237,21 +279,27 @@ class AsyncClient:
         """Submit one task. The arguments are those of `TaskSpec`."""
         spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
                      max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
-        try:
-            resp = await self._stub.Submit(_submit_request(spec), timeout=self._timeout)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from e
+        resp = await self._call_retrying_overload(self._stub.Submit, _submit_request(spec), [spec])
         return _envelope.submit_result_from_pb(resp)
 
     async def submit_batch(self, specs: Sequence[TaskSpec]) -> list[SubmitResult]:
         """Submit many tasks in one RPC; see `Client.submit_batch`."""
         if not specs:
             return []
-        try:
-            resp = await self._stub.SubmitBatch(_batch_request(specs), timeout=self._timeout)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from e
+        resp = await self._call_retrying_overload(self._stub.SubmitBatch, _batch_request(specs), specs)
         return _batch_results(specs, resp)
+
+    async def _call_retrying_overload(self, method, request, specs: Sequence[TaskSpec]):
+        retry = _OverloadRetry(self._overload_retry_s, specs)
+        while True:
+            try:
+                return await method(request, timeout=self._timeout)
+            except grpc.RpcError as e:
+                error = from_rpc_error(e)
+                wait = retry.wait_s(error) if isinstance(error, ResourceExhausted) else None
+                if wait is None:
+                    raise error from e
+            await asyncio.sleep(wait)
 
     async def cancel(self, task_id: str) -> TaskState:
         """Cancel a task; see `Client.cancel`."""

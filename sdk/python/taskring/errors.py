@@ -17,6 +17,7 @@ No class here shadows a built-in: a deadline is `DeadlineExceeded`, not
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -91,10 +92,16 @@ class Unavailable(RpcError):
 
 
 class ResourceExhausted(RpcError):
-    """The server is shedding load or the message was too large. Back off, then retry."""
+    """The server is shedding load or the message was too large. Back off, then retry.
 
-    def __init__(self, details: str):
+    A dispatcher that is behind refuses submits before writing anything and says how
+    long to wait: `retry_after_s` (None when the server gave no hint). The clients
+    retry such refusals themselves when every task carries a `task_id`.
+    """
+
+    def __init__(self, details: str, retry_after_s: float | None = None):
         super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+        self.retry_after_s = retry_after_s
 
 
 class DeadlineExceeded(RpcError):
@@ -127,12 +134,30 @@ _BY_CODE: dict[grpc.StatusCode, Callable[[str], RpcError]] = {
 }
 
 
+RETRY_AFTER_KEY = "retry-after-ms"
+"""The trailing metadata a dispatcher sends with a RESOURCE_EXHAUSTED refusal."""
+
+
+def _retry_after_s(err: grpc.RpcError) -> float | None:
+    trailing: Any = err.trailing_metadata() if callable(getattr(err, "trailing_metadata", None)) else None
+    for item in trailing or ():
+        key, value = item[0], item[1]
+        if key == RETRY_AFTER_KEY:
+            try:
+                return max(0.0, int(value) / 1000)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
 def from_rpc_error(err: grpc.RpcError) -> RpcError:
     """Turn a grpc (or grpc.aio) error into the matching `RpcError` subclass."""
     code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
     details = (err.details() if callable(getattr(err, "details", None)) else None) or ""
     if code is None:
         code = grpc.StatusCode.UNKNOWN
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return ResourceExhausted(details, _retry_after_s(err))
     cls = _BY_CODE.get(code)
     if cls is not None:
         return cls(details)

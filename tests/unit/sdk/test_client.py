@@ -27,8 +27,15 @@ class FakeTaskService(pb_grpc.TaskServiceServicer):
         self.requests: list[tuple[str, object]] = []
         self.fail: tuple[grpc.StatusCode, str] | None = None
         self.get_reply: pb.GetTaskResponse | None = None
+        self.overloaded = 0   # refuse this many more calls as a node that is behind would
+        self.retry_after_ms: str | None = "30"
 
     def _maybe_fail(self, context):
+        if self.overloaded > 0:
+            self.overloaded -= 1
+            if self.retry_after_ms is not None:
+                context.set_trailing_metadata((("retry-after-ms", self.retry_after_ms),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "overloaded: dispatch is behind; nothing was written")
         if self.fail is not None:
             context.abort(*self.fail)
 
@@ -76,6 +83,8 @@ def fake(server):
     fake.requests.clear()
     fake.fail = None
     fake.get_reply = None
+    fake.overloaded = 0
+    fake.retry_after_ms = "30"
     return fake
 
 
@@ -289,3 +298,43 @@ def test_async_client_round_trip(server, fake):
     assert (task.payload_json, task.delay_ms, task.priority) == ('{"a":1}', 2000, pb.PRIORITY_LOW)
     assert r.state is TaskState.QUEUED and len(batch) == 2 and state is TaskState.CANCELLED
     assert err.field == "tasks[1].task_type"
+
+
+# ---- overload (RESOURCE_EXHAUSTED from admission control)
+
+
+def test_an_overloaded_submit_with_task_ids_is_retried_until_accepted(client, fake):
+    fake.overloaded = 2
+    results = client.submit_batch([TaskSpec("shop", "mail", task_id="t-1"), TaskSpec("shop", "mail", task_id="t-2")])
+    assert [r.task_id for r in results] == ["t-1", "t-2"]
+    assert [name for name, _ in fake.requests] == ["SubmitBatch"] * 3
+
+
+def test_an_overloaded_submit_without_a_task_id_is_not_retried_and_carries_the_hint(client, fake):
+    fake.overloaded = 1
+    with pytest.raises(errors.ResourceExhausted) as refused:
+        client.submit("shop", "mail")
+    assert refused.value.retry_after_s == pytest.approx(0.03)
+    assert "nothing was written" in refused.value.details
+    assert len(fake.requests) == 1
+
+
+def test_retrying_an_overload_stops_at_the_budget(server, fake):
+    _, target = server
+    fake.overloaded = 1000
+    fake.retry_after_ms = "200"
+    with Client(target, overload_retry_s=0.5) as c, pytest.raises(errors.ResourceExhausted):
+        c.submit("shop", "mail", task_id="t-1")
+    assert 2 <= len(fake.requests) <= 4   # tries 200-250 ms apart within half a second
+
+
+def test_without_a_hint_the_client_backs_off_and_the_async_client_retries_too(server, fake):
+    _, target = server
+    fake.overloaded = 2
+    fake.retry_after_ms = None
+
+    async def main():
+        async with AsyncClient(target) as c:
+            return await c.submit("shop", "mail", task_id="t-9")
+    assert asyncio.run(main()).task_id == "t-9"
+    assert len(fake.requests) == 3
