@@ -65,6 +65,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from cluster.slots import slot_of  # noqa: E402
+from harness.cgroup import CpuCap  # noqa: E402
+from harness.demo import stop_nodes, wait_settled  # noqa: E402
 from harness.processes import NodeProcess  # noqa: E402
 from harness.stack import StackEndpoints  # noqa: E402
 from harness.world import World, create_world, drop_world  # noqa: E402
@@ -222,15 +224,22 @@ class CpuMeter:
 
 # ---------------------------------------------------------------- the node process
 
+NODE_ENV: dict[str, str] = {}
+"""Extra environment of every node process (--node-env NAME=VALUE)."""
+
+
 def start_node(world: World, run_dir: pathlib.Path, route_threshold_ms: int, log_level: str,
-               cprofile_out: pathlib.Path | None = None) -> NodeProcess:
-    """`taskring node --single` in the world (harness/processes.py), optionally under cProfile."""
+               cprofile_out: pathlib.Path | None = None, index: int | None = None) -> NodeProcess:
+    """`taskring node --single` in the world (harness/processes.py), optionally under cProfile;
+    with an `index`, one cluster node of several (ZooKeeper claims spread the slots)."""
     if world.topic_prefix is None:
         raise ValueError("start_node: the world needs topics of its own (create_world), not the node's default")
-    return NodeProcess(world, f"bench-node-{world.topic_prefix.rsplit('-', 1)[-1]}", single=True,
-                       log_path=run_dir / "node.log",
-                       python_args=["-m", "cProfile", "-o", str(cprofile_out)] if cprofile_out else (),
-                       TASKRING_ROUTE_THRESHOLD_MS=str(route_threshold_ms), TASKRING_LOG_LEVEL=log_level).start()
+    suffix = "" if index is None else f"-{index}"
+    env: dict[str, Any] = {"TASKRING_ROUTE_THRESHOLD_MS": str(route_threshold_ms), "TASKRING_LOG_LEVEL": log_level,
+                           **NODE_ENV}
+    return NodeProcess(world, f"bench-node-{world.topic_prefix.rsplit('-', 1)[-1]}{suffix}", single=index is None,
+                       log_path=run_dir / f"node{suffix}.log",
+                       python_args=["-m", "cProfile", "-o", str(cprofile_out)] if cprofile_out else (), **env).start()
 
 
 def node_metrics(node: NodeProcess) -> str:
@@ -615,17 +624,19 @@ def _due_ts(r: SubmitResult) -> float:
     return r.due_at.timestamp()
 
 
-async def submit_throughput(target: str, batches: list[list], submitters: int) -> dict[str, Any]:
-    """Phase A's load: `submitters` coroutines take the next batch and SubmitBatch it."""
+async def submit_throughput(target: str | list[str], batches: list[list], submitters: int) -> dict[str, Any]:
+    """Phase A's load: `submitters` coroutines take the next batch and SubmitBatch it; with
+    several targets (nodes), submitter k sends to target k mod len(targets)."""
     from taskring import AsyncClient
     accepted: list[Accepted] = []
     errors: list[str] = []
     rpc_ms: list[float] = []
     next_batch = iter(range(len(batches)))
-    client = AsyncClient(target, rpc_timeout_s=120.0)
+    targets = [target] if isinstance(target, str) else target
+    clients = [AsyncClient(t, rpc_timeout_s=120.0) for t in targets]
     t_first = time.time()
 
-    async def submitter() -> None:
+    async def submitter(client) -> None:
         for i in next_batch:
             specs = batches[i]
             t0 = time.time()
@@ -641,9 +652,10 @@ async def submit_throughput(target: str, batches: list[list], submitters: int) -
                     accepted.append(Accepted(r.task_id, _due_ts(r), t1, "immediate", 0))
 
     try:
-        await asyncio.gather(*(submitter() for _ in range(submitters)))
+        await asyncio.gather(*(submitter(clients[k % len(clients)]) for k in range(submitters)))
     finally:
-        await client.close()
+        for client in clients:
+            await client.close()
     t_last_ack = max((a.ack_ts for a in accepted), default=time.time())
     return {"accepted": accepted, "errors": errors, "t_first_send": t_first, "t_last_ack": t_last_ack,
             "rpc_ms": summarize_ms(rpc_ms)}
@@ -736,6 +748,32 @@ def latency_figures(accepted: list[Accepted], starts: dict[str, list[float]]) ->
             "not_executed": missing, "executed_more_than_once": dup}
 
 
+def pickup_breakdown(world: World, accepted: list[Accepted], starts: dict[str, list[float]]) -> dict[str, Any]:
+    """Where an immediate task's pickup goes, from the times the run recorded: acceptance
+    (due_at) -> the client's ack (the MySQL insert and the Kafka produce) -> the node's
+    dispatch (tasks.dispatched_at: read from Kafka, into the heap, popped) -> the
+    executor's start (begin_dispatch's transaction, the Execute call, the handler's
+    scheduling). The node's and this process's clocks are the same machine's."""
+    dispatched: dict[str, float] = {}
+    ids = [a.task_id for a in accepted]
+    for i in range(0, len(ids), 1000):
+        chunk = ids[i:i + 1000]
+        marks = ",".join(["%s"] * len(chunk))
+        for tid, at_ms in world.sql("SELECT task_id, UNIX_TIMESTAMP(dispatched_at) * 1000 FROM tasks"
+                                    f" WHERE dispatched_at IS NOT NULL AND task_id IN ({marks})", chunk):
+            dispatched[tid] = float(at_ms)
+    to_ack, ack_to_dispatch, dispatch_to_start = [], [], []
+    for a in accepted:
+        s, d = starts.get(a.task_id), dispatched.get(a.task_id)
+        if not s or d is None:
+            continue
+        to_ack.append((a.ack_ts - a.due_ts) * 1000)
+        ack_to_dispatch.append(d - a.ack_ts * 1000)
+        dispatch_to_start.append(min(s) * 1000 - d)
+    return {"accept_to_ack_ms": summarize_ms(to_ack), "ack_to_dispatch_ms": summarize_ms(ack_to_dispatch),
+            "dispatch_to_start_ms": summarize_ms(dispatch_to_start)}
+
+
 def execution_rate_windows(accepted: list[Accepted], starts: dict[str, list[float]], t_first: float,
                            t_last_ack: float) -> dict[str, Any]:
     """Executions per second while submitting and after the last ack."""
@@ -768,13 +806,16 @@ def recorded_paths(world: World, task_ids: list[str]) -> dict[str, str]:
 
 
 def mysql_row_writes(world: World) -> dict[str, int]:
-    """The server's row counters (Handler_write / _update / _delete: rows inserted,
-    updated and deleted in tables, internal temporary tables not included): their delta
-    over a phase is the MySQL rows written per task, whatever statement wrote them.
+    """The server's counters of rows written (Handler_write / _update / _delete: rows
+    inserted, updated and deleted in tables, internal temporary tables not included),
+    of statements (Questions) and of commits (Com_commit plus autocommitted statements
+    are not told apart; Handler_commit counts engine commits). Their delta over a phase,
+    per task, is what each task cost the server, whatever statement did it.
     Server-wide: run on a quiet server."""
-    names = {"Handler_write": "inserted", "Handler_update": "updated", "Handler_delete": "deleted"}
-    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update',"
-                          " 'Handler_delete')"))
+    names = {"Handler_write": "inserted", "Handler_update": "updated", "Handler_delete": "deleted",
+             "Questions": "statements", "Com_commit": "commits"}
+    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN"
+                          f" ({', '.join(repr(n) for n in names)})"))
     return {names[name]: int(value) for name, value in rows.items()}
 
 
@@ -839,7 +880,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "run_dir": str(run_dir),
-        "params": {"n": args.n, "batch": args.batch, "submitters": args.submitters, "executors": args.executors,
+        "params": {"n": args.n, "nodes": args.nodes, "node_env": dict(NODE_ENV), "node_cpu_cap": args.node_cpu_cap,
+                   "batch": args.batch,
+                   "submitters": args.submitters, "executors": args.executors,
                    "executor_max_in_flight": args.max_in_flight, "route_threshold_ms": args.route_threshold_ms,
                    "timing_kafka": args.timing_kafka, "timing_mysql": args.timing_mysql,
                    "timing_immediate": args.timing_immediate, "timing_batch": args.timing_batch,
@@ -865,13 +908,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"world: database {world.database}, ZooKeeper {world.zk_hosts}, topics {world.topic_prefix}.*; "
           f"logs in {run_dir}", file=sys.stderr)
     node = executors = spy = None
+    others: list[NodeProcess] = []   # with --nodes N > 1: the cluster's other nodes (node is the first)
+    caps: list[CpuCap] = []          # with --node-cpu-cap: one per node, in the nodes' order
     try:
         cprof = run_dir / "node.cprofile" if args.profile == "cprofile" else None
-        node = start_node(world, run_dir, args.route_threshold_ms, args.node_log_level, cprof)
+        if args.nodes == 1:
+            node = start_node(world, run_dir, args.route_threshold_ms, args.node_log_level, cprof)
+        else:
+            node = start_node(world, run_dir, args.route_threshold_ms, args.node_log_level, cprof, index=0)
+            others = [start_node(world, run_dir, args.route_threshold_ms, args.node_log_level, index=i)
+                      for i in range(1, args.nodes)]
+        if args.node_cpu_cap:
+            # Each node process in a cgroup of its own, all of the same size: machines of
+            # equal size, simulated (harness/cgroup.py).
+            for i, n in enumerate([node, *others]):
+                cap = CpuCap(f"taskring-bench-{world.database}-{i}", args.node_cpu_cap).start()
+                caps.append(cap)
+                cap.add(n.pid)
         t_ready = time.perf_counter()
-        node.wait_ready(60.0)
+        for n in [node, *others]:
+            n.wait_ready(60.0)
+        if others:
+            settled, views = wait_settled([node, *others], 60.0)
+            if not settled:
+                raise RuntimeError(f"the ring of {args.nodes} nodes did not settle: {views}")
         result["node"] = {"command": " ".join(node.args[1:]), "ready_s": round(time.perf_counter() - t_ready, 2),
-                          "pid": node.pid, "target": node.target}
+                          "pid": node.pid, "target": node.target, "nodes": args.nodes,
+                          "other_pids": [n.pid for n in others]}
         executors = Executors(world, task_types, args.executors, args.max_in_flight)
         executors.start()
         print(f"node {node.target} (pid {node.pid}) ready; executors {executors.pids}", file=sys.stderr)
@@ -901,7 +964,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               file=sys.stderr)
         batches = [make_specs(min(args.batch, args.n - i), task_types, seq0=10_000 + i)
                    for i in range(0, args.n, args.batch)]
-        pids: dict[str, int | None] = {"node": node.pid, "load generator (this process)": os.getpid(),
+        pids: dict[str, int | None] = {"node": node.pid, **{f"node {i}": n.pid for i, n in enumerate(others, 1)},
+                                       "load generator (this process)": os.getpid(),
                 **{f"executor {i}": pid for i, pid in enumerate(executors.pids)}, **stack_pids()}
         if args.profile in ("py-spy", "py-spy-native"):
             spy = PySpy(node.pid, run_dir / "node.pyspy.txt", args.profile_rate, run_dir / "py-spy.log",
@@ -912,11 +976,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         threads_before = thread_cpu(node.pid)
         rows_before = mysql_row_writes(world)
         meter.start()
-        a = asyncio.run(submit_throughput(node.target, batches, args.submitters))
+        a = asyncio.run(submit_throughput([n.target for n in [node, *others]], batches, args.submitters))
         expected_exec += len(a["accepted"])
         done_a = wait_done(world, executors, expected_exec, a["t_first_send"], len(a["accepted"]),
                            30 + args.n / 500, "phase A")
         cpu_a = meter.stop()
+        if caps:
+            cpu_a["node_cpu_cap"] = {"cores_per_node": args.node_cpu_cap,
+                                     "throttled_periods": [cap.stat()["nr_throttled"] for cap in caps]}
         rows_after = mysql_row_writes(world)
         threads_after = thread_cpu(node.pid)
         if spy is not None:
@@ -935,8 +1002,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu": cpu_a,
             "mysql_row_writes": {k: rows_after[k] - rows_before[k] for k in rows_after},
         }
-        result["phase_a"]["mysql_row_writes"]["per_task"] = (
-            sum(result["phase_a"]["mysql_row_writes"].values()) / n_acc if n_acc else None)
+        writes = result["phase_a"]["mysql_row_writes"]
+        writes["per_task"] = (writes["inserted"] + writes["updated"] + writes["deleted"]) / n_acc if n_acc else None
+        writes["statements_per_task"] = writes.pop("statements") / n_acc if n_acc else None
+        writes["commits_per_task"] = writes.pop("commits") / n_acc if n_acc else None
         if not done_a["complete"]:
             result["phase_a"]["by_status_at_deadline"] = done_a.get("by_status")
 
@@ -1000,8 +1069,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "immediate (pickup at a moderate rate)": latency_figures(by_path.get("immediate", []), starts),
         }
         result["phase_b"]["path_mismatches"] = dict(mismatched)
+        result["phase_b"]["pickup_breakdown"] = pickup_breakdown(world, by_path.get("immediate", []), starts)
 
         # ---- Node stop (clean handoff; writes the cProfile file if any)
+        stop_nodes(others)
         node.stop(60.0)
         result["node"].update({"stop_s": round(node.stop_s or 0, 2), "returncode": node.returncode})
 
@@ -1034,9 +1105,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             spy.stop()
         if executors is not None:
             executors.stop(timeout_s=10)
+        stop_nodes(others)
         if node is not None:
             node.stop(60.0)
             result.setdefault("node", {}).setdefault("log_tail", node.log_tail(15).splitlines())
+        for cap in caps:
+            cap.stop()
         problems = drop_world(world)
         if problems:
             result["cleanup_problems"] = problems
@@ -1102,6 +1176,9 @@ def format_report(result: dict[str, Any], command: str) -> str:
                     f"Run {result['started_at']} with `{command}`.", ""]
     mach = result["machine"]
     L += ["Machine: " + ", ".join(f"{k} {v}" for k, v in mach.items()) + ".", ""]
+    if p.get("nodes", 1) > 1:
+        L += [f"**{p['nodes']} node processes** (a cluster on this box; phase A's submitters spread over them). "
+              "The node below is the first; the others differ only by id and ports.", ""]
     L += [f"Node: `{result.get('node', {}).get('command', '?')}` (route threshold {p['route_threshold_ms']} ms, "
           f"{p['slots']} slots, {p['task_types']} task types spread 2 per slot), {p['executors']} executor process(es) "
           f"(SDK Executor, async no-op handler, max_in_flight {p['executor_max_in_flight']}), "
@@ -1127,6 +1204,9 @@ def format_report(result: dict[str, Any], command: str) -> str:
         if mw:
             rows.append(("MySQL row writes per task (Handler_* counters over the phase: inserted / updated / deleted)",
                          f"{fmt(mw['per_task'], 2)} ({mw['inserted']:,} / {mw['updated']:,} / {mw['deleted']:,})"))
+            if mw.get("statements_per_task") is not None:
+                rows.append(("MySQL statements / commits per task (Questions, Com_commit)",
+                             f"{fmt(mw['statements_per_task'], 3)} / {fmt(mw['commits_per_task'], 3)}"))
         if pk:
             d, k = pk["from_due_ms"], pk["from_ack_ms"]
             rows += [("pickup latency, start - acceptance (due_at), p50 / p99 / max",
@@ -1164,6 +1244,14 @@ def format_report(result: dict[str, Any], command: str) -> str:
             L.append(lat_row(name, f))
         L += ["", f"Complete: {b['complete']} ({b['succeeded']:,} succeeded). Planned path != recorded path: "
               f"{b.get('path_mismatches') or 'none'}.", ""]
+        bd = b.get("pickup_breakdown")
+        if bd:
+            L += ["Where the immediate tasks' pickup goes (ms, p50 / p99): "
+                  + "; ".join(f"{name} {fmt(bd[key].get('p50'), 1)} / {fmt(bd[key].get('p99'), 1)}" for name, key in (
+                      ("acceptance -> client ack (insert + produce)", "accept_to_ack_ms"),
+                      ("ack -> node's dispatch (consume, heap, pop)", "ack_to_dispatch_ms"),
+                      ("dispatch -> executor start (begin_dispatch, Execute call)", "dispatch_to_start_ms")))
+                  + ".", ""]
     st = result.get("store")
     if st:
         L += [f"Store after the run: {st['tasks']:,} tasks {st['by_status']}; {st['task_events']:,} task_events"
@@ -1277,6 +1365,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch", type=int, default=1_000, help="tasks per SubmitBatch in phase A (default 1,000)")
     p.add_argument("--submitters", type=int, default=4, help="concurrent SubmitBatch calls in phase A (default 4)")
     p.add_argument("--executors", type=int, default=1, help="executor processes (default 1)")
+    p.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra environment of the node processes, e.g. TASKRING_KAFKA_LINGER_MS=1 (repeatable)")
+    p.add_argument("--node-cpu-cap", type=float, default=0.0, metavar="CORES",
+                   help="cap each node process to this many cores (cgroup v1 cpu; 0: no cap)")
+    p.add_argument("--nodes", type=int, default=1,
+                   help="node processes (default 1, `--single`); more: a cluster, submitters spread over them")
     p.add_argument("--max-in-flight", type=int, default=2_000, help="each executor's max_in_flight (default 2,000)")
     p.add_argument("--route-threshold-ms", type=int, default=5_000,
                    help="TASKRING_ROUTE_THRESHOLD_MS (default 5,000: 1-5 s delays go through Kafka)")
@@ -1310,6 +1404,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rerender", action="store_true",
                    help="run nothing: rewrite reports/<report-name>.md from its .json")
     args = p.parse_args(argv)
+    for item in args.node_env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            p.error(f"--node-env wants NAME=VALUE, got {item!r}")
+        NODE_ENV[name] = value
     if args.rerender:
         js = args.report_dir / f"{args.report_name}.json"
         result = json.loads(js.read_text())

@@ -133,7 +133,7 @@ class PartitionReader:
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": 50,
+                "fetch.wait.max.ms": self._config.fetch_wait_max_ms,
                 "enable.partition.eof": False,
             })
 
