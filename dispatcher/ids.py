@@ -71,7 +71,9 @@ class UuidV7Generator:
         if not 0 <= ts <= _TS_MAX:
             raise ValueError(f"timestamp {ts} ms does not fit in 48 bits")
         value = (ts << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand_b
-        return str(uuid.UUID(int=value))
+        # str(uuid.UUID(int=value)), without building the UUID object on the hot path.
+        h = f"{value:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class _BufferedRandom:
@@ -81,13 +83,15 @@ class _BufferedRandom:
     def __init__(self, chunk: int = 4096):
         self._chunk = chunk
         self._buffer = b""
+        self._at = 0     # next unread byte: slicing the rest off instead copied it on every id
         self._lock = threading.Lock()
 
     def __call__(self, n: int) -> bytes:
         with self._lock:
-            if len(self._buffer) < n:
-                self._buffer = os.urandom(max(self._chunk, n))
-            out, self._buffer = self._buffer[:n], self._buffer[n:]
+            if len(self._buffer) - self._at < n:
+                self._buffer, self._at = os.urandom(max(self._chunk, n)), 0
+            out = self._buffer[self._at:self._at + n]
+            self._at += n
             return out
 
 

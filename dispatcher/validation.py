@@ -284,6 +284,8 @@ def to_unix_ms(t: dt.datetime) -> int:
 
 
 def _utc_ms(t: dt.datetime) -> dt.datetime:
+    if t.tzinfo is dt.UTC and t.microsecond % 1000 == 0:
+        return t   # already UTC at millisecond precision (a batch's `now`, once per task)
     if t.tzinfo is None or t.utcoffset() is None:
         raise ValueError("a naive datetime was passed where a timezone-aware one is required")
     t = t.astimezone(dt.UTC)
@@ -356,6 +358,13 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+# Built once: json.loads and json.dumps with options build a decoder and an encoder
+# on every call, which cost more than the parse of a small payload.
+_PAYLOAD_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_reject_constant,
+                                    parse_float=_finite_float)
+_PAYLOAD_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+
+
 def _canonical_payload(text: str, limits: Limits, field: str) -> str:
     if not text:
         return "{}"
@@ -366,8 +375,7 @@ def _canonical_payload(text: str, limits: Limits, field: str) -> str:
     if size > limits.max_payload_bytes:
         raise InvalidArgument(field, f"is {size} bytes, more than the maximum {limits.max_payload_bytes}")
     try:
-        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant,
-                         parse_float=_finite_float)
+        obj = _PAYLOAD_DECODER.decode(text)
     except RecursionError:
         # The C decoder recurses per level; thousands of levels end here.
         raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)") from None
@@ -381,7 +389,7 @@ def _canonical_payload(text: str, limits: Limits, field: str) -> str:
     # whole text, no walk is needed (the common case on the hot path).
     if text.count("{") + text.count("[") > limits.max_payload_depth and _too_deep(obj, limits.max_payload_depth):
         raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)")
-    canonical = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    canonical = _PAYLOAD_ENCODER.encode(obj)
     try:
         size = len(canonical.encode("utf-8"))
     except UnicodeEncodeError:
