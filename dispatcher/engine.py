@@ -474,15 +474,18 @@ class Engine:
         now_ms = self._clock.now_ms()
         now = ms_to_datetime(now_ms)
         writes, retry_messages = [], {}
+        kinds: collections.Counter[str] = collections.Counter()
         for d in items:
             o = by_id.get((d.task.task_id, d.attempt))
             if o is None:  # the pool answers every delivery; never let a gap strand a task
                 o = pb.Outcome(task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
                                error="no outcome came back for this attempt", finished_at_ms=now_ms)
-            write, message = self._decide(d, o, now_ms)
+            write, message = self._decide(d, o, now_ms, kinds)
             writes.append(write)
             if message is not None:
                 retry_messages[d.task.task_id] = message
+        for kind, count in kinds.items():   # a counter's lock once per kind, not once per task
+            self._outcomes[kind].inc(count)
         epochs = {d.slot: d.epoch for d in items}
         stale = await self._record(writes, epochs, now)
         if stale is None:
@@ -546,9 +549,10 @@ class Engine:
             await asyncio.sleep(delay_s)
             delay_s = min(delay_s * 2, max_delay_s)
 
-    def _decide(self, d: Due, o: pb.Outcome, now_ms: int) -> tuple[r.OutcomeWrite, OutMessage | None]:
+    def _decide(self, d: Due, o: pb.Outcome, now_ms: int,
+                kinds: collections.Counter[str]) -> tuple[r.OutcomeWrite, OutMessage | None]:
         decision = decide(d, o, now_ms, self._config, self._rng)
-        self._outcomes[decision.kind].inc()
+        kinds[decision.kind] += 1
         if decision.retry_path is not None:
             self._metrics.retries.labels(decision.retry_path).inc()
         elif decision.write.result == r.DEAD_LETTERED:

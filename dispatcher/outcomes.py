@@ -21,7 +21,7 @@ from taskring.task import TaskState
 from taskring.wire import pb
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class Decision:
     write: r.OutcomeWrite
     """The row's next state and the attempt's events."""

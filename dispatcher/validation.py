@@ -83,7 +83,7 @@ class Limits:
         return self.retry_policies.server_default
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class ValidTask:
     """A checked envelope with every default filled in. Times are UTC, millisecond precision."""
 

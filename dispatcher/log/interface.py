@@ -24,7 +24,7 @@ Partition = tuple[str, int]
 """(topic, partition number)."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class OutMessage:
     topic: str
     partition: int
@@ -32,7 +32,7 @@ class OutMessage:
     value: bytes
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class InMessage:
     topic: str
     partition: int

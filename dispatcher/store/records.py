@@ -9,6 +9,11 @@ Two vocabularies, each said once:
   changes the store makes; `api_state` maps a row to the state callers see.
 tests/unit/test_lifecycle.py checks both tables, and that every history the engine and
 both stores write follows LIFECYCLE.
+
+The records made once or more per task (NewTask, Event, DispatchClaim, OutcomeWrite)
+are slotted dataclasses, not frozen ones: a frozen dataclass pays an object.__setattr__
+per field on construction, which profiles of the node showed as 8% of its CPU. Treat
+them as values all the same: nothing changes one after it is made.
 """
 from __future__ import annotations
 
@@ -80,7 +85,7 @@ def history_errors(states: list[str]) -> list[str]:
     return errors
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class NewTask:
     task_id: str
     slot: int
@@ -115,7 +120,7 @@ class TaskRow:
             object.__setattr__(self, "status", Status(self.status))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class Event:
     task_id: str
     state: TaskState
@@ -129,7 +134,7 @@ class Event:
             object.__setattr__(self, "state", TaskState(self.state))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class DispatchClaim:
     """A due task the owner wants to hand to an executor as `attempt`."""
 
@@ -140,7 +145,7 @@ class DispatchClaim:
     due_at: dt.datetime
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class OutcomeWrite:
     """What one finished attempt does to its row."""
 
