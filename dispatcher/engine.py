@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable
 
 from dispatcher.admission import Load
-from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
+from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
 from dispatcher.executor_pool import ExecutorPool, Reservation
@@ -33,6 +33,7 @@ from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessa
 from dispatcher.metrics import NodeMetrics
 from dispatcher.outcome_batcher import OutcomeBatcher
 from dispatcher.outcomes import decide
+from dispatcher.poller import Poller
 from dispatcher.progress import KafkaProgress
 from dispatcher.recovery import RecoveryGuard
 from dispatcher.store import records as r
@@ -83,7 +84,6 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         # asyncio's primitives bind to the running loop on first use, not here.
         self._wake = asyncio.Event()
-        self._poll_now = asyncio.Event()
         self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
         self._tasks: list[asyncio.Task] = []
         self._batches: set[asyncio.Task] = set()
@@ -92,6 +92,7 @@ class Engine:
         self._in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
         self._dispatched_total = 0
         self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
+        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
@@ -109,8 +110,9 @@ class Engine:
         self._executors.on_release = self._wake.set
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
-            ("dispatch", self._dispatch_loop()), ("poll", self._poll_loop()),
+            ("dispatch", self._dispatch_loop()),
             ("commit", self._commit_loop()))]
+        self._poller.start()
         self._sweeper.start()
         self._guard.start()
 
@@ -123,6 +125,7 @@ class Engine:
             await self.slot_revoked(slot, clean=True)
         await self._guard.stop()
         await self._sweeper.stop()
+        await self._poller.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -147,7 +150,7 @@ class Engine:
         self._held = held
         if not held and self._wake is not None:
             self._wake.set()
-            self._poll_now.set()
+            self._poller.poll_soon()
 
     @property
     def held(self) -> bool:
@@ -162,7 +165,7 @@ class Engine:
         starts = await self._progress.open(slot, self._config.kafka.topics())
         await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
-        self._poll_now.set()
+        self._poller.poll_soon()
 
     async def slot_revoked(self, slot: int, *, clean: bool) -> None:
         """Stop acting on `slot`. Clean: finish in-flight work, commit the watermark and
@@ -239,42 +242,15 @@ class Engine:
             if state is not None and state.epoch == due.epoch:
                 self._progress.settle(due.topic, due.slot, due.offset)
 
-    async def _poll_loop(self) -> None:
-        interval = self._config.poll_interval_ms / 1000
-        while True:
-            more = False
-            for slot, epoch in ([] if self._held else list(self.owned().items())):
-                free = self._heap.free() - len(self._overflow) - self._config.poll_batch
-                if free <= 0:
-                    break
-                limit = min(self._config.poll_batch, free)
-                now = self._clock.now_ms()
-                try:
-                    ok, rows = await self._db(self._store.claim_due, slot, epoch,
-                                              ms_to_datetime(now + self._config.poll_lookahead_ms), limit,
-                                              ms_to_datetime(now))
-                except Exception:
-                    log.exception("slot %d: poll failed", slot)
-                    continue
-                if not ok:
-                    await self._lose({slot})
-                    continue
-                state = self._slots.get(slot)
-                if state is None or state.epoch != epoch:
-                    continue  # revoked meanwhile; release_slot/claim_slot resets these rows
-                if rows:
-                    self.last_claimed_at[slot] = self._clock.now_ms() / 1000
-                for row in rows:
-                    self._push(Due(task=pb.Task.FromString(row.envelope), slot=slot, attempt=row.attempts + 1,
-                                   due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch))
-                more = more or len(rows) == limit
-            if more:
-                continue
-            self._poll_now.clear()
-            try:
-                await asyncio.wait_for(self._poll_now.wait(), interval)
-            except TimeoutError:
-                pass
+    # ---- what the MySQL poller (poller.py) acts through ----
+
+    def room(self) -> int:
+        return self._heap.free() - len(self._overflow)
+
+    def take_polled(self, slot: int, dues: list[Due]) -> None:
+        self.last_claimed_at[slot] = self._clock.now_ms() / 1000
+        for due in dues:
+            self._push(due)
 
     # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
 
@@ -301,7 +277,7 @@ class Engine:
         await self._finish(items, outcomes)
 
     def poll_soon(self) -> None:
-        self._poll_now.set()
+        self._poller.poll_soon()
 
     # ---- Kafka progress ----
 
