@@ -1,24 +1,78 @@
 """One attempt of a task waiting in the node's heap, and the two paths it can come by."""
 from __future__ import annotations
 
-import dataclasses
-
+from dispatcher.log.codec import split_queued
 from taskring.wire import pb
 
 KAFKA, MYSQL = "kafka", "mysql"
 """Where a Due came from: a Kafka message of an owned partition, or a row the poller claimed."""
 
 
-@dataclasses.dataclass(slots=True)
 class Due:
-    """One attempt of a task waiting in the heap."""
+    """One attempt of a task waiting in the heap.
 
-    task: pb.Task
-    slot: int
-    attempt: int
-    due_ms: int
-    source: str
-    epoch: int
-    topic: str | None = None
-    offset: int = -1
-    dispatched_ms: int = 0
+    A task can wait in the heap for as long as the route threshold (ten minutes by
+    default), and a node may hold a million of them: so a Due keeps its task's
+    envelope as the bytes it came in (a stored row's, a Kafka message's) and decodes
+    it when first asked for `task`, at dispatch. A decoded pb.Task held a task in
+    about 1,700 bytes (loadtest/heap_memory.py); what the heap itself needs, the id
+    and the priority, is kept beside the bytes.
+    """
+
+    __slots__ = ("_task", "_envelope", "task_id", "priority", "slot", "attempt", "due_ms", "source", "epoch",
+                 "topic", "offset", "dispatched_ms")
+
+    def __init__(self, *, slot: int, attempt: int, due_ms: int, source: str, epoch: int,
+                 task: pb.Task | None = None, envelope: bytes | None = None, task_id: str | None = None,
+                 priority: int | None = None, topic: str | None = None, offset: int = -1, dispatched_ms: int = 0):
+        """Either `task`, or its `envelope` (serialized pb.Task) with its `task_id` and `priority`."""
+        if task is not None:
+            self._task: pb.Task | None = task
+            self._envelope: bytes | None = None
+            self.task_id: str = task.task_id
+            self.priority: int = task.priority
+        elif envelope is not None and task_id is not None and priority is not None:
+            self._task, self._envelope = None, envelope
+            self.task_id, self.priority = task_id, priority
+        else:
+            raise ValueError("Due needs its task, or its envelope with its task_id and priority")
+        self.slot = slot
+        self.attempt = attempt
+        self.due_ms = due_ms
+        self.source = source
+        self.epoch = epoch
+        self.topic = topic
+        self.offset = offset
+        self.dispatched_ms = dispatched_ms
+
+    @property
+    def task(self) -> pb.Task:
+        """The task, decoded from its envelope on first use (and kept: it is leaving the heap)."""
+        if self._task is None:
+            assert self._envelope is not None
+            self._task, self._envelope = pb.Task.FromString(self._envelope), None
+        return self._task
+
+    def __repr__(self) -> str:
+        return (f"Due(task_id={self.task_id!r}, slot={self.slot}, attempt={self.attempt}, due_ms={self.due_ms},"
+                f" source={self.source!r}, epoch={self.epoch}, topic={self.topic!r}, offset={self.offset})")
+
+
+KEEP_DECODED_MS = 1_000
+"""A task due within this of its arrival keeps its decoded envelope even in a compact heap."""
+
+
+def due_of_message(value: bytes, *, slot: int, epoch: int, topic: str, offset: int, now_ms: int,
+                   compact: bool) -> Due:
+    """The Due of a Kafka message (a QueuedTask) taken from an owned partition. Its task is
+    decoded for its id and priority and kept, unless `compact` (the heap is large) and the
+    task waits: then only its bytes are kept, decoded again at dispatch. Holding bytes
+    cost a third of the memory (loadtest/heap_memory.py) but, measured twice, added about
+    6 ms at p50 to the lateness of Kafka-path tasks, which is why it waits for a large heap."""
+    envelope, attempt, due_ms = split_queued(value)
+    task = pb.Task.FromString(envelope)
+    if not compact or due_ms - now_ms <= KEEP_DECODED_MS:
+        return Due(task=task, slot=slot, attempt=attempt, due_ms=due_ms, source=KAFKA, epoch=epoch, topic=topic,
+                   offset=offset)
+    return Due(envelope=envelope, task_id=task.task_id, priority=task.priority, slot=slot, attempt=attempt,
+               due_ms=due_ms, source=KAFKA, epoch=epoch, topic=topic, offset=offset)

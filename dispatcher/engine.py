@@ -25,10 +25,9 @@ from collections.abc import Callable
 from dispatcher.admission import Load
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
-from dispatcher.due import KAFKA, MYSQL, Due
+from dispatcher.due import KAFKA, MYSQL, Due, due_of_message
 from dispatcher.executor_pool import ExecutorPool, Reservation
 from dispatcher.heap import EtaHeap
-from dispatcher.log.codec import decode_queued
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
 from dispatcher.outcome_batcher import OutcomeBatcher
@@ -222,14 +221,15 @@ class Engine:
                 continue  # arrived after the slot left; the next owner replays it
             if not self._progress.take(m.topic, m.partition, m.offset):
                 continue  # not tracked (the slot is leaving), or taken before a replay
-            queued = decode_queued(m.value)
-            self.last_consumed_at[m.partition] = self._clock.now_ms() / 1000
-            self._push(Due(task=queued.task, slot=m.partition, attempt=queued.attempt, due_ms=queued.due_at_ms,
-                           source=KAFKA, epoch=state.epoch, topic=m.topic, offset=m.offset))
+            now_ms = self._clock.now_ms()
+            self.last_consumed_at[m.partition] = now_ms / 1000
+            due = due_of_message(m.value, slot=m.partition, epoch=state.epoch, topic=m.topic, offset=m.offset,
+                                 now_ms=now_ms, compact=len(self._heap) >= self._config.heap_decoded_capacity)
+            self._push(due)
 
     def _push(self, due: Due) -> None:
         nxt = self._heap.next_eta_ms()
-        if not self._heap.push(due.due_ms, due.task.priority, due.slot, due):
+        if not self._heap.push(due.due_ms, due.priority, due.slot, due):
             self._overflow.append(due)
         elif nxt is None or due.due_ms < nxt:
             self._wake.set()
@@ -262,8 +262,8 @@ class Engine:
         return state is not None and state.active and state.epoch == epoch
 
     def held_task_ids(self) -> set[str]:
-        ids = {d.task.task_id for d in self._heap.items()}
-        ids.update(d.task.task_id for d in self._overflow)
+        ids = {d.task_id for d in self._heap.items()}
+        ids.update(d.task_id for d in self._overflow)
         ids.update(self._in_flight_ids)
         return ids
 
@@ -309,7 +309,7 @@ class Engine:
             await self._batch_gate.acquire()
             while self._overflow and self._heap.free() > 0:
                 d = self._overflow.popleft()
-                self._heap.push(d.due_ms, d.task.priority, d.slot, d)
+                self._heap.push(d.due_ms, d.priority, d.slot, d)
             now = self._clock.now_ms()
             blocked = self._held or not self._may_send()
             entries = [] if blocked else self._heap.pop_due(now, self._config.dispatch_batch)
@@ -356,7 +356,7 @@ class Engine:
             reservation = self._executors.reserve(namespace, task_type, len(group))
             fits, rest = group[:reservation.total], group[reservation.total:]
             for d in rest:  # still due: back in the heap until capacity frees up
-                self._heap.push(d.due_ms, d.task.priority, d.slot, d)
+                self._heap.push(d.due_ms, d.priority, d.slot, d)
             if fits:
                 taken.extend((d, None) for d in fits[:-1])
                 taken.append((fits[-1], reservation))  # one reservation per group, carried by its last item
@@ -373,13 +373,13 @@ class Engine:
         # superseded, never claimed and never delivered in its place.
         top: dict[str, int] = {}
         for d in ready:
-            top[d.task.task_id] = max(d.attempt, top.get(d.task.task_id, 0))
-        current = [d for d in ready if d.attempt == top[d.task.task_id]]
-        claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
+            top[d.task_id] = max(d.attempt, top.get(d.task_id, 0))
+        current = [d for d in ready if d.attempt == top[d.task_id]]
+        claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in current]
         for d in ready:
             self._slots[d.slot].in_flight += 1
-        ids = {d.task.task_id for d in ready}
+        ids = {d.task_id for d in ready}
         self._in_flight_ids.update(ids)
         try:
             try:
@@ -403,9 +403,9 @@ class Engine:
             for d in ready:
                 # The store dispatched each task at most once, as its highest attempt
                 # here, so that Due (the first of them) is the one delivered.
-                if d.task.task_id in dispatched and d.attempt == top[d.task.task_id] \
-                        and d.task.task_id not in delivered:
-                    delivered.add(d.task.task_id)
+                if d.task_id in dispatched and d.attempt == top[d.task_id] \
+                        and d.task_id not in delivered:
+                    delivered.add(d.task_id)
                     go[(d.task.namespace, d.task.task_type)].append(d)
                     self._lateness[d.source].observe(max(0, now_ms - d.due_ms) / 1000)
                 elif d.slot not in stale and not requeued:
@@ -439,8 +439,8 @@ class Engine:
             self._metrics.in_flight.dec(len(items))
         if result.not_sent:
             unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
-            await self._give_back([d for d in items if (d.task.task_id, d.attempt) in unsent])
-            items = [d for d in items if (d.task.task_id, d.attempt) not in unsent]
+            await self._give_back([d for d in items if (d.task_id, d.attempt) in unsent])
+            items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
             await self._finish(items, result.outcomes)
 
@@ -452,14 +452,14 @@ class Engine:
         writes, retry_messages = [], {}
         kinds: collections.Counter[str] = collections.Counter()
         for d in items:
-            o = by_id.get((d.task.task_id, d.attempt))
+            o = by_id.get((d.task_id, d.attempt))
             if o is None:  # the pool answers every delivery; never let a gap strand a task
-                o = pb.Outcome(task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
+                o = pb.Outcome(task_id=d.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
                                error="no outcome came back for this attempt", finished_at_ms=now_ms)
             write, message = self._decide(d, o, now_ms, kinds)
             writes.append(write)
             if message is not None:
-                retry_messages[d.task.task_id] = message
+                retry_messages[d.task_id] = message
         for kind, count in kinds.items():   # a counter's lock once per kind, not once per task
             self._outcomes[kind].inc(count)
         epochs = {d.slot: d.epoch for d in items}
@@ -468,7 +468,7 @@ class Engine:
             return
         await self._lose(stale)
         live = [d for d in items if d.slot not in stale]
-        to_send = [retry_messages[d.task.task_id] for d in live if d.task.task_id in retry_messages]
+        to_send = [retry_messages[d.task_id] for d in live if d.task_id in retry_messages]
         if to_send:
             errors = await self._producer.send(to_send)
             failed = [m.key.decode() for m, e in zip(to_send, errors) if e is not None]
@@ -486,7 +486,7 @@ class Engine:
         log.warning("%d dispatched tasks not run: the ZooKeeper session lease ran out; giving them back",
                     len(items))
         self._metrics.not_sent.inc(len(items))
-        claims = [r.DispatchClaim(d.task.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
+        claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in items]
         epochs = {d.slot: d.epoch for d in items}
         try:

@@ -19,7 +19,6 @@ from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
 from dispatcher.loop_task import LoopTask
 from dispatcher.store.interface import TaskStoreProtocol
-from taskring.wire import pb
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,10 @@ class Poller:
         if not self._slots.is_current(slot, epoch):
             return False  # revoked meanwhile; release_slot/claim_slot resets these rows
         if rows:
+            # Each row's envelope stays serialized until dispatch (due.py): the row says its id
+            # and priority.
             self._slots.take_polled(slot, [
-                Due(task=pb.Task.FromString(row.envelope), slot=slot, attempt=row.attempts + 1,
-                    due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch) for row in rows])
+                Due(envelope=row.envelope, task_id=row.task_id, priority=row.priority, slot=slot,
+                    attempt=row.attempts + 1, due_ms=datetime_to_ms(row.trigger_at), source=MYSQL, epoch=epoch)
+                for row in rows])
         return len(rows) == limit

@@ -1,10 +1,11 @@
 """Memory per pending task held in a node's ETA heap.
 
 A benchmark, not a test, and it needs no servers. It fills an EtaHeap the way a node
-does, one Due per Kafka message (the QueuedTask of a no-op task, decoded as
-Engine._take_kafka decodes it), and reads the process's resident memory before and
-after: everything one held task costs (the decoded protobuf task in its arena, the
-Due, the heap entry and tuple), whatever allocator it came from.
+does, one Due per Kafka message (the QueuedTask of a no-op task due a minute later,
+made into a Due by due_of_message, as Engine._take_kafka does), and reads the
+process's resident memory before and after: everything one held task costs (its
+envelope's bytes, its id, the Due, the heap entry and its tuple), whatever allocator
+it came from.
 
     .venv/bin/python loadtest/heap_memory.py                 # 1,000,000 tasks
     .venv/bin/python loadtest/heap_memory.py --n 200000 --payload-bytes 500
@@ -18,6 +19,7 @@ import gc
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -25,9 +27,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dispatcher.due import KAFKA, Due  # noqa: E402
+from dispatcher.config import NodeConfig  # noqa: E402
+from dispatcher.due import Due, due_of_message  # noqa: E402
 from dispatcher.heap import EtaHeap  # noqa: E402
-from dispatcher.log.codec import decode_queued, queued_message  # noqa: E402
+from dispatcher.log.codec import queued_message  # noqa: E402
 from taskring.wire import pb  # noqa: E402
 
 REPORTS = REPO / "loadtest" / "reports"
@@ -47,22 +50,23 @@ def message_of(i: int, payload_bytes: int) -> bytes:
     return queued_message("t.normal", task, i % 16, 1, 1_900_000_000_000 + i).value
 
 
-def measure(n: int, payload_bytes: int) -> dict:
+def measure(n: int, payload_bytes: int, compact: bool, decoded: int) -> dict:
     messages = [message_of(i, payload_bytes) for i in range(n)]   # what Kafka hands over, not counted
     gc.collect()
     before = rss_bytes()
     heap: EtaHeap[Due] = EtaHeap(n + 1)
     t0 = time.perf_counter()
+    now_ms = 1_900_000_000_000 - 60_000   # every task due a minute or more later: it waits in the heap
     for offset, value in enumerate(messages):
-        q = decode_queued(value)
-        heap.push(q.due_at_ms, q.task.priority, offset % 16, Due(task=q.task, slot=offset % 16, attempt=q.attempt,
-                                                               due_ms=q.due_at_ms, source=KAFKA, epoch=1,
-                                                               topic="t.normal", offset=offset))
+        due = due_of_message(value, slot=offset % 16, epoch=1, topic="t.normal", offset=offset, now_ms=now_ms,
+                             compact=compact and offset >= decoded)
+        heap.push(due.due_ms, due.priority, due.slot, due)
     fill_s = time.perf_counter() - t0
     gc.collect()
     after = rss_bytes()
     assert len(heap) == n
-    return {"n": n, "payload_bytes": payload_bytes, "queued_task_bytes": len(messages[0]),
+    return {"n": n, "payload_bytes": payload_bytes, "compact": compact, "decoded_first": decoded if compact else n,
+            "queued_task_bytes": len(messages[0]),
             "rss_growth_bytes": after - before, "bytes_per_task": (after - before) / n,
             "fill_us_per_task": fill_s / n * 1e6}
 
@@ -71,15 +75,33 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--payload-bytes", type=int, default=20, help="payload_json size of each task (20: a no-op's)")
+    p.add_argument("--variant", choices=["decoded", "node"],
+                   help="measure one variant in this process and print its JSON (default: both, each in a process)")
     args = p.parse_args()
-    result = measure(args.n, args.payload_bytes)
+    decoded_capacity = NodeConfig(node_id="heap-memory").heap_decoded_capacity
+    if args.variant:
+        print(json.dumps(measure(args.n, args.payload_bytes, args.variant == "node", decoded_capacity)))
+        return
+    results = {}
+    for variant in ("decoded", "node"):
+        out = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--payload-bytes", str(args.payload_bytes),
+                              "--variant", variant], capture_output=True, text=True, check=True, timeout=600)
+        results[variant] = json.loads(out.stdout)
+    d, nd = results["decoded"], results["node"]
     text = (f"# Memory per pending task in the ETA heap\n\n"
-            f"`python loadtest/heap_memory.py {' '.join(sys.argv[1:])}`: {result['n']:,} tasks held (a"
-            f" {result['queued_task_bytes']}-byte QueuedTask each, payload {result['payload_bytes']} bytes):"
-            f" resident memory grew {result['rss_growth_bytes'] / 1e6:,.1f} MB, **{result['bytes_per_task']:,.0f}"
-            f" bytes per task**; decoding and pushing took {result['fill_us_per_task']:.1f} us per task.\n")
+            f"`python loadtest/heap_memory.py {' '.join(sys.argv[1:])}`: {args.n:,} Kafka-path tasks held, due a"
+            f" minute or more later (a {d['queued_task_bytes']}-byte QueuedTask each, payload {args.payload_bytes}"
+            " bytes), each variant in a fresh process; the growth of resident memory:\n\n"
+            "| variant | MB | bytes per task | us per task to decode and push |\n| --- | ---: | ---: | ---: |\n"
+            f"| every task decoded (pb.Task) | {d['rss_growth_bytes'] / 1e6:,.0f} | {d['bytes_per_task']:,.0f} |"
+            f" {d['fill_us_per_task']:.1f} |\n"
+            f"| the node's policy: the first {decoded_capacity:,} decoded, the rest held as bytes"
+            f" (heap_decoded_capacity) | {nd['rss_growth_bytes'] / 1e6:,.0f} | {nd['bytes_per_task']:,.0f} |"
+            f" {nd['fill_us_per_task']:.1f} |\n")
     (REPORTS / "heap_memory.md").write_text(text)
-    (REPORTS / "heap_memory.json").write_text(json.dumps(result, indent=1))
+    (REPORTS / "heap_memory.json").write_text(json.dumps({"n": args.n, "variants": results,
+                                                          "bytes_per_task": nd["bytes_per_task"],
+                                                          "rss_growth_bytes": nd["rss_growth_bytes"]}, indent=1))
     print(text)
 
 

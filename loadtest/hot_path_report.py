@@ -111,8 +111,8 @@ def scorecard() -> tuple[list[tuple[str, str, str, str, str]], dict[str, Any]]:
     memory = load("heap_memory")
     rows.append(("memory per pending task held in the heap", "not measured", "<= 300 bytes",
                  "not measured" if memory is None else
-                 f"{fmt(memory['bytes_per_task'])} bytes"
-                 f" ({memory['n']:,} held: {memory['rss_growth_bytes'] / 1e6:,.0f} MB)",
+                 f"{fmt(memory['bytes_per_task'])} bytes ({memory['n']:,} held: {memory['rss_growth_bytes'] / 1e6:,.0f}"
+                 f" MB; {fmt(memory['variants']['decoded']['bytes_per_task'])} with every task decoded)",
                  "heap_memory.md"))
     if scale is not None:
         curve = ", ".join(f"{r['nodes']}: {fmt(r.get('completed_per_s'))}" for r in scale["rows"])

@@ -3,8 +3,10 @@ what protobuf serializes, and decodes back to the same attempt."""
 from __future__ import annotations
 
 import pytest
+from google.protobuf.message import DecodeError
 
-from dispatcher.log.codec import decode_queued, queued_message, queued_message_of_envelope
+from dispatcher.due import KAFKA, Due, due_of_message
+from dispatcher.log.codec import decode_queued, queued_message, queued_message_of_envelope, split_queued
 from taskring.wire import pb
 
 
@@ -19,3 +21,44 @@ def test_framing_around_the_envelope_matches_protobuf(attempt, due_ms, payload):
     assert framed == reference
     back = decode_queued(framed.value)
     assert (back.task, back.attempt, back.due_at_ms) == (task, attempt, due_ms)
+
+
+@pytest.mark.parametrize("attempt, due_ms", [(1, 1_900_000_000_123), (0, 0), (300, 1), (2, -5)])
+def test_the_intake_reads_the_wrapper_without_decoding_the_task(attempt, due_ms):
+    task = pb.Task(task_id="t-1", namespace="shop", task_type="order.cancel", payload_json='{"a":1}',
+                   priority=pb.PRIORITY_LOW)
+    value = queued_message("tasks.low", task, 3, attempt, due_ms).value
+    envelope, got_attempt, got_due = split_queued(value)
+    assert (pb.Task.FromString(envelope), got_attempt, got_due) == (task, attempt, due_ms)
+
+
+def test_unknown_fields_are_skipped_and_bad_bytes_refused():
+    task = pb.Task(task_id="t-2", namespace="shop", task_type="mail")
+    value = queued_message("tasks.normal", task, 0, 2, 77).value
+    extra = value + b"\x28\x05" + b"\x32\x02hi" + b"\x3d\x00\x00\x00\x00"   # fields 5 (varint), 6 (bytes), 7 (fixed32)
+    assert split_queued(extra)[1:] == (2, 77)
+    for bad in (value[:-1], b"\x0a\x10abc", b"\x0b", b"\xff"):
+        with pytest.raises(DecodeError):
+            split_queued(bad)
+
+
+def test_in_a_large_heap_a_waiting_task_is_held_as_bytes_and_decoded_at_dispatch():
+    task = pb.Task(task_id="t-3", namespace="shop", task_type="mail", priority=pb.PRIORITY_HIGH)
+    value = queued_message("tasks.high", task, 5, 1, 1_000_000).value
+
+    def make(now_ms: int, compact: bool) -> Due:
+        return due_of_message(value, slot=5, epoch=2, topic="tasks.high", offset=9, now_ms=now_ms, compact=compact)
+    small_heap, soon = make(1_000_000 - 60_000, False), make(1_000_000 - 500, True)
+    later = make(1_000_000 - 60_000, True)
+    assert small_heap._envelope is None and soon._envelope is None     # decoded
+    assert later._task is None                                          # bytes only, in a large heap
+    for due in (small_heap, soon, later):
+        assert (due.task_id, due.priority, due.slot, due.attempt, due.due_ms, due.epoch, due.offset) == \
+            ("t-3", pb.PRIORITY_HIGH, 5, 1, 1_000_000, 2, 9)
+        assert due.task == task
+    assert later._envelope is None                                 # decoded once, kept
+
+
+def test_a_due_needs_its_task_or_its_bytes_with_id_and_priority():
+    with pytest.raises(ValueError, match="Due needs its task"):
+        Due(envelope=b"", slot=0, attempt=1, due_ms=0, source=KAFKA, epoch=1)
