@@ -16,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import functools
 import queue
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
@@ -28,31 +26,12 @@ import pymysql
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
 from dispatcher.store import records as r
+from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names, sql_time
 from taskring.task import TaskState
 
 _RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
 _TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch, "
                  "envelope, last_error, last_stack_trace, created_at, updated_at")
-
-
-def _marks(n: int) -> str:
-    return ",".join(["%s"] * n)
-
-
-# Task ids, namespaces and task types are validated at the API edge as [A-Za-z0-9._:-]
-# (dispatcher/validation.py), so the hot path writes them into its statements as they
-# are: PyMySQL's escaping, value by value, cost about 12 us a row (FIELD-NOTES), a
-# literal about 1. Each list is checked against that alphabet in one regex pass, so a
-# name that did not come through validation is refused, never written.
-_NAME_LIST = re.compile(r"[A-Za-z0-9._:-]+(?:','[A-Za-z0-9._:-]+)*")
-
-
-def _names(values: Iterable[str]) -> str:
-    """`'a','b','c'`: validated names as SQL string literals, for an IN list or VALUES."""
-    joined = "','".join(values)
-    if not _NAME_LIST.fullmatch(joined):
-        raise ValueError(f"not a list of validated names: {joined[:200]!r}")
-    return f"'{joined}'"
 
 
 class _Locked(NamedTuple):
@@ -79,24 +58,6 @@ def _happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, 
     if running and (running[0].state != TaskState.RUNNING or running[0].node != done.node):
         return None
     return (running[0].at if running else None), done.at, done.node
-
-
-_CASE_ROWS = 100
-
-
-@functools.lru_cache(maxsize=4096)
-def _sql_time(value: dt.datetime | None) -> str | None:
-    """A DATETIME(3) literal's text: PyMySQL escapes a string at half the cost of a
-    datetime, and a batch's outcomes share a few instants, formatted once each."""
-    return None if value is None else value.isoformat(sep=" ", timespec="milliseconds")
-
-
-def _case(column: str, values: Sequence[tuple[str, dt.datetime | None]]) -> str:
-    """`column = CASE task_id WHEN 'id' THEN 'time' ... END`, a per-row time in one UPDATE,
-    all literals (the ids checked as in _names)."""
-    _names(tid for tid, _ in values)
-    whens = " ".join(f"WHEN '{tid}' THEN " + ("NULL" if at is None else f"'{_sql_time(at)}'") for tid, at in values)
-    return f"{column} = CASE task_id {whens} END"
 
 
 class TaskStore:
@@ -200,7 +161,7 @@ class TaskStore:
         """Lock the tasks' rows and return what every conditional transition checks
         before it writes (status, attempts), with the current attempt's dispatch."""
         cur.execute("SELECT task_id, status, attempts, dispatched_at, dispatched_by FROM tasks"
-                    f" WHERE task_id IN ({_names(task_ids)}) FOR UPDATE")
+                    f" WHERE task_id IN ({names(task_ids)}) FOR UPDATE")
         return {row[0]: _Locked(*row[1:]) for row in cur.fetchall()}
 
     @staticmethod
@@ -213,7 +174,7 @@ class TaskStore:
             return
         moving = [e.task_id for e in events]
         TaskStore._append_events(cur, events)
-        cur.execute(f"UPDATE tasks SET dispatched_at = NULL, dispatched_by = NULL WHERE task_id IN ({_names(moving)})")
+        cur.execute(f"UPDATE tasks SET dispatched_at = NULL, dispatched_by = NULL WHERE task_id IN ({names(moving)})")
 
     @staticmethod
     def _stale_slots(cur, epochs: dict[int, int]) -> set[int]:
@@ -221,7 +182,7 @@ class TaskStore:
         if not epochs:
             return set()
         slots = sorted(epochs)
-        cur.execute(f"SELECT slot, epoch FROM slot_owners WHERE slot IN ({_marks(len(slots))}) LOCK IN SHARE MODE",
+        cur.execute(f"SELECT slot, epoch FROM slot_owners WHERE slot IN ({marks(len(slots))}) LOCK IN SHARE MODE",
                     slots)
         current = dict(cur.fetchall())
         return {s for s in slots if current.get(s) != epochs[s]}
@@ -303,18 +264,18 @@ class TaskStore:
 
         def body(cur):
             ids = [t.task_id for t in tasks]
-            cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({_names(ids)})")
+            cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(ids)})")
             existing = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
             fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
             if fresh:
-                # One multi-row INSERT of literals (see _names): the names checked in one
+                # One multi-row INSERT of literals (see sql_literals): the names checked in one
                 # pass, the envelope as a hex literal, the times formatted once each.
-                _names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
+                names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
                 by = cur.connection.escape(node)
                 values = ",".join(
                     f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
-                    f"'{r.Status(t.status).value}','{_sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
-                    f"'{_sql_time(t.created_at)}','{_sql_time(t.created_at)}',{by},"
+                    f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
+                    f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
                     f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
                 cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
                             " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
@@ -332,7 +293,7 @@ class TaskStore:
         def body(cur):
             return cur.execute(
                 "UPDATE tasks SET status = %s, updated_at = %s"
-                f" WHERE status = %s AND task_id IN ({_marks(len(task_ids))})",
+                f" WHERE status = %s AND task_id IN ({marks(len(task_ids))})",
                 [r.PENDING, now, r.ENQUEUED, *task_ids])
         return self.run(body)
 
@@ -381,7 +342,7 @@ class TaskStore:
             if rows:
                 ids = [row.task_id for row in rows]
                 cur.execute(f"UPDATE tasks SET status = %s, epoch = %s, updated_at = %s"
-                            f" WHERE task_id IN ({_names(ids)})", [r.CLAIMED, epoch, now])
+                            f" WHERE task_id IN ({names(ids)})", [r.CLAIMED, epoch, now])
             return True, [dataclasses.replace(row, status=r.CLAIMED, epoch=epoch, updated_at=now) for row in rows]
         return self.run(body)
 
@@ -396,7 +357,7 @@ class TaskStore:
                         " ORDER BY trigger_at LIMIT %s FOR UPDATE SKIP LOCKED", (slot, r.ENQUEUED, older_than, limit))
             ids = [row[0] for row in cur.fetchall()]
             if ids:
-                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({_names(ids)})",
+                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({names(ids)})",
                             [r.PENDING, now])
             return len(ids)
         return self.run(body)
@@ -430,7 +391,7 @@ class TaskStore:
                 for epoch, ids_ in by_epoch.items():
                     # The dispatched event is the row's dispatched_at/_by columns.
                     cur.execute(f"UPDATE tasks SET status = %s, attempts = attempts + 1, epoch = %s, updated_at = %s,"
-                                f" dispatched_at = %s, dispatched_by = %s WHERE task_id IN ({_names(ids_)})",
+                                f" dispatched_at = %s, dispatched_by = %s WHERE task_id IN ({names(ids_)})",
                                 [r.DISPATCHED, epoch, now, now, node])
                 # retry_wait -> queued happened when the retry fell due (off the happy path).
                 self._append_events(cur, [r.Event(c.task_id, TaskState.QUEUED, min(c.due_at, now), node, c.attempt)
@@ -463,18 +424,18 @@ class TaskStore:
             for node, all_ids in by_node.items():
                 # The running and succeeded events become the row's started_at, finished_by
                 # and updated_at. A CASE is searched row by row, so a statement takes at most
-                # _CASE_ROWS rows (measured: 1,000 rows in one cost the server half as much
+                # CASE_ROWS rows (measured: 1,000 rows in one cost the server half as much
                 # again as 100 at a time).
-                for i in range(0, len(all_ids), _CASE_ROWS):
-                    ids_ = all_ids[i:i + _CASE_ROWS]
-                    started = _case("started_at", [(tid, happy[tid][0]) for tid in ids_])
-                    finished = _case("updated_at", [(tid, happy[tid][1]) for tid in ids_])
+                for i in range(0, len(all_ids), CASE_ROWS):
+                    ids_ = all_ids[i:i + CASE_ROWS]
+                    started = case_times("started_at", [(tid, happy[tid][0]) for tid in ids_])
+                    finished = case_times("updated_at", [(tid, happy[tid][1]) for tid in ids_])
                     cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
-                                f" WHERE task_id IN ({_names(ids_)})", [r.SUCCEEDED, node])
+                                f" WHERE task_id IN ({names(ids_)})", [r.SUCCEEDED, node])
             unhappy_done = [w.task_id for w in done if w.task_id not in happy]
             if unhappy_done:
                 cur.execute("UPDATE tasks SET status = %s, updated_at = %s"
-                            f" WHERE task_id IN ({_marks(len(unhappy_done))})", [r.SUCCEEDED, now, *unhappy_done])
+                            f" WHERE task_id IN ({marks(len(unhappy_done))})", [r.SUCCEEDED, now, *unhappy_done])
             if retry:
                 cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, last_error = %s,"
                                 " last_stack_trace = %s, updated_at = %s WHERE task_id = %s",
@@ -490,7 +451,7 @@ class TaskStore:
                     " SELECT t.task_id, t.slot, t.namespace, t.task_type, t.envelope, t.attempts, t.last_error,"
                     " t.last_stack_trace, (SELECT MIN(e.at) FROM task_events e WHERE e.task_id = t.task_id"
                     "  AND e.state = 'dispatched'), %s"
-                    f" FROM tasks t WHERE t.task_id IN ({_marks(len(ids))})", [now, *ids])
+                    f" FROM tasks t WHERE t.task_id IN ({marks(len(ids))})", [now, *ids])
             return stale
         return self.run(body)
 
@@ -540,7 +501,7 @@ class TaskStore:
                 return False
             if task_ids:
                 cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s"
-                            f" AND task_id IN ({_marks(len(task_ids))})", [r.PENDING, now, slot, r.CLAIMED, *task_ids])
+                            f" AND task_id IN ({marks(len(task_ids))})", [r.PENDING, now, slot, r.CLAIMED, *task_ids])
             return True
         return self.run(body)
 
