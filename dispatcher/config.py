@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
 
 PRIORITY_TOPICS = {1: "low", 2: "normal", 3: "high"}
@@ -41,6 +42,52 @@ class MySQLConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "port", "pool_size", "idle_transaction_timeout_s", "lock_wait_timeout_s", "io_timeout_s")
+
+
+def parse_mysql_shards(text: str, base: MySQLConfig) -> tuple[MySQLConfig, ...]:
+    """`host:port/database,...` (TASKRING_MYSQL_SHARDS): the shards after shard 0, with the
+    user, password and limits of `base` (one account for every shard)."""
+    shards = []
+    for i, item in enumerate(part.strip() for part in text.split(",") if part.strip()):
+        address, _, database = item.partition("/")
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not database:
+            raise ValueError(f"TASKRING_MYSQL_SHARDS: item {i + 1} {item!r} is not host:port/database")
+        shards.append(dataclasses.replace(base, host=host, port=int(port), database=database))
+    return tuple(shards)
+
+
+def parse_slot_shards(text: str, slot_count: int) -> tuple[int, ...]:
+    """`first-last:shard,...` (TASKRING_SLOT_SHARDS, e.g. `0-7:0,8-15:1`; `5:1` for one slot)
+    -> the shard of every slot, index = slot. Every slot must be named exactly once."""
+    shard_of: dict[int, int] = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?:(\d+)", item)
+        if m is None:
+            raise ValueError(f"TASKRING_SLOT_SHARDS: {item!r} is not first-last:shard")
+        first, last, shard = int(m[1]), int(m[2] if m[2] is not None else m[1]), int(m[3])
+        for slot in range(first, last + 1):
+            if slot in shard_of:
+                raise ValueError(f"TASKRING_SLOT_SHARDS: slot {slot} is named twice")
+            shard_of[slot] = shard
+    if sorted(shard_of) != list(range(slot_count)):
+        missing = sorted(set(range(slot_count)) - set(shard_of))
+        extra = sorted(set(shard_of) - set(range(slot_count)))
+        raise ValueError(f"TASKRING_SLOT_SHARDS: must name each slot 0..{slot_count - 1} once"
+                         f" (missing {missing}, beyond the slot count {extra})")
+    return tuple(shard_of[s] for s in range(slot_count))
+
+
+def format_slot_shards(shard_of_slot: tuple[int, ...]) -> str:
+    """The inverse of parse_slot_shards, with runs of slots collapsed: `0-7:0,8-15:1`."""
+    runs: list[str] = []
+    start = 0
+    for slot in range(1, len(shard_of_slot) + 1):
+        if slot == len(shard_of_slot) or shard_of_slot[slot] != shard_of_slot[start]:
+            span = f"{start}" if slot - 1 == start else f"{start}-{slot - 1}"
+            runs.append(f"{span}:{shard_of_slot[start]}")
+            start = slot
+    return ",".join(runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +197,14 @@ class NodeConfig:
     """JSON of the server's default retry policy and per task type defaults
     (dispatcher/retry.py parse_retry_policies); None: built-in defaults."""
     mysql: MySQLConfig = dataclasses.field(default_factory=MySQLConfig)
+    """The task store, or its shard 0 when it is split over several servers."""
+    mysql_shards: tuple[MySQLConfig, ...] = ()
+    """Shards 1.. of the task store (TASKRING_MYSQL_SHARDS), each a MariaDB server holding
+    the rows of the slots `slot_shards` gives it (dispatcher/store/sharded.py)."""
+    slot_shards: tuple[int, ...] = ()
+    """The shard of each slot, index = slot (TASKRING_SLOT_SHARDS); empty: contiguous
+    ranges of equal size. Every node of a cluster must have the same map: each shard
+    records the map it belongs to and a node with another one is refused at start."""
     kafka: KafkaConfig = dataclasses.field(default_factory=KafkaConfig)
     zookeeper: ZooKeeperConfig = dataclasses.field(default_factory=ZooKeeperConfig)
     cluster: bool = True
@@ -168,6 +223,31 @@ class NodeConfig:
             raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:
             raise ValueError("NodeConfig.node_id must not be empty")
+        shards = len(self.store_shards)
+        if self.slot_shards:
+            if len(self.slot_shards) != self.slot_count:
+                raise ValueError(f"NodeConfig.slot_shards must give a shard for each of the {self.slot_count}"
+                                 f" slots, got {len(self.slot_shards)}")
+            if any(not 0 <= s < shards for s in self.slot_shards):
+                raise ValueError(f"NodeConfig.slot_shards names a shard outside 0..{shards - 1}")
+        if shards > self.slot_count:
+            raise ValueError(f"NodeConfig: {shards} store shards for {self.slot_count} slots")
+        unused = set(range(shards)) - set(self.shard_of_slot)
+        if unused:
+            raise ValueError(f"NodeConfig.slot_shards gives no slot to shard(s) {sorted(unused)}")
+
+    @property
+    def store_shards(self) -> tuple[MySQLConfig, ...]:
+        """Every shard of the task store, shard 0 first."""
+        return (self.mysql, *self.mysql_shards)
+
+    @property
+    def shard_of_slot(self) -> tuple[int, ...]:
+        """The shard of each slot, index = slot: `slot_shards`, or contiguous ranges."""
+        if self.slot_shards:
+            return self.slot_shards
+        shards = len(self.store_shards)
+        return tuple(slot * shards // self.slot_count for slot in range(self.slot_count))
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> NodeConfig:
@@ -193,6 +273,8 @@ class NodeConfig:
             session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", z.session_timeout_ms)),
         )
         values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
+        if env.get("TASKRING_MYSQL_SHARDS"):
+            values["mysql_shards"] = parse_mysql_shards(env["TASKRING_MYSQL_SHARDS"], mysql)
         if "TASKRING_BIND_HOST" in env:
             values["grpc_host"] = env["TASKRING_BIND_HOST"]
         if "TASKRING_NODE_ID" in env:
@@ -211,5 +293,8 @@ class NodeConfig:
                           ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD")):
             if var in env:
                 values[name] = int(env[var])
+        if env.get("TASKRING_SLOT_SHARDS"):
+            values["slot_shards"] = parse_slot_shards(env["TASKRING_SLOT_SHARDS"],
+                                                      int(values.get("slot_count", cls.slot_count)))
         values.update(overrides)
         return cls(**values)

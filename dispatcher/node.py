@@ -29,7 +29,7 @@ from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.retry import parse_retry_policies
-from dispatcher.store.mysql import TaskStore
+from dispatcher.store.sharded import store_of
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
@@ -41,7 +41,7 @@ class Node:
     def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None):
         self.config = config
         self.metrics = NodeMetrics()
-        self.store = TaskStore(config.mysql)
+        self.store = store_of(config)
         # The cluster's one time is the store's (dispatcher/clock_sync.py); a clock given
         # in (tests) is taken as it is.
         self.clock: Clock

@@ -3,8 +3,8 @@
 The defaults are the node's own (dispatcher/config.py), so a node started with no
 TASKRING_* variables and the tools here agree on the same servers. The environment
 overrides them with the variables stack.sh itself reads: TASKRING_STACK_HOST,
-TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, TASKRING_MYSQL_PORT, TASKRING_MYSQL_USER,
-TASKRING_MYSQL_PASSWORD.
+TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, TASKRING_MYSQL_PORT, TASKRING_MYSQL_SHARD2_PORT,
+TASKRING_MYSQL_USER, TASKRING_MYSQL_PASSWORD.
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ DEFAULT_HOST = _MYSQL.host
 DEFAULT_ZK_PORT = _host_port(_ZK_HOSTS)[1]
 DEFAULT_KAFKA_PORT = _host_port(KafkaConfig.bootstrap_servers)[1]
 DEFAULT_MYSQL_PORT = _MYSQL.port
+DEFAULT_MYSQL_SHARD2_PORT = 23307
+"""The stack's second MariaDB server: shard 1 of a store split by slot (stack.sh `mariadb2`)."""
 CLUSTER_CHROOT = "/" + _ZK_CHROOT
 """The chroot of the stack's own cluster (the node's default), e.g. the demo's."""
 CLUSTER_DATABASE = _MYSQL.database
@@ -40,6 +42,7 @@ class StackEndpoints:
     zk_port: int = DEFAULT_ZK_PORT
     kafka_port: int = DEFAULT_KAFKA_PORT
     mysql_port: int = DEFAULT_MYSQL_PORT
+    mysql_shard2_port: int = DEFAULT_MYSQL_SHARD2_PORT
     mysql_user: str = _MYSQL.user
     mysql_password: str = dataclasses.field(default=_MYSQL.password, repr=False)
 
@@ -51,6 +54,7 @@ class StackEndpoints:
             zk_port=int(get("TASKRING_ZK_PORT", cls.zk_port)),
             kafka_port=int(get("TASKRING_KAFKA_PORT", cls.kafka_port)),
             mysql_port=int(get("TASKRING_MYSQL_PORT", cls.mysql_port)),
+            mysql_shard2_port=int(get("TASKRING_MYSQL_SHARD2_PORT", cls.mysql_shard2_port)),
             mysql_user=get("TASKRING_MYSQL_USER", cls.mysql_user),
             mysql_password=get("TASKRING_MYSQL_PASSWORD", cls.mysql_password),
         )
@@ -67,6 +71,10 @@ class StackEndpoints:
     @property
     def mysql_address(self) -> str:
         return f"{self.host}:{self.mysql_port}"
+
+    def second_shard(self) -> StackEndpoints:
+        """These endpoints with the second MariaDB server as the MySQL one."""
+        return dataclasses.replace(self, mysql_port=self.mysql_shard2_port)
 
     def mysql_connect(self, database: str | None = None, **kwargs):
         import pymysql
@@ -122,11 +130,13 @@ START_HINT = "start the stack with `bash deploy/local/stack.sh up` (logs in .sta
 
 
 def stack_problems(ep: StackEndpoints) -> list[str]:
-    """What of the stack does not answer, one line per server (empty: all three do)."""
+    """What of the stack does not answer, one line per server (empty: all of them do)."""
     problems = []
     for name, where, check in (("ZooKeeper", ep.zk_hosts, _check_zookeeper),
                                ("Kafka", ep.kafka_bootstrap, _check_kafka),
-                               ("MariaDB", ep.mysql_address, _check_mysql)):
+                               ("MariaDB", ep.mysql_address, _check_mysql),
+                               ("MariaDB (second shard)", ep.second_shard().mysql_address,
+                                lambda e: _check_mysql(e.second_shard()))):
         try:
             check(ep)
         except Exception as exc:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dispatcher.config import PRIORITY_TOPICS
@@ -35,6 +36,15 @@ class World:
     partitions: int | None        # None: the node's default
     logs: Path
     kafka: str | None = None      # None: the stack's
+    shards: int = 1
+    """1: the task store on the stack's MariaDB; 2: split by slot over it and the second
+    server (the same database name on both; dispatcher/store/sharded.py)."""
+
+    def shard_stack(self, shard: int) -> StackEndpoints:
+        """The endpoints whose MySQL server holds `shard`."""
+        if not 0 <= shard < self.shards:
+            raise ValueError(f"shard {shard} of a world with {self.shards} shard(s)")
+        return self.stack if shard == 0 else self.stack.second_shard()
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -56,6 +66,8 @@ class World:
             "TASKRING_MYSQL_PASSWORD": self.stack.mysql_password,
             "TASKRING_MYSQL_DATABASE": self.database,
         })
+        if self.shards > 1:
+            env["TASKRING_MYSQL_SHARDS"] = f"{self.stack.host}:{self.stack.mysql_shard2_port}/{self.database}"
         if self.topic_prefix is not None:
             env["TASKRING_TOPIC_PREFIX"] = self.topic_prefix
         if self.partitions is not None:
@@ -63,8 +75,8 @@ class World:
         env.update(extra)
         return env
 
-    def sql(self, query: str, args=(), **connect) -> list[tuple]:
-        conn = self.stack.mysql_connect(self.database, **connect)
+    def sql(self, query: str, args=(), shard: int = 0, **connect) -> list[tuple]:
+        conn = self.shard_stack(shard).mysql_connect(self.database, **connect)
         try:
             with conn.cursor() as cur:
                 cur.execute(query, args)
@@ -72,11 +84,18 @@ class World:
         finally:
             conn.close()
 
+    def sql_all(self, query: str, args=()) -> list[tuple]:
+        """`query` on every shard, the rows one after another (shard 0's first)."""
+        return [row for shard in range(self.shards) for row in self.sql(query, args, shard=shard)]
+
     def status_counts(self) -> dict[str, int]:
-        return dict(self.sql("SELECT status, COUNT(*) FROM tasks GROUP BY status"))
+        counts: dict[str, int] = {}
+        for status, n in self.sql_all("SELECT status, COUNT(*) FROM tasks GROUP BY status"):
+            counts[status] = counts.get(status, 0) + n
+        return counts
 
     def epochs(self) -> dict[int, int]:
-        return dict(self.sql("SELECT slot, epoch FROM slot_owners"))
+        return dict(self.sql_all("SELECT slot, epoch FROM slot_owners"))
 
 
 # ---------------------------------------------------------------- the pieces
@@ -157,14 +176,19 @@ def delete_topics(stack: StackEndpoints, names: list[str]) -> list[str]:
 # ---------------------------------------------------------------- a whole world
 
 def create_world(stack: StackEndpoints, kind: str, logs: Path, partitions: int = 16,
-                 run_id: str | None = None) -> World:
-    """Database `taskring_<kind>_<id>`, chroot `/taskring-<kind>-<id>`, topics `taskring-<kind>-<id>.*`."""
+                 run_id: str | None = None, shards: int = 1) -> World:
+    """Database `taskring_<kind>_<id>` (on both MariaDB servers when `shards` is 2), chroot
+    `/taskring-<kind>-<id>`, topics `taskring-<kind>-<id>.*`."""
+    if shards not in (1, 2):
+        raise ValueError(f"the local stack has two MariaDB servers: shards must be 1 or 2, got {shards}")
     run_id = run_id or new_run_id()
     name = f"taskring-{kind}-{run_id}"
     database = create_database(stack, f"taskring_{kind.replace('-', '_')}_{run_id}")
+    if shards == 2:
+        create_database(stack.second_shard(), database)
     chroot = create_chroot(stack, "/" + name)
     world = World(stack=stack, database=database, zk_hosts=stack.zk_hosts + chroot, topic_prefix=name,
-                  partitions=partitions, logs=logs)
+                  partitions=partitions, logs=logs, shards=shards)
     create_topics(stack, world.topics, partitions)
     logs.mkdir(parents=True, exist_ok=True)
     return world
@@ -177,8 +201,13 @@ def chroot_of(world: World) -> str:
 def drop_world(world: World) -> list[str]:
     """Remove the world's topics, chroot and database; returns the problems met (never raises)."""
     problems = delete_topics(world.stack, world.topics)
-    for what, drop in ((f"chroot {chroot_of(world)}", lambda: drop_chroot(world.stack, chroot_of(world))),
-                       (f"database {world.database}", lambda: drop_database(world.stack, world.database))):
+    drops: list[tuple[str, Callable[[], None]]] = [
+        (f"chroot {chroot_of(world)}", lambda: drop_chroot(world.stack, chroot_of(world)))]
+    for shard in range(world.shards):
+        where = world.shard_stack(shard)
+        drops.append((f"database {world.database} on {where.mysql_address}",
+                      functools.partial(drop_database, where, world.database)))
+    for what, drop in drops:
         try:
             drop()
         except Exception as exc:
@@ -187,8 +216,9 @@ def drop_world(world: World) -> list[str]:
 
 
 @contextlib.contextmanager
-def private_world(stack: StackEndpoints, kind: str, logs: Path, partitions: int = 16) -> Iterator[World]:
-    world = create_world(stack, kind, logs, partitions)
+def private_world(stack: StackEndpoints, kind: str, logs: Path, partitions: int = 16,
+                  shards: int = 1) -> Iterator[World]:
+    world = create_world(stack, kind, logs, partitions, shards=shards)
     try:
         yield world
     finally:

@@ -38,7 +38,9 @@ MARIADBD=/usr/sbin/mariadbd
 MARIADB_INSTALL_DB=/usr/bin/mariadb-install-db
 if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA=java; fi
 
-SERVERS=(zookeeper kafka mariadb)
+# mariadb2 is the task store's second shard (dispatcher/store/sharded.py): tests and benchmarks of a
+# store split by slot use both; a one-shard cluster (the demo, most tests) uses mariadb alone.
+SERVERS=(zookeeper kafka mariadb mariadb2)
 
 say() { echo "stack: $*"; }
 die() { echo "stack: ERROR: $*" >&2; exit 1; }
@@ -50,6 +52,7 @@ port_of() {
         zookeeper) echo "$TASKRING_ZK_PORT" ;;
         kafka) echo "$TASKRING_KAFKA_PORT" ;;
         mariadb) echo "$TASKRING_MYSQL_PORT" ;;
+        mariadb2) echo "$TASKRING_MYSQL_SHARD2_PORT" ;;
     esac
 }
 pidfile_of() { echo "$STACK_DIR/$1.pid"; }
@@ -60,6 +63,7 @@ marker_of() {
         zookeeper) echo "$STACK_DIR/zookeeper/zoo.cfg" ;;
         kafka) echo "$STACK_DIR/kafka/server.properties" ;;
         mariadb) echo "$STACK_DIR/mariadb/my.cnf" ;;
+        mariadb2) echo "$STACK_DIR/mariadb2/my.cnf" ;;
     esac
 }
 
@@ -270,8 +274,12 @@ EOF
         -Dkafka.logs.dir="$LOGS" -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties"
 }
 
-start_mariadb() {
-    local d="$STACK_DIR/mariadb" user_line=""
+start_mariadb() { start_mariadb_server mariadb "$TASKRING_MYSQL_PORT" TASKRING_MYSQL_PORT; }
+start_mariadb2() { start_mariadb_server mariadb2 "$TASKRING_MYSQL_SHARD2_PORT" TASKRING_MYSQL_SHARD2_PORT; }
+
+# start_mariadb_server NAME PORT PORT_VARIABLE: one MariaDB server with its own data dir.
+start_mariadb_server() {
+    local name="$1" port="$2" port_var="$3" d="$STACK_DIR/$1" user_line=""
     mkdir -p "$d/data"
     [[ "$(id -u)" == 0 ]] && user_line="user=root"
     # Run by mariadbd at every start (init-file): root over TCP from 127.0.0.1, no password (local only).
@@ -286,10 +294,10 @@ $user_line
 datadir=$d/data
 socket=$d/mariadbd.sock
 pid-file=$d/mariadbd.pid
-port=$TASKRING_MYSQL_PORT
+port=$port
 bind-address=127.0.0.1
 skip-name-resolve
-log-error=$(log_of mariadb)
+log-error=$(log_of "$name")
 init-file=$d/init.sql
 character-set-server=utf8mb4
 collation-server=utf8mb4_general_ci
@@ -301,18 +309,18 @@ performance_schema=OFF
 skip-log-bin
 
 [client]
-port=$TASKRING_MYSQL_PORT
+port=$port
 socket=$d/mariadbd.sock
 user=root
 EOF
     if [[ ! -d "$d/data/mysql" ]]; then
-        say "mariadb: initialising $d/data"
+        say "$name: initialising $d/data"
         "$MARIADB_INSTALL_DB" --defaults-file="$d/my.cnf" --auth-root-authentication-method=normal --skip-test-db \
-            >> "$(log_of mariadb)" 2>&1 || die "mariadb: mariadb-install-db failed; log: $(log_of mariadb)"
+            >> "$(log_of "$name")" 2>&1 || die "$name: mariadb-install-db failed; log: $(log_of "$name")"
     fi
-    check_port_free mariadb "$TASKRING_MYSQL_PORT" TASKRING_MYSQL_PORT
-    echo "=== $(date -Is) start" >> "$(log_of mariadb)"
-    spawn mariadb "$MARIADBD" --defaults-file="$d/my.cnf"
+    check_port_free "$name" "$port" "$port_var"
+    echo "=== $(date -Is) start" >> "$(log_of "$name")"
+    spawn "$name" "$MARIADBD" --defaults-file="$d/my.cnf"
 }
 
 cmd_up() {
@@ -335,16 +343,18 @@ cmd_up() {
             say "$name started (pid $(cat "$(pidfile_of "$name")"), log $(log_of "$name"))"
         fi
     done
-    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" \
-    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" \
+    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" STACK_MARIADB2_PID="$(pidfile_of mariadb2)" \
+    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" STACK_MARIADB2_LOG="$(log_of mariadb2)" \
         "$PY" "$HERE/stackctl.py" wait --timeout "$READY_TIMEOUT" || die "the stack did not become ready (see above)"
     t3="$(now)"
     (cd "$ROOT" && "$PY" -m dispatcher.store.migrate --host 127.0.0.1 --port "$TASKRING_MYSQL_PORT" --database taskring) \
         | sed 's/^/stack: mariadb: /' || die "mariadb: migrations failed"
+    (cd "$ROOT" && "$PY" -m dispatcher.store.migrate --host 127.0.0.1 --port "$TASKRING_MYSQL_SHARD2_PORT" --database taskring) \
+        | sed 's/^/stack: mariadb2: /' || die "mariadb2: migrations failed"
     "$PY" "$HERE/stackctl.py" topics --partitions "$TASKRING_PARTITIONS" || die "kafka: creating topics failed; log: $(log_of kafka)"
     say "start to all ready: $(secs "$t2" "$t3")s; setup (database, topics): $(secs "$t3" "$(now)")s; total: $(secs "$t0" "$(now)")s"
     echo "$(date -Is) up install=$(secs "$t0" "$t2")s ready=$(secs "$t2" "$t3")s total=$(secs "$t0" "$(now)")s" >> "$STACK_DIR/timings.log"
-    say "up: ZooKeeper 127.0.0.1:$TASKRING_ZK_PORT, Kafka 127.0.0.1:$TASKRING_KAFKA_PORT, MariaDB 127.0.0.1:$TASKRING_MYSQL_PORT (database taskring); logs in $LOGS"
+    say "up: ZooKeeper 127.0.0.1:$TASKRING_ZK_PORT, Kafka 127.0.0.1:$TASKRING_KAFKA_PORT, MariaDB 127.0.0.1:$TASKRING_MYSQL_PORT and 127.0.0.1:$TASKRING_MYSQL_SHARD2_PORT (database taskring); logs in $LOGS"
 }
 
 # Demo nodes left running by `TASKRING_DEMO_KEEP=1 taskring demo` need the stack: stop them first.
@@ -378,7 +388,7 @@ cmd_down() {
     local name pid pids=() names=() i deadline
     lock_stack
     stop_demo_nodes
-    for name in kafka zookeeper mariadb; do
+    for name in kafka zookeeper mariadb mariadb2; do
         if pid="$(running_pid "$name")"; then
             say "stopping $name (pid $pid)"
             kill -TERM "$pid" 2>/dev/null || true
@@ -526,8 +536,8 @@ cmd_start() {
     [[ -x "$PY" ]] || die "no .venv: run deploy/local/bootstrap.sh"
     t0="$(now)"
     "start_$name"
-    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" \
-    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" \
+    STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" STACK_MARIADB2_PID="$(pidfile_of mariadb2)" \
+    STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" STACK_MARIADB2_LOG="$(log_of mariadb2)" \
         "$PY" "$HERE/stackctl.py" wait --servers "$name" --timeout "$READY_TIMEOUT" || die "$name did not become ready (see above)"
     say "$name started (pid $(cat "$(pidfile_of "$name")")), answering after $(secs "$t0" "$(now)")s"
     echo "$(date -Is) start $name" >> "$STACK_DIR/timings.log"
@@ -557,8 +567,8 @@ case "${1:-}" in
     restart-zookeeper) cmd_restart_zookeeper "${2:-0}" ;;
     stop-zookeeper) cmd_stop_zookeeper ;;
     start-zookeeper) cmd_start_zookeeper ;;
-    kill) [[ -n "${2:-}" ]] || die "usage: $0 kill zookeeper|kafka|mariadb"; cmd_kill "$2" ;;
-    start) [[ -n "${2:-}" ]] || die "usage: $0 start zookeeper|kafka|mariadb"; cmd_start "$2" ;;
+    kill) [[ -n "${2:-}" ]] || die "usage: $0 kill zookeeper|kafka|mariadb|mariadb2"; cmd_kill "$2" ;;
+    start) [[ -n "${2:-}" ]] || die "usage: $0 start zookeeper|kafka|mariadb|mariadb2"; cmd_start "$2" ;;
     *) echo "usage: $0 up|down|status|restart-zookeeper [DOWN_S]|stop-zookeeper|start-zookeeper|kill SERVER|start SERVER" >&2
        exit 2 ;;
 esac

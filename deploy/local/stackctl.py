@@ -27,6 +27,7 @@ def ports() -> dict[str, int]:
         "zookeeper": int(os.environ["TASKRING_ZK_PORT"]),
         "kafka": int(os.environ["TASKRING_KAFKA_PORT"]),
         "mariadb": int(os.environ["TASKRING_MYSQL_PORT"]),
+        "mariadb2": int(os.environ["TASKRING_MYSQL_SHARD2_PORT"]),
     }
 
 
@@ -122,6 +123,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         "zookeeper": lambda: check_zookeeper(p["zookeeper"]),
         "kafka": check_kafka,
         "mariadb": lambda: check_mariadb(p["mariadb"]),
+        "mariadb2": lambda: check_mariadb(p["mariadb2"]),
     }
     unknown = set(args.servers) - set(checks)
     if unknown:
@@ -170,6 +172,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         ("zookeeper", lambda: "mode " + check_zookeeper(p["zookeeper"])),
         ("kafka", lambda: KafkaCheck(p["kafka"])(timeout=3.0)),
         ("mariadb", lambda: "version " + check_mariadb(p["mariadb"])),
+        ("mariadb2", lambda: "version " + check_mariadb(p["mariadb2"])),
     ):
         try:
             print(f"{name} ok {check()}")
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("wait")
     w.add_argument("--timeout", type=float, default=120.0)
     w.add_argument("--servers", type=lambda v: [x for x in v.split(",") if x],
-                   default=["zookeeper", "kafka", "mariadb"], help="comma-separated; default all three")
+                   default=["zookeeper", "kafka", "mariadb", "mariadb2"], help="comma-separated; default all")
     w.set_defaults(func=cmd_wait)
     h = sub.add_parser("health")
     h.set_defaults(func=cmd_health)

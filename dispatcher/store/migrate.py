@@ -4,7 +4,8 @@ Files `migrations/NNN_name.sql` are applied in order, each once, and recorded in
 `schema_migrations`. Statements are separated by `;` at the end of a line.
 Run it as `python -m dispatcher.store.migrate [--host H] [--port N] [--user U] [--database D]`;
 each defaults to the node's TASKRING_MYSQL_* variable, and the password is read
-only from TASKRING_MYSQL_PASSWORD (never from the command line).
+only from TASKRING_MYSQL_PASSWORD (never from the command line). When the store is
+split by slot (TASKRING_MYSQL_SHARDS), every shard is migrated, shard 0 first.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import re
 
 import pymysql
 
-from dispatcher.config import MySQLConfig
+from dispatcher.config import MySQLConfig, parse_mysql_shards
 
 MIGRATIONS_DIR = pathlib.Path(__file__).with_name("migrations")
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -75,14 +76,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--user", default=env.get("TASKRING_MYSQL_USER", "root"))
     parser.add_argument("--database", default=env.get("TASKRING_MYSQL_DATABASE", "taskring"))
     args = parser.parse_args(argv)
-    conn = pymysql.connect(host=args.host, port=args.port, user=args.user,
-                           password=env.get("TASKRING_MYSQL_PASSWORD", ""), autocommit=False, connect_timeout=10)
-    try:
-        applied = migrate(conn, args.database)
-    finally:
-        conn.close()
-    print(f"database {args.database}: applied {applied or 'nothing (up to date)'}")
-
+    password = env.get("TASKRING_MYSQL_PASSWORD", "")
+    shard0 = MySQLConfig(host=args.host, port=args.port, user=args.user, password=password, database=args.database)
+    shards = (shard0, *parse_mysql_shards(env.get("TASKRING_MYSQL_SHARDS", ""), shard0))
+    for index, shard in enumerate(shards):
+        conn = pymysql.connect(host=shard.host, port=shard.port, user=shard.user, password=shard.password,
+                               autocommit=False, connect_timeout=10)
+        try:
+            applied = migrate(conn, shard.database)
+        finally:
+            conn.close()
+        where = f"shard {index} ({shard.host}:{shard.port}) " if len(shards) > 1 else ""
+        print(f"{where}database {shard.database}: applied {applied or 'nothing (up to date)'}")
 
 if __name__ == "__main__":
     main()

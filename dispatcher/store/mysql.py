@@ -61,8 +61,12 @@ def _happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, 
 
 
 class TaskStore:
-    def __init__(self, config: MySQLConfig):
+    def __init__(self, config: MySQLConfig, identity: r.ShardIdentity | None = None, node: str = ""):
+        """`identity`: the shard this database must be (checked at start, recorded on
+        first use); None for a store used outside a cluster (tests, tools)."""
         self._config = config
+        self._identity = identity
+        self._node = node
         self._pool: queue.LifoQueue[pymysql.connections.Connection] = queue.LifoQueue()
         self._lock = threading.Lock()
         # At most pool_size transactions at once: callers beyond it wait for a
@@ -75,6 +79,24 @@ class TaskStore:
     def start(self) -> None:
         with self.transaction() as cur:
             cur.execute("SELECT 1")
+        if self._identity is not None:
+            self._check_identity(self._identity)
+
+    def _check_identity(self, want: r.ShardIdentity) -> None:
+        c = self._config
+        def body(cur):
+            cur.execute("INSERT IGNORE INTO store_shard (id, shard_index, shard_count, slot_map, recorded_at,"
+                        " recorded_by) VALUES (1, %s, %s, %s, UTC_TIMESTAMP(3), %s)",
+                        (want.index, want.count, want.slot_map, self._node))
+            cur.execute("SELECT shard_index, shard_count, slot_map, recorded_by FROM store_shard WHERE id = 1")
+            return cur.fetchone()
+        index, count, slot_map, by = self.run(body)
+        if (index, count, slot_map) != (want.index, want.count, want.slot_map):
+            raise r.ShardMapMismatch(
+                f"mysql {c.host}:{c.port}/{c.database} is shard {index} of {count} with slot map {slot_map!r}"
+                f" (recorded by {by}); this node was configured to use it as shard {want.index} of {want.count}"
+                f" with slot map {want.slot_map!r}. Every node must have the same TASKRING_MYSQL_SHARDS and"
+                " TASKRING_SLOT_SHARDS; moving slots between shards is not supported.")
 
     def stop(self) -> None:
         self._stopped = True
@@ -188,10 +210,15 @@ class TaskStore:
         return {s for s in slots if current.get(s) != epochs[s]}
 
     def ensure_slots(self, slot_count: int) -> None:
+        self.ensure_slot_records(range(slot_count))
+
+    def ensure_slot_records(self, slots: Iterable[int]) -> None:
+        """ensure_slots for exactly these slots (a shard holds the records of its own)."""
+        rows = [(s,) for s in slots]
         def body(cur):
-            cur.executemany("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')",
-                            [(s,) for s in range(slot_count)])
-        self.run(body)
+            cur.executemany("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')", rows)
+        if rows:
+            self.run(body)
 
     def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
         """Take the slot under a new epoch and return it.
@@ -261,29 +288,43 @@ class TaskStore:
         """
         if not tasks:
             return {}
+        return self.run(lambda cur: self.insert_in(cur, tasks, node))
 
+    @staticmethod
+    def insert_in(cur, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
+        """insert_tasks' statements inside a transaction the caller holds (the sharded
+        store commits several shards' inserts only once all of them have succeeded)."""
+        ids = [t.task_id for t in tasks]
+        cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(ids)})")
+        existing = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
+        fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
+        if fresh:
+            # One multi-row INSERT of literals (see sql_literals): the names checked in one
+            # pass, the envelope as a hex literal, the times formatted once each.
+            names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
+            by = cur.connection.escape(node)
+            values = ",".join(
+                f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
+                f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
+                f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
+                f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
+            cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
+                        " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
+                        f" VALUES {values}")
+            types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
+            cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
+                            " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
+        return existing
+
+    def withdraw_inserted(self, task_ids: Sequence[str]) -> int:
+        """Delete rows of a cross-shard insert that was not committed everywhere, while no
+        executor has been handed them (attempts 0: pending, enqueued, or claimed into a
+        heap, where a missing row is skipped at dispatch). Returns how many were deleted."""
+        if not task_ids:
+            return 0
         def body(cur):
-            ids = [t.task_id for t in tasks]
-            cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(ids)})")
-            existing = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
-            fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
-            if fresh:
-                # One multi-row INSERT of literals (see sql_literals): the names checked in one
-                # pass, the envelope as a hex literal, the times formatted once each.
-                names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
-                by = cur.connection.escape(node)
-                values = ",".join(
-                    f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
-                    f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
-                    f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
-                    f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
-                cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
-                            " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
-                            f" VALUES {values}")
-                types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
-                cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
-                                " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
-            return existing
+            return cur.execute(f"DELETE FROM tasks WHERE task_id IN ({names(task_ids)}) AND attempts = 0"
+                               " AND status IN (%s, %s, %s)", (r.PENDING, r.ENQUEUED, r.CLAIMED))
         return self.run(body)
 
     def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:

@@ -158,3 +158,19 @@ class OutcomeWrite:
     retry_at: dt.datetime | None = None
     error: str | None = None
     stack_trace: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardIdentity:
+    """Which shard of the task store a database is, in which slot -> shard map
+    (dispatcher/store/sharded.py): recorded by the first node that starts on it, and
+    checked by every later one."""
+
+    index: int
+    count: int
+    slot_map: str
+    """config.format_slot_shards of the map, e.g. `0-7:0,8-15:1`."""
+
+
+class ShardMapMismatch(RuntimeError):
+    """A node started with another slot -> shard map than the store's shards record."""

@@ -93,7 +93,7 @@ class LoadGenerator:
         self._rng = random.Random(11)
 
     def slot_of_task(self) -> dict[str, int]:
-        rows = self.env.sql("SELECT task_id, slot FROM tasks")
+        rows = self.env.sql_all("SELECT task_id, slot FROM tasks")
         return dict(rows)
 
     def start(self) -> LoadGenerator:
@@ -169,12 +169,12 @@ def assert_nothing_lost(env: World, load: LoadGenerator, timeout_s: float = 90.0
     try:
         wait_until(lambda: all_terminal(env), timeout_s, "every stored task to reach a terminal state", 0.25)
     except AssertionError as exc:
-        stuck = env.sql("SELECT slot, status, attempts, epoch, trigger_at, COUNT(*) FROM tasks"
+        stuck = env.sql_all("SELECT slot, status, attempts, epoch, trigger_at, COUNT(*) FROM tasks"
                         " WHERE status NOT IN ('succeeded', 'dead_lettered', 'cancelled')"
                         " GROUP BY slot, status, attempts, epoch ORDER BY slot LIMIT 20")
         raise AssertionError(f"{exc}; stuck (slot, status, attempts, epoch, trigger_at, n): {stuck};"
-                             f" owners: {env.sql('SELECT slot, epoch, owner FROM slot_owners')}") from None
-    stored = {tid: status for tid, status in env.sql("SELECT task_id, status FROM tasks")}
+                             f" owners: {env.sql_all('SELECT slot, epoch, owner FROM slot_owners')}") from None
+    stored = {tid: status for tid, status in env.sql_all("SELECT task_id, status FROM tasks")}
     missing = load.acked - set(stored)
     assert not missing, f"{len(missing)} acknowledged tasks were never stored"
     not_ok = {tid: s for tid, s in stored.items() if s != "succeeded"}
@@ -187,4 +187,4 @@ def slots_of(env: World, task_ids) -> dict[str, int]:
         return {}
     partitions = env.partitions
     assert partitions is not None, "slots_of: the world has topics of its own (partitions set)"
-    return {tid: slot_of("tests", tt, partitions) for tid, tt in env.sql("SELECT task_id, task_type FROM tasks")}
+    return {tid: slot_of("tests", tt, partitions) for tid, tt in env.sql_all("SELECT task_id, task_type FROM tasks")}

@@ -37,3 +37,38 @@ def test_the_poll_lookahead_may_be_zero_but_not_negative():
 def test_from_env_without_variables_is_the_defaults():
     config = NodeConfig.from_env({}, node_id="n1")
     assert (config.mysql, config.kafka, config.zookeeper) == (MySQLConfig(), KafkaConfig(), ZooKeeperConfig())
+
+
+# ---------------------------------------------------------------- the store split by slot
+
+def test_store_shards_come_from_the_environment_with_an_even_slot_map_by_default():
+    from dispatcher.config import format_slot_shards
+    config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks, db3:3308/tasks",
+                                  "TASKRING_MYSQL_USER": "u", "TASKRING_PARTITIONS": "12"})
+    assert [(m.host, m.port, m.database, m.user) for m in config.store_shards] == [
+        ("127.0.0.1", 23306, "taskring", "u"), ("db2", 3307, "tasks", "u"), ("db3", 3308, "tasks", "u")]
+    assert format_slot_shards(config.shard_of_slot) == "0-3:0,4-7:1,8-11:2"
+
+
+def test_an_explicit_slot_map_is_parsed_and_printed_back_the_same():
+    from dispatcher.config import format_slot_shards
+    config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks",
+                                  "TASKRING_SLOT_SHARDS": "0-2:1,3:0,4-15:1"})
+    assert config.shard_of_slot[:5] == (1, 1, 1, 0, 1)
+    assert format_slot_shards(config.shard_of_slot) == "0-2:1,3:0,4-15:1"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"TASKRING_MYSQL_SHARDS": "db2/tasks"}, "item 1 'db2/tasks' is not host:port/database"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307"}, "is not host:port/database"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-14:0"}, r"missing \[15\]"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-15:0,15:1"}, "slot 15 is named twice"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-16:0"}, r"beyond the slot count \[16\]"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-15"}, "is not first-last:shard"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-7:0,8-15:2"}, r"outside 0..1"),
+    ({"TASKRING_MYSQL_SHARDS": "db2:3307/t", "TASKRING_SLOT_SHARDS": "0-15:0"}, r"no slot to shard\(s\) \[1\]"),
+    ({"TASKRING_SLOT_SHARDS": "0-15:1"}, r"outside 0..0"),
+])
+def test_a_bad_store_shard_setting_is_refused_naming_it(env, message):
+    with pytest.raises(ValueError, match=message):
+        NodeConfig.from_env(env)

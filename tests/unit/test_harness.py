@@ -30,6 +30,7 @@ def test_the_shell_defaults_agree_with_the_python_ones():
     assert shell["TASKRING_ZK_PORT"] == defaults.zk_port
     assert shell["TASKRING_KAFKA_PORT"] == defaults.kafka_port
     assert shell["TASKRING_MYSQL_PORT"] == defaults.mysql_port
+    assert shell["TASKRING_MYSQL_SHARD2_PORT"] == defaults.mysql_shard2_port
 
 
 def test_the_environment_overrides_the_stack_defaults():

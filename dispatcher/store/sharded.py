@@ -1,0 +1,269 @@
+"""The task store split over several MariaDB servers by slot.
+
+Every slot lives on exactly one shard (config.NodeConfig.shard_of_slot): its task
+rows, its ownership record (the epoch that fences its writes), its Kafka offsets and
+its task types. Everything an owner does is about its slots, so each fenced write goes
+to one shard and keeps TaskStore's guarantees as they are: the epoch check and the
+write it guards stay in one transaction on one server. A write that spans slots of
+several shards (one batch of outcomes, one dispatch batch) becomes one transaction per
+shard; each is fenced by its own slots' epochs, which is all the contract asks.
+
+Two calls do not know their slot and ask every shard: get_task and cancel by task id
+(a task lives on one shard; the first that has it answers), and reroute_to_mysql.
+
+insert_tasks is the one write whose atomicity spans shards: a SubmitBatch of many task
+types touches many slots. Each shard's insert runs in a transaction left open until
+every shard's insert has succeeded; only then are they committed, one after another.
+A failure before the first commit rolls every shard back (nothing was written). A
+commit that fails after another shard's commit succeeded is the one window left (the
+server lost between the two commits): the committed shards' new rows are withdrawn
+while no executor has been handed them, and the caller gets Unavailable; a submit
+retried with the same task ids is idempotent either way. This is the price of not
+running two-phase commit (XA) on the hot path, whose prepared transactions would hold
+their row locks across a node crash until an operator resolved them.
+
+The cluster's one clock (clock_sync) is shard 0's. Moving slots between shards is not
+supported: every shard records the map it belongs to (ShardIdentity), and a node
+started with another map is refused at start instead of looking for rows where they
+are not.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+import pymysql
+
+from dispatcher.config import MySQLConfig, NodeConfig, format_slot_shards
+from dispatcher.errors import TaskNotFound, Unavailable
+from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
+
+T = TypeVar("T")
+
+
+class ShardedTaskStore:
+    """TaskStoreProtocol over one TaskStore per shard, routing every call by slot."""
+
+    def __init__(self, shards: Sequence[MySQLConfig], shard_of_slot: Sequence[int], node: str = ""):
+        if not shards:
+            raise ValueError("ShardedTaskStore needs at least one shard")
+        if any(not 0 <= s < len(shards) for s in shard_of_slot):
+            raise ValueError(f"shard_of_slot names a shard outside 0..{len(shards) - 1}")
+        self._shard_of_slot = tuple(shard_of_slot)
+        slot_map = format_slot_shards(self._shard_of_slot)
+        self.shards = [TaskStore(config, r.ShardIdentity(i, len(shards), slot_map), node)
+                       for i, config in enumerate(shards)]
+
+    # ---- routing ----
+
+    def shard_of(self, slot: int) -> TaskStore:
+        """The shard that holds `slot`. A slot beyond the map is a caller's bug."""
+        try:
+            return self.shards[self._shard_of_slot[slot]]
+        except IndexError:
+            raise ValueError(f"slot {slot} is not in the store's slot map (0..{len(self._shard_of_slot) - 1})"
+                             ) from None
+
+    def _slots_of(self, index: int) -> list[int]:
+        return [slot for slot, shard in enumerate(self._shard_of_slot) if shard == index]
+
+    def _by_shard(self, items: Iterable[T], slot: Callable[[T], int]) -> dict[int, list[T]]:
+        groups: dict[int, list[T]] = {}
+        for item in items:
+            groups.setdefault(self._shard_of_slot[slot(item)], []).append(item)
+        return groups
+
+    # ---- lifecycle ----
+
+    def start(self) -> None:
+        for shard in self.shards:
+            shard.start()
+
+    def stop(self) -> None:
+        for shard in self.shards:
+            shard.stop()
+
+    # ---- slot ownership ----
+
+    def ensure_slots(self, slot_count: int) -> None:
+        for index, shard in enumerate(self.shards):
+            shard.ensure_slot_records(s for s in self._slots_of(index) if s < slot_count)
+
+    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
+        return self.shard_of(slot).claim_slot(slot, node, now)
+
+    def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
+        return self.shard_of(slot).release_slot(slot, epoch, now)
+
+    def slot_owners(self) -> dict[int, tuple[int, str]]:
+        out: dict[int, tuple[int, str]] = {}
+        for index, shard in enumerate(self.shards):
+            mine = set(self._slots_of(index))
+            out.update((s, owner) for s, owner in shard.slot_owners().items() if s in mine)
+        return out
+
+    # ---- the API's writes ----
+
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
+        groups = self._by_shard(tasks, lambda t: t.slot)
+        if len(groups) <= 1:
+            return self.shards[next(iter(groups))].insert_tasks(tasks, node) if groups else {}
+        for attempt in range(5):
+            try:
+                return self._insert_across(groups, node)
+            except Unavailable as exc:  # deadlock or lock wait on one shard: all rolled back, retry
+                if "rolled back" not in str(exc) or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _insert_across(self, groups: dict[int, list[r.NewTask]], node: str) -> dict[str, r.Status]:
+        existing: dict[str, r.Status] = {}
+        committed: list[int] = []
+        with contextlib.ExitStack() as open_transactions:
+            cursors = {i: open_transactions.enter_context(self.shards[i].transaction()) for i in sorted(groups)}
+            for i, cur in cursors.items():
+                existing.update(TaskStore.insert_in(cur, groups[i], node))
+            try:
+                for i, cur in cursors.items():
+                    cur.connection.commit()
+                    committed.append(i)
+            except pymysql.err.Error as exc:
+                withdrawn = self._withdraw(committed, groups, existing)
+                raise Unavailable(f"mysql: a cross-shard insert committed on shard(s) {committed} but not on"
+                                  f" shard {i} ({exc}); {withdrawn}") from exc
+        return existing
+
+    def _withdraw(self, committed: list[int], groups: dict[int, list[r.NewTask]],
+                  existing: dict[str, r.Status]) -> str:
+        """Undo the committed shards' part of a failed cross-shard insert; says what it did."""
+        left: list[str] = []
+        for i in committed:
+            fresh = [t.task_id for t in groups[i] if t.task_id not in existing]
+            try:
+                self.shards[i].withdraw_inserted(fresh)
+            except Unavailable:
+                left.append(f"shard {i}")
+        if left:
+            return (f"tasks of {', '.join(left)} could not be withdrawn and may run: retry with the same task ids"
+                    " (submit is idempotent by task_id)")
+        return "the tasks committed on the other shards were withdrawn: nothing was accepted"
+
+    def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
+        return sum(shard.reroute_to_mysql(task_ids, now) for shard in self.shards)
+
+    def get_task(self, task_id: str) -> tuple[r.TaskRow, list[r.Event]]:
+        for shard in self.shards:
+            with contextlib.suppress(TaskNotFound):
+                return shard.get_task(task_id)
+        raise TaskNotFound(task_id)
+
+    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+        for shard in self.shards:
+            try:
+                return shard.cancel(task_id, node, now)
+            except TaskNotFound:
+                continue
+        raise TaskNotFound(task_id)
+
+    # ---- the owner's writes (fenced; one transaction per shard) ----
+
+    def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,
+                  now: dt.datetime) -> tuple[bool, list[r.TaskRow]]:
+        return self.shard_of(slot).claim_due(slot, epoch, until, limit, now)
+
+    def sweep_enqueued(self, slot: int, epoch: int, older_than: dt.datetime, limit: int, now: dt.datetime) -> int:
+        return self.shard_of(slot).sweep_enqueued(slot, epoch, older_than, limit, now)
+
+    def begin_dispatch(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                       now: dt.datetime) -> tuple[set[str], set[int]]:
+        dispatched: set[str] = set()
+        stale: set[int] = set()
+        for index, group in self._by_shard(claims, lambda c: c.slot).items():
+            ids, stale_here = self.shards[index].begin_dispatch(group, _epochs_of(group, epochs), node, now)
+            dispatched |= ids
+            stale |= stale_here
+        return dispatched, stale
+
+    def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
+                        now: dt.datetime) -> set[int]:
+        stale: set[int] = set()
+        for index, group in self._by_shard(writes, lambda w: w.slot).items():
+            stale |= self.shards[index].record_outcomes(group, _epochs_of(group, epochs), now)
+        return stale
+
+    def return_undelivered(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                           now: dt.datetime) -> set[int]:
+        stale: set[int] = set()
+        for index, group in self._by_shard(claims, lambda c: c.slot).items():
+            stale |= self.shards[index].return_undelivered(group, _epochs_of(group, epochs), node, now)
+        return stale
+
+    def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,
+                 limit: int) -> tuple[bool, list[r.TaskRow]]:
+        return self.shard_of(slot).stranded(slot, epoch, dispatched_before, claimed_before, limit)
+
+    def unclaim(self, task_ids: Sequence[str], slot: int, epoch: int, now: dt.datetime) -> bool:
+        return self.shard_of(slot).unclaim(task_ids, slot, epoch, now)
+
+    # ---- Kafka progress: partition = slot ----
+
+    def load_offsets(self, pairs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for index, group in self._by_shard(pairs, lambda p: p[1]).items():
+            out.update(self.shards[index].load_offsets(group))
+        return out
+
+    def commit_offsets(self, commits: Sequence[tuple[str, int, int]], epochs: dict[int, int],
+                       now: dt.datetime) -> set[int]:
+        stale: set[int] = set()
+        for index, group in self._by_shard(commits, lambda c: c[1]).items():
+            stale |= self.shards[index].commit_offsets(group, {p: epochs[p] for _, p, _ in group}, now)
+        return stale
+
+    def server_time_ms(self) -> int:
+        """Shard 0's clock: the cluster's one time, whichever shard a slot is on."""
+        return self.shards[0].server_time_ms()
+
+    # ---- observation ----
+
+    def pending_by_slot(self, slots: Iterable[int] | None = None) -> dict[int, int]:
+        out: dict[int, int] = {}
+        if slots is None:
+            for index, shard in enumerate(self.shards):
+                mine = set(self._slots_of(index))
+                out.update((s, n) for s, n in shard.pending_by_slot().items() if s in mine)
+            return out
+        for index, group in self._by_shard(slots, lambda s: s).items():
+            out.update(self.shards[index].pending_by_slot(group))
+        return out
+
+    def task_types_by_slot(self) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for shard in self.shards:
+            for slot, types in shard.task_types_by_slot().items():
+                out[slot] = sorted(set(out.get(slot, [])) | set(types))
+        return out
+
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for shard in self.shards:
+            out.update(shard.committed_offsets())
+        return out
+
+
+def _epochs_of(group: Sequence[r.DispatchClaim] | Sequence[r.OutcomeWrite], epochs: dict[int, int]) -> dict[int, int]:
+    """The caller's epochs for the slots of one shard's part of a call (the shard checks
+    exactly those; a slot the caller gave no epoch for is its bug, as on one store)."""
+    return {slot: epochs[slot] for slot in {item.slot for item in group}}
+
+
+def store_of(config: NodeConfig) -> TaskStore | ShardedTaskStore:
+    """The node's task store: one server, or one per shard. Either way each database
+    checks at start that it is the shard this node's map says it is."""
+    shard_of_slot = config.shard_of_slot
+    if len(config.store_shards) == 1:
+        return TaskStore(config.mysql, r.ShardIdentity(0, 1, format_slot_shards(shard_of_slot)), config.node_id)
+    return ShardedTaskStore(config.store_shards, shard_of_slot, config.node_id)
