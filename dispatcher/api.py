@@ -113,7 +113,9 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             rows.append(r.NewTask(task_id=v.task_id, slot=slot, namespace=v.namespace, task_type=v.task_type,
                                   priority=v.priority, status=r.ENQUEUED if short else r.PENDING,
                                   trigger_at=trigger_at, envelope=v.to_pb().SerializeToString(),
-                                  created_at=created))
+                                  created_at=created, unique_key=v.unique_key,
+                                  unique_until=(created + dt.timedelta(milliseconds=v.unique_ttl_ms)
+                                                if v.unique_ttl_ms else None)))
             due_ms_of.append(due_ms)
         existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._config.node_id)
         fresh_kafka = [(row, due_ms) for row, due_ms in zip(rows, due_ms_of)
@@ -124,7 +126,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         # A retried Submit of a task still `enqueued` may be retrying because the first
         # call died between the MySQL write and the produce: produce its message again
         # from the stored row. A second copy is harmless (dispatch is conditional).
-        messages += await self._reproduce([tid for tid, status in existing.items() if status == r.ENQUEUED])
+        messages += await self._reproduce([tid for tid, status in existing.items() if status is r.ENQUEUED])
         if messages:
             errors = await self._producer.send(messages)
             failed = [m.key.decode() for m, e in zip(messages, errors) if e is not None]
@@ -139,10 +141,16 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         results = []
         due_texts: dict[dt.datetime, str] = {}
         for row in rows:
-            if row.task_id in existing:
+            standing = existing.get(row.task_id)
+            if isinstance(standing, r.Held):  # its unique key is held: the holder answers
+                self._metrics.unique_key_held.inc()
+                results.append(pb.SubmitResponse(task_id=standing.holder, duplicate=True,
+                                                  state=api_state(standing.status, 0, None, created),
+                                                  slot=standing.slot))
+            elif standing is not None:
                 self._metrics.duplicates.inc()
                 results.append(pb.SubmitResponse(task_id=row.task_id, duplicate=True,
-                                                  state=api_state(existing[row.task_id], 0, None, created),
+                                                  state=api_state(standing, 0, None, created),
                                                   slot=row.slot))
             else:
                 due_text = due_texts.get(row.trigger_at)

@@ -13,6 +13,8 @@ class NodeMetrics:
         r = self.registry
         self.submitted = Counter("taskring_tasks_submitted", "Tasks accepted by the API", ["route"], registry=r)
         self.duplicates = Counter("taskring_submit_duplicates", "Submits of an existing task_id", registry=r)
+        self.unique_key_held = Counter("taskring_submit_unique_key_held",
+                                       "Submits answered with the task that holds their unique key", registry=r)
         self.rejected = Counter("taskring_submit_rejected", "Submits rejected as bad input", ["field"], registry=r)
         self.overloaded = Counter("taskring_submit_overloaded", "Submits refused because the node is behind"
                                   " (RESOURCE_EXHAUSTED)", registry=r)

@@ -23,7 +23,11 @@ import random
 import types
 from collections.abc import Mapping
 
+from dispatcher.unique import InvalidUniqueRule, UniqueRule, parse_unique_rule
 from taskring.wire import pb
+
+UNIQUE_FIELDS = frozenset({"unique_key", "unique_ttl_ms"})
+"""Fields of a task type's entry that are its unique-key rule, not its retry policy."""
 
 MAX_SCHEDULE_ENTRIES = 100
 
@@ -131,10 +135,13 @@ class RetryPolicies:
 
     server_default: RetryPolicy = RetryPolicy()
     by_type: Mapping[tuple[str, str], RetryPolicy] = dataclasses.field(default_factory=dict)
+    unique_by_type: Mapping[tuple[str, str], UniqueRule] = dataclasses.field(default_factory=dict)
+    """The unique-key rules declared in the same file, per task type (dispatcher/unique.py)."""
 
     def __post_init__(self) -> None:
-        # A read-only copy: later changes to the caller's dict do not leak in.
+        # Read-only copies: later changes to the caller's dicts do not leak in.
         object.__setattr__(self, "by_type", types.MappingProxyType(dict(self.by_type)))
+        object.__setattr__(self, "unique_by_type", types.MappingProxyType(dict(self.unique_by_type)))
 
     def for_type(self, namespace: str, task_type: str) -> RetryPolicy:
         """The policy a task of this type gets when it brings none of its own."""
@@ -151,10 +158,13 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     """Retry policies from JSON: the server default and per task type defaults.
 
         {"default": {"initial_backoff_ms": 1000, "max_backoff_ms": 300000, "multiplier": 2},
-         "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]}}
+         "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]},
+         "shop/cancel_unpaid_order": {"unique_key": "order:{order_id}"}}
 
     Keys other than "default" are "namespace/task_type". Fields left out take
-    the default policy's values. Errors name the key and field.
+    the default policy's values. A task type's entry may also declare its unique
+    key (`unique_key`, a template over payload fields, and `unique_ttl_ms`;
+    dispatcher/unique.py). Errors name the key and field.
     """
     import json
 
@@ -168,16 +178,21 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     def policy(key: str, spec: object, base: RetryPolicy) -> RetryPolicy:
         if not isinstance(spec, dict):
             raise InvalidRetryPolicy(key, "must be a JSON object")
-        unknown = set(spec) - {f.name for f in dataclasses.fields(RetryPolicy)}
+        unknown = set(spec) - {f.name for f in dataclasses.fields(RetryPolicy)} - UNIQUE_FIELDS
         if unknown:
             raise InvalidRetryPolicy(f"{key}.{sorted(unknown)[0]}", "is not a retry policy field")
         try:
-            return dataclasses.replace(base, **spec)
+            return dataclasses.replace(base, **{k: v for k, v in spec.items() if k not in UNIQUE_FIELDS})
         except InvalidRetryPolicy as exc:
             raise InvalidRetryPolicy(f"{key}.{exc.field}", exc.problem) from None
 
-    default = policy("default", data.get("default", {}), RetryPolicy())
+    default_spec = data.get("default", {})
+    if isinstance(default_spec, dict) and UNIQUE_FIELDS & set(default_spec):
+        raise InvalidRetryPolicy(f"default.{sorted(UNIQUE_FIELDS & set(default_spec))[0]}",
+                                 "is per task type: a unique key is declared under \"namespace/task_type\"")
+    default = policy("default", default_spec, RetryPolicy())
     by_type = {}
+    unique_by_type = {}
     for key, spec in data.items():
         if key == "default":
             continue
@@ -185,4 +200,10 @@ def parse_retry_policies(text: str) -> RetryPolicies:
         if not sep or not namespace or not task_type:
             raise InvalidRetryPolicy(key, 'keys must be "default" or "namespace/task_type"')
         by_type[(namespace, task_type)] = policy(key, spec, default)
-    return RetryPolicies(server_default=default, by_type=by_type)
+        try:
+            rule = parse_unique_rule(key, spec)
+        except InvalidUniqueRule as exc:
+            raise InvalidRetryPolicy(exc.field, exc.problem) from None
+        if rule is not None:
+            unique_by_type[(namespace, task_type)] = rule
+    return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type)

@@ -102,6 +102,9 @@ class ValidTask:
     priority: int
     """A pb.Priority value; UNSPECIFIED is normalised to NORMAL."""
     unique_key: str
+    """The task's own, else its type's template rendered from the payload; "" when none."""
+    unique_ttl_ms: int
+    """0: the key is held while the task is live; else this long from acceptance."""
     trace_id: str
     created_at: dt.datetime
 
@@ -123,6 +126,7 @@ class ValidTask:
             retry_policy=_policy_pb(self.retry_policy),
             priority=cast(pb.Priority, self.priority),  # an int at run time, as the stubs allow
             unique_key=self.unique_key,
+            unique_ttl_ms=self.unique_ttl_ms or None,
             trace_id=self.trace_id,
             created_at=_rfc3339_cached(self.created_at),
         )
@@ -177,8 +181,8 @@ def validate_task(
 
     retry_policy = _retry_policy(task, namespace, task_type, limits, p)
 
-    for name in ("unique_key", "trace_id"):
-        value = getattr(task, name)
+    unique_key, unique_ttl_ms = _unique_key(task, namespace, task_type, payload_json, limits, p)
+    for name, value in (("unique_key", unique_key), ("trace_id", task.trace_id)):
         if len(value) > limits.max_key_chars:
             raise InvalidArgument(f"{p}.{name}",
                                   f"is {len(value)} characters, more than the maximum {limits.max_key_chars}")
@@ -194,7 +198,8 @@ def validate_task(
         max_retries=max_retries,
         retry_policy=retry_policy,
         priority=priority,
-        unique_key=task.unique_key,
+        unique_key=unique_key,
+        unique_ttl_ms=unique_ttl_ms,
         trace_id=task.trace_id,
         created_at=now,
     )
@@ -225,6 +230,24 @@ def validate_batch(
             raise InvalidArgument(f"tasks[{i}].task_id", f"{_show(v.task_id)} is also the task_id of tasks[{first}]")
         valid.append(v)
     return valid
+
+
+def _unique_key(task: pb.Task, namespace: str, task_type: str, payload_json: str, limits: Limits,
+                p: str) -> tuple[str, int]:
+    """(unique_key, unique_ttl_ms) of a task: its own, else its type's rule (dispatcher/unique.py)."""
+    rule = limits.retry_policies.unique_by_type.get((namespace, task_type))
+    key = task.unique_key
+    ttl_ms = rule.ttl_ms if rule is not None else 0
+    if not key and rule is not None:
+        # The canonical text parses back to the same object; only typed rules pay this.
+        key = rule.render(_PAYLOAD_DECODER.decode(payload_json), f"{p}.payload_json")
+    if task.HasField("unique_ttl_ms"):
+        ttl_ms = task.unique_ttl_ms
+        if not key:
+            raise InvalidArgument(f"{p}.unique_ttl_ms", "needs unique_key (the key it holds)")
+        if not 1 <= ttl_ms <= limits.max_delay_ms:
+            raise InvalidArgument(f"{p}.unique_ttl_ms", f"must be in [1, {limits.max_delay_ms}], got {ttl_ms}")
+    return key, ttl_ms
 
 
 # ---- Times ----

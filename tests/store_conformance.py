@@ -70,6 +70,9 @@ class Row:
     outcomes of an attempt (succeeded, dead_lettered)."""
     task_type: str = "send"
     namespace: str = "ns"
+    unique_key: str = ""
+    unique_ttl_s: float | None = None
+    """The key is held until T(unique_ttl_s); None: while the task is live."""
 
     @property
     def made(self) -> int:
@@ -80,10 +83,11 @@ class Row:
 
 def new_task(task_id: str, *, slot: int = 0, status: r.Status = PENDING, due_s: float = 0, namespace: str = "ns",
              task_type: str = "send", envelope: bytes | None = None, created_at: dt.datetime = BUILD_AT,
-             priority: int = 2) -> r.NewTask:
+             priority: int = 2, unique_key: str = "", unique_ttl_s: float | None = None) -> r.NewTask:
     return r.NewTask(task_id=task_id, slot=slot, namespace=namespace, task_type=task_type, priority=priority,
                      status=status, trigger_at=T(due_s), envelope=envelope or f"envelope of {task_id}".encode(),
-                     created_at=created_at)
+                     created_at=created_at, unique_key=unique_key,
+                     unique_until=None if unique_ttl_s is None else T(unique_ttl_s))
 
 
 def outcome(task_id: str, attempt: int, result: str, *, slot: int = 0, retry_status: r.Status | None = None,
@@ -130,7 +134,8 @@ def given(store, rows: tuple[Row, ...]) -> dict[int, int]:
         n = row.made
         first = final if n == 0 and final in (PENDING, ENQUEUED) else ENQUEUED
         store.insert_tasks([new_task(row.task_id, slot=row.slot, status=first, due_s=row.due_s,
-                                     namespace=row.namespace, task_type=row.task_type)], GIVEN_NODE)
+                                     namespace=row.namespace, task_type=row.task_type, unique_key=row.unique_key,
+                                     unique_ttl_s=row.unique_ttl_s)], GIVEN_NODE)
         for attempt in range(1, n + 1):
             done, _ = store.begin_dispatch([kafka_claim(row.task_id, attempt, slot=row.slot, due_s=row.due_s)],
                                            epochs, GIVEN_NODE, at)
@@ -306,6 +311,66 @@ INSERT = (
          given=(Row("a", PENDING, slot=2, task_type="Charge"),),
          when=lambda w: w.store.insert_tasks([new_task("b", slot=2, task_type="charge", created_at=T0)], NODE),
          check=lambda w, _: equal(w.store.task_types_by_slot(), {2: ["ns/Charge", "ns/charge"]})),
+)
+
+# ---- insert_tasks with unique keys
+
+def _absent(w: World, *task_ids: str) -> None:
+    for task_id in task_ids:
+        with pytest.raises(TaskNotFound):
+            w.store.get_task(task_id)
+
+
+def _insert_keyed(w: World, *specs: tuple[str, str], slot: int = 1, namespace: str = "ns",
+                  created_at: dt.datetime = T0, unique_ttl_s: float | None = None):
+    """insert_tasks of new tasks (task_id, unique_key) at `created_at`."""
+    return w.store.insert_tasks([new_task(t, slot=slot, namespace=namespace, created_at=created_at, unique_key=k,
+                                          unique_ttl_s=unique_ttl_s) for t, k in specs], NODE)
+
+
+UNIQUE = (
+    Case("a live holder keeps its key: a second task is answered Held by it and not inserted",
+         given=(Row("a", PENDING, unique_key="order:1"), Row("d", DISPATCHED, unique_key="order:2"),
+                Row("q", CLAIMED, unique_key="order:3")),
+         when=lambda w: _insert_keyed(w, ("b", "order:1"), ("e", "order:2"), ("r", "order:3")),
+         returns={"b": r.Held("a", PENDING, 0), "e": r.Held("d", DISPATCHED, 0), "r": r.Held("q", CLAIMED, 0)},
+         check=lambda w, _: _absent(w, "b", "e", "r")),
+    Case("a terminal holder's key is free again: the new task takes it",
+         given=(Row("s", SUCCEEDED, unique_key="k1"), Row("c", CANCELLED, unique_key="k2"),
+                Row("x", DEAD_LETTERED, unique_key="k3")),
+         when=lambda w: _insert_keyed(w, ("n1", "k1"), ("n2", "k2"), ("n3", "k3")),
+         returns={}, then={"n1": (PENDING, 0), "n2": (PENDING, 0), "n3": (PENDING, 0)}),
+    Case("a key taken over from a finished holder is held by its new holder",
+         given=(Row("s", SUCCEEDED, unique_key="k"),),
+         when=lambda w: (_insert_keyed(w, ("n1", "k")), _insert_keyed(w, ("n2", "k")))[1],
+         returns={"n2": r.Held("n1", PENDING, 1)}, then={"n1": (PENDING, 0)},
+         check=lambda w, _: _absent(w, "n2")),
+    Case("keys are per namespace and case-sensitive",
+         given=(Row("a", PENDING, unique_key="k"),),
+         when=lambda w: (_insert_keyed(w, ("b", "k"), namespace="other"), _insert_keyed(w, ("c", "K")))[1],
+         returns={}, then={"b": (PENDING, 0), "c": (PENDING, 0)}),
+    Case("within one batch the first task with a key takes it and later ones are held by it",
+         given=(),
+         when=lambda w: _insert_keyed(w, ("a", "k"), ("b", "k"), ("c", "k2"), ("d", "k")),
+         returns={"b": r.Held("a", PENDING, 1), "d": r.Held("a", PENDING, 1)},
+         then={"a": (PENDING, 0), "c": (PENDING, 0)}, check=lambda w, _: _absent(w, "b", "d")),
+    Case("a batch whose key a live task holds: every task of the batch with it is held by that task",
+         given=(Row("h", ENQUEUED, unique_key="k"),),
+         when=lambda w: _insert_keyed(w, ("a", "k"), ("b", "k")),
+         returns={"a": r.Held("h", ENQUEUED, 0), "b": r.Held("h", ENQUEUED, 0)},
+         check=lambda w, _: _absent(w, "a", "b")),
+    Case("a key with a TTL stays held past its holder's end, until the TTL",
+         given=(Row("a", SUCCEEDED, unique_key="k", unique_ttl_s=60),),
+         when=lambda w: (_insert_keyed(w, ("b", "k"), created_at=T(59)),
+                         _insert_keyed(w, ("c", "k"), created_at=T(61))),
+         returns=({"b": r.Held("a", SUCCEEDED, 0)}, {}), then={"c": (PENDING, 0)},
+         check=lambda w, _: _absent(w, "b")),
+    Case("past its TTL a key is free, even while its holder is live",
+         given=(Row("a", PENDING, unique_key="k", unique_ttl_s=-1),),
+         when=lambda w: _insert_keyed(w, ("b", "k")), returns={}, then={"b": (PENDING, 0)}),
+    Case("a retried submit of the holder itself is a duplicate by task_id, not by key",
+         given=(Row("a", PENDING, unique_key="k"),),
+         when=lambda w: _insert_keyed(w, ("a", "k")), returns={"a": PENDING}),
 )
 
 # ---- reroute_to_mysql
@@ -758,6 +823,10 @@ class StoreConformance:
 
     @cases(*INSERT)
     def test_insert_tasks(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*UNIQUE)
+    def test_insert_tasks_with_unique_keys(self, backend, case):
         run_case(backend, case)
 
     @cases(*REROUTE)

@@ -80,9 +80,10 @@ class TaskStoreProtocol(Protocol):
 
     # ---- the API's writes (unfenced) ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
-        """Insert new tasks, atomically, and return {task_id: status} for the ids that
-        already existed.
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
+        """Insert new tasks, atomically, and return what already stands for the task ids
+        that were not inserted: {task_id: status} for the ids that already existed,
+        {task_id: Held(holder, status)} for tasks whose unique key another task holds.
 
         Nothing is written for an existing id (a retried Submit gets the existing
         task back, its row and history untouched). An id repeated within `tasks`
@@ -92,6 +93,13 @@ class TaskStoreProtocol(Protocol):
         "accepted", then "queued" with detail "kafka" (enqueued) or "mysql"
         (pending). Its (slot, namespace, task_type) is recorded for
         task_types_by_slot. An empty `tasks` writes nothing and returns {}.
+
+        Unique keys: a new task with a `unique_key` is inserted only if it can take
+        the key in its namespace: nobody holds it, or its holder no longer does
+        (records.key_holds: past its unique_until, else terminal). Otherwise it is
+        answered Held by the holder. Within one call, the first new task with a key
+        is the candidate and later ones with the same key are held by it (or by
+        whoever holds the key against it).
         """
 
     def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:

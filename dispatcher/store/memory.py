@@ -63,6 +63,8 @@ class MemoryTaskStore:
         self._dead: dict[str, DeadLetter] = {}
         self._owners: dict[int, tuple[int, str]] = {}
         self._types: set[tuple[int, str, str]] = set()
+        self._keys: dict[tuple[str, str], tuple[str, dt.datetime | None]] = {}
+        """(namespace, unique_key) -> (holder task id, held_until): the unique_keys table."""
         self._offsets: dict[tuple[str, int], int] = {}
         self._failures: dict[str, list[BaseException]] = {}
 
@@ -163,13 +165,16 @@ class MemoryTaskStore:
 
     # ---- the API's writes ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
         with self._lock:
             self._maybe_fail("insert_tasks")
-            existing = {t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
-            for t in tasks:
-                if t.task_id in self._rows:
-                    continue  # existing, or repeated within this batch: the first one stands
+            existing: dict[str, r.Status | r.Held] = {
+                t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
+            fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
+            existing.update(self._hold_keys([t for t in fresh if t.unique_key]))
+            for t in fresh:
+                if t.task_id in existing:
+                    continue  # its unique key is held
                 created = _ms(t.created_at)
                 self._rows[t.task_id] = r.TaskRow(
                     task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
@@ -181,6 +186,29 @@ class MemoryTaskStore:
                                       "kafka" if t.status == r.ENQUEUED else "mysql")])
                 self._types.add((t.slot, t.namespace, t.task_type))
             return existing
+
+    def _hold_keys(self, keyed: list[r.NewTask]) -> dict[str, r.Held]:
+        """The twin of TaskStore.hold_keys: take each key for its first task, or hold it."""
+        held: dict[str, r.Held] = {}
+        first: dict[tuple[str, str], r.NewTask] = {}
+        for t in keyed:
+            key = (t.namespace, t.unique_key)
+            candidate = first.setdefault(key, t)
+            if candidate is not t:
+                held[t.task_id] = held.get(candidate.task_id) or r.Held(candidate.task_id, candidate.status,
+                                                                        candidate.slot)
+                continue
+            holder = self._keys.get(key)
+            if holder is not None:
+                holder_id, until = holder
+                row = self._rows.get(holder_id)
+                status = row.status if row is not None else None
+                if r.key_holds(until, status, _ms(t.created_at)):
+                    assert row is not None
+                    held[t.task_id] = r.Held(holder_id, row.status, row.slot)
+                    continue
+            self._keys[key] = (t.task_id, None if t.unique_until is None else _ms(t.unique_until))
+        return held
 
     def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
         with self._lock:

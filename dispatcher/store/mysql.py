@@ -18,7 +18,7 @@ import dataclasses
 import datetime as dt
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import pymysql
@@ -279,42 +279,114 @@ class TaskStore:
 
     # ---- the API's writes ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
         """Insert new tasks in one transaction; their accepted/queued events are the
         row's accepted_by and intake columns.
 
-        Returns {task_id: status} for ids that already existed: a retried Submit
-        gets the existing task back and nothing new is written for it.
+        Returns what already stands for the task ids not inserted: the status of an id
+        that existed (a retried Submit gets the existing task back and nothing new is
+        written for it), or the Held holder of a task's unique key.
         """
         if not tasks:
             return {}
-        return self.run(lambda cur: self.insert_in(cur, tasks, node))
+        def body(cur):
+            fresh, existing = self.split_existing(cur, tasks)
+            keyed = [t for t in fresh if t.unique_key]
+            if keyed:
+                held = self.hold_keys(cur, keyed, lambda holders: self.statuses(cur, [h for h, _ in holders]))
+                existing.update(held)
+                fresh = [t for t in fresh if t.task_id not in held]
+            self.insert_in(cur, fresh, node)
+            return existing
+        return self.run(body)
 
     @staticmethod
-    def insert_in(cur, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
-        """insert_tasks' statements inside a transaction the caller holds (the sharded
-        store commits several shards' inserts only once all of them have succeeded)."""
+    def split_existing(cur, tasks: Sequence[r.NewTask]) -> tuple[list[r.NewTask], dict[str, r.Status | r.Held]]:
+        """(the tasks to insert: new ids, each once from its first occurrence, in order;
+        {task_id: status} of the ids that exist)."""
         ids = [t.task_id for t in tasks]
         cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(ids)})")
-        existing = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
+        existing: dict[str, r.Status | r.Held] = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
         fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
-        if fresh:
-            # One multi-row INSERT of literals (see sql_literals): the names checked in one
-            # pass, the envelope as a hex literal, the times formatted once each.
-            names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
-            by = cur.connection.escape(node)
-            values = ",".join(
-                f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
-                f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
-                f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
-                f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
-            cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
-                        " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
-                        f" VALUES {values}")
-            types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
-            cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
-                            " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
-        return existing
+        return fresh, existing
+
+    @staticmethod
+    def statuses(cur, task_ids: Sequence[str]) -> dict[str, r.Status]:
+        if not task_ids:
+            return {}
+        cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(task_ids)})")
+        return {task_id: r.Status(status) for task_id, status in cur.fetchall()}
+
+    @staticmethod
+    def hold_keys(cur, keyed: Sequence[r.NewTask],
+                  status_of: Callable[[list[tuple[str, int]]], dict[str, r.Status]]) -> dict[str, r.Held]:
+        """Take the unique keys of `keyed` (new tasks, in order) in the caller's transaction;
+        returns {task_id: Held} for the tasks that must not be inserted.
+
+        The first task of a batch with a key is its candidate, later ones are held by it.
+        A candidate's row is inserted if the key is new; an existing row is locked, and
+        taken over when its holder no longer holds it (records.key_holds), else the
+        candidate is held. `status_of([(holder, slot), ...])` reads holders' statuses
+        (on another shard, for a sharded store). Keys are locked in sorted order, so two
+        batches with the same keys wait for each other instead of deadlocking.
+        """
+        now = keyed[0].created_at
+        first: dict[tuple[str, str], r.NewTask] = {}
+        for t in keyed:
+            first.setdefault((t.namespace, t.unique_key), t)
+        candidates = sorted(first.items())
+        names(t.namespace for _, t in candidates)
+        escape = cur.connection.escape
+        cur.execute("INSERT IGNORE INTO unique_keys (namespace, unique_key, task_id, slot, held_until, taken_at)"
+                    " VALUES " + ",".join(
+                        f"('{t.namespace}',{escape(t.unique_key)},'{t.task_id}',{int(t.slot)},"
+                        f"{escape(t.unique_until)},'{sql_time(t.created_at)}')" for _, t in candidates))
+        cur.execute("SELECT namespace, unique_key, task_id, slot, held_until FROM unique_keys WHERE "
+                    + " OR ".join(f"(namespace = '{ns}' AND unique_key = {escape(key)})" for (ns, key), _ in candidates)
+                    + " ORDER BY namespace, unique_key FOR UPDATE")
+        others = {(ns, key): (holder, slot, until) for ns, key, holder, slot, until in cur.fetchall()
+                  if holder != first[(ns, key)].task_id}
+        statuses = status_of([(holder, slot) for holder, slot, _ in others.values()]) if others else {}
+        held: dict[str, r.Held] = {}
+        takeovers = []
+        for key, (holder, holder_slot, until) in others.items():
+            candidate = first[key]
+            if r.key_holds(until, statuses.get(holder), now):
+                held[candidate.task_id] = r.Held(holder, statuses[holder], holder_slot)
+            else:
+                takeovers.append((candidate.task_id, candidate.slot, candidate.unique_until, candidate.created_at,
+                                  key[0], key[1], holder))
+        if takeovers:
+            cur.executemany("UPDATE unique_keys SET task_id = %s, slot = %s, held_until = %s, taken_at = %s"
+                            " WHERE namespace = %s AND unique_key = %s AND task_id = %s", takeovers)
+        for t in keyed:
+            candidate = first[(t.namespace, t.unique_key)]
+            if candidate is not t:  # a later task of the batch with the same key
+                held[t.task_id] = held.get(candidate.task_id) or r.Held(candidate.task_id, candidate.status,
+                                                                        candidate.slot)
+        return held
+
+    @staticmethod
+    def insert_in(cur, fresh: Sequence[r.NewTask], node: str) -> None:
+        """Insert new rows (ids known to be absent) inside a transaction the caller holds
+        (the sharded store commits several shards' inserts once all of them succeeded)."""
+        if not fresh:
+            return
+        # One multi-row INSERT of literals (see sql_literals): the names checked in one
+        # pass, the envelope as a hex literal, the times formatted once each.
+        names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
+        by = cur.connection.escape(node)
+        values = ",".join(
+            f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
+            f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
+            f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
+            f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
+        cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
+                    " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
+                    f" VALUES {values}")
+        types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
+        cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
+                        " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
 
     def withdraw_inserted(self, task_ids: Sequence[str]) -> int:
         """Delete rows of a cross-shard insert that was not committed everywhere, while no

@@ -96,6 +96,10 @@ class NewTask:
     trigger_at: dt.datetime
     envelope: bytes        # pb.Task, serialized
     created_at: dt.datetime
+    unique_key: str = ""
+    """"" or the key this task must hold to be inserted (dispatcher/unique.py)."""
+    unique_until: dt.datetime | None = None
+    """None: the key is held while the task is live; else until this time."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +162,28 @@ class OutcomeWrite:
     retry_at: dt.datetime | None = None
     error: str | None = None
     stack_trace: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """insert_tasks' answer for a task not inserted because another task holds its unique key."""
+
+    holder: str
+    """The task id that holds the key (the one the caller gets back)."""
+    status: Status
+    """The holder's status (for a holder inserted in the same call: its first one)."""
+    slot: int
+    """The holder's slot."""
+
+
+def key_holds(held_until: dt.datetime | None, holder_status: Status | None, now: dt.datetime) -> bool:
+    """Whether a unique key's holder still holds it at `now`: until held_until when the
+    holder declared a TTL, else while the holder exists and is not terminal."""
+    if holder_status is None:
+        return False  # the holder was never committed (a withdrawn insert): the key is free
+    if held_until is not None:
+        return held_until > now
+    return holder_status not in TERMINAL
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import pymysql
@@ -107,43 +108,90 @@ class ShardedTaskStore:
 
     # ---- the API's writes ----
 
-    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status]:
-        groups = self._by_shard(tasks, lambda t: t.slot)
-        if len(groups) <= 1:
-            return self.shards[next(iter(groups))].insert_tasks(tasks, node) if groups else {}
+    def key_shard(self, namespace: str, unique_key: str) -> int:
+        """The shard that holds a unique key's row: keys are namespace-wide, so they
+        cannot follow one slot; a stable hash spreads them over the shards."""
+        return zlib.crc32(f"{namespace}/{unique_key}".encode()) % len(self.shards)
+
+    def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
+        if not tasks:
+            return {}
+        involved = {self._shard_of_slot[t.slot] for t in tasks}
+        keyed = {self.key_shard(t.namespace, t.unique_key) for t in tasks if t.unique_key}
+        involved |= keyed
+        # The one-shard path has no keys: a key's holder may live on any shard, which only
+        # the cross-shard path reads.
+        if len(involved) == 1 and not keyed:
+            # A task id is one task across every shard: ids that exist on another shard (a
+            # caller reusing an id for another task type) are answered as existing there.
+            only = next(iter(involved))
+            ids = [t.task_id for t in tasks]
+            elsewhere: dict[str, r.Status | r.Held] = {}
+            for i, shard in enumerate(self.shards):
+                if i != only:
+                    elsewhere.update(shard.run(lambda cur: TaskStore.statuses(cur, ids)))
+            rest = [t for t in tasks if t.task_id not in elsewhere]
+            return {**elsewhere, **(self.shards[only].insert_tasks(rest, node) if rest else {})}
         for attempt in range(5):
             try:
-                return self._insert_across(groups, node)
+                return self._insert_across(tasks, involved, node)
             except Unavailable as exc:  # deadlock or lock wait on one shard: all rolled back, retry
                 if "rolled back" not in str(exc) or attempt == 4:
                     raise
         raise AssertionError("unreachable")
 
-    def _insert_across(self, groups: dict[int, list[r.NewTask]], node: str) -> dict[str, r.Status]:
-        existing: dict[str, r.Status] = {}
+    def _insert_across(self, tasks: Sequence[r.NewTask], involved: set[int], node: str
+                       ) -> dict[str, r.Status | r.Held]:
+        existing: dict[str, r.Status | r.Held] = {}
         committed: list[int] = []
+        ids = [t.task_id for t in tasks]
         with contextlib.ExitStack() as open_transactions:
-            cursors = {i: open_transactions.enter_context(self.shards[i].transaction()) for i in sorted(groups)}
-            for i, cur in cursors.items():
-                existing.update(TaskStore.insert_in(cur, groups[i], node))
+            cursors = {i: open_transactions.enter_context(self.shards[i].transaction()) for i in sorted(involved)}
+            for i, shard in enumerate(self.shards):  # an id is one task across every shard
+                cur = cursors.get(i)
+                existing.update(TaskStore.statuses(cur, ids) if cur is not None
+                                else shard.run(lambda c: TaskStore.statuses(c, ids)))
+            fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
+            keyed = [t for t in fresh if t.unique_key]
+            by_key_shard: dict[int, list[r.NewTask]] = {}
+            for t in keyed:
+                by_key_shard.setdefault(self.key_shard(t.namespace, t.unique_key), []).append(t)
+
+            def status_of(holders: list[tuple[str, int]]) -> dict[str, r.Status]:
+                return self._statuses(holders, cursors)
+            for k, group in sorted(by_key_shard.items()):
+                existing.update(TaskStore.hold_keys(cursors[k], group, status_of))
+            inserted = self._by_shard([t for t in fresh if t.task_id not in existing], lambda t: t.slot)
+            for i, group in inserted.items():
+                TaskStore.insert_in(cursors[i], group, node)
             try:
                 for i, cur in cursors.items():
                     cur.connection.commit()
                     committed.append(i)
             except pymysql.err.Error as exc:
-                withdrawn = self._withdraw(committed, groups, existing)
+                withdrawn = self._withdraw(committed, inserted)
                 raise Unavailable(f"mysql: a cross-shard insert committed on shard(s) {committed} but not on"
                                   f" shard {i} ({exc}); {withdrawn}") from exc
         return existing
 
-    def _withdraw(self, committed: list[int], groups: dict[int, list[r.NewTask]],
-                  existing: dict[str, r.Status]) -> str:
-        """Undo the committed shards' part of a failed cross-shard insert; says what it did."""
+    def _statuses(self, holders: list[tuple[str, int]], cursors: Mapping[int, object]) -> dict[str, r.Status]:
+        """Statuses of unique-key holders, each read on its slot's shard (inside this insert's
+        open transaction there when it has one)."""
+        out: dict[str, r.Status] = {}
+        for index, group in self._by_shard(holders, lambda h: h[1]).items():
+            ids = [task_id for task_id, _ in group]
+            cur = cursors.get(index)
+            out.update(TaskStore.statuses(cur, ids) if cur is not None
+                       else self.shards[index].run(lambda c, ids=ids: TaskStore.statuses(c, ids)))
+        return out
+
+    def _withdraw(self, committed: list[int], inserted: dict[int, list[r.NewTask]]) -> str:
+        """Undo the committed shards' part of a failed cross-shard insert; says what it did.
+        A unique key taken for a withdrawn task is free again: its holder does not exist."""
         left: list[str] = []
         for i in committed:
-            fresh = [t.task_id for t in groups[i] if t.task_id not in existing]
             try:
-                self.shards[i].withdraw_inserted(fresh)
+                self.shards[i].withdraw_inserted([t.task_id for t in inserted.get(i, [])])
             except Unavailable:
                 left.append(f"shard {i}")
         if left:

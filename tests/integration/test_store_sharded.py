@@ -237,3 +237,20 @@ def test_a_cluster_on_two_shards_loses_nothing_when_a_node_is_killed(sharded_wor
     finally:
         cluster.stop_all()
         executor.stop()
+
+
+def test_a_unique_key_is_held_whichever_shards_its_row_its_holder_and_the_next_task_are_on(two_shards):
+    store = ShardedTaskStore(two_shards.configs, ALTERNATE, node="n1")
+    store.start()
+    try:
+        keys = [f"order:{i}" for i in range(16)]
+        assert {store.key_shard("ns", k) for k in keys} == {0, 1}  # the keys' rows are on both servers
+        for i, k in enumerate(keys):
+            holder, other = _task(f"h{i}", 0), _task(f"o{i}", 1)  # the holder on shard 0, the next on 1
+            holder.unique_key = other.unique_key = k
+            assert store.insert_tasks([holder], "n1") == {}
+            assert store.insert_tasks([other], "n1") == {f"o{i}": r.Held(f"h{i}", r.PENDING, 0)}, k
+        assert two_shards.sql(1, "SELECT COUNT(*) FROM tasks") == [(0,)]
+        assert sum(n for shard in (0, 1) for (n,) in two_shards.sql(shard, "SELECT COUNT(*) FROM unique_keys")) == 16
+    finally:
+        store.stop()

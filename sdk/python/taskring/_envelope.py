@@ -114,6 +114,8 @@ def spec_to_pb(spec: TaskSpec) -> pb.Task:
         task.retry_policy.CopyFrom(retry_policy_to_pb(spec.retry_policy))
     if spec.unique_key:
         task.unique_key = spec.unique_key
+    if spec.unique_ttl is not None:
+        task.unique_ttl_ms = to_millis(spec.unique_ttl)  # type: ignore[arg-type]
     if spec.trace_id:
         task.trace_id = spec.trace_id
     return task

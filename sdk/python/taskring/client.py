@@ -109,6 +109,7 @@ def _spec(
     unique_key: str | None,
     trace_id: str | None,
     payload_version: int,
+    unique_ttl: timedelta | Seconds | None = None,
 ) -> TaskSpec:
     return TaskSpec(
         namespace=namespace,
@@ -124,6 +125,7 @@ def _spec(
         unique_key=unique_key,
         trace_id=trace_id,
         payload_version=payload_version,
+        unique_ttl=unique_ttl,
     )
 
 
@@ -171,10 +173,11 @@ class Client:
         unique_key: str | None = None,
         trace_id: str | None = None,
         payload_version: int = 0,
+        unique_ttl: timedelta | Seconds | None = None,
     ) -> SubmitResult:
         """Submit one task. The arguments are those of `TaskSpec`."""
         spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
-                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
+                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version, unique_ttl)
         resp = self._call_retrying_overload(self._stub.Submit, _submit_request(spec), [spec])
         return _envelope.submit_result_from_pb(resp)
 
@@ -275,10 +278,11 @@ class AsyncClient:
         unique_key: str | None = None,
         trace_id: str | None = None,
         payload_version: int = 0,
+        unique_ttl: timedelta | Seconds | None = None,
     ) -> SubmitResult:
         """Submit one task. The arguments are those of `TaskSpec`."""
         spec = _spec(namespace, task_type, payload, task_id, delay, schedule_time, timeout,
-                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version)
+                     max_retries, retry_policy, priority, unique_key, trace_id, payload_version, unique_ttl)
         resp = await self._call_retrying_overload(self._stub.Submit, _submit_request(spec), [spec])
         return _envelope.submit_result_from_pb(resp)
 

@@ -159,11 +159,17 @@ class TaskSpec:
     priority: Priority | str = Priority.NORMAL
     """``"low"``, ``"normal"`` or ``"high"``. Stored as `Priority`."""
     unique_key: str | None = None
-    """At most one live task per key (enforced by the server)."""
+    """At most one task per key in the namespace (enforced by the server): while the
+    task holding it is live, a submit with the same key creates nothing and returns
+    the holder's task_id with ``duplicate=True``. A task type may declare its key as a
+    template over the payload on the server; this one wins over it."""
     trace_id: str | None = None
     """Carried to the handler, for joining logs across services."""
     payload_version: int = 0
     """Schema version of the payload, for handlers that read several versions."""
+    unique_ttl: timedelta | Seconds | None = None
+    """Hold the unique key this long from acceptance, even after the task finished
+    (None: release it when the task reaches a terminal state). Stored as timedelta."""
 
     def __post_init__(self) -> None:
         if self.payload is not None and not isinstance(self.payload, Mapping):
@@ -186,6 +192,11 @@ class TaskSpec:
             if not 0 < to_millis(timeout) <= _UINT32_MAX:
                 raise ValueError(f"timeout: must be between 1 ms and {_UINT32_MAX} ms")
             object.__setattr__(self, "timeout", timeout)
+        if self.unique_ttl is not None:
+            unique_ttl = to_timedelta(self.unique_ttl, "unique_ttl")
+            if not 0 < to_millis(unique_ttl) <= _UINT64_MAX:
+                raise ValueError("unique_ttl: must be at least 1 ms")
+            object.__setattr__(self, "unique_ttl", unique_ttl)
         if self.max_retries is not None and not -(2**31) <= self.max_retries < 2**31:
             raise ValueError("max_retries: out of the int32 range")
         if not 0 <= self.payload_version <= _UINT32_MAX:
@@ -203,7 +214,8 @@ class SubmitResult:
 
     task_id: str
     duplicate: bool
-    """True when this task_id was already accepted; nothing new was written."""
+    """True when nothing new was written: this task_id was already accepted, or the
+    unique key is held by the task `task_id` names (then not the id you gave)."""
     state: TaskState
     due_at: datetime | None
     """When the first attempt is due (UTC)."""

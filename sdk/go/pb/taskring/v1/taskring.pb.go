@@ -304,7 +304,8 @@ type Task struct {
 	RetryPolicy    *RetryPolicy           `protobuf:"bytes,10,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`    // per task; falls back to the task type's, then the server's
 	RetryCount     uint32                 `protobuf:"varint,11,opt,name=retry_count,json=retryCount,proto3" json:"retry_count,omitempty"`      // attempts made so far (server-owned)
 	Priority       Priority               `protobuf:"varint,12,opt,name=priority,proto3,enum=taskring.v1.Priority" json:"priority,omitempty"`
-	UniqueKey      string                 `protobuf:"bytes,13,opt,name=unique_key,json=uniqueKey,proto3" json:"unique_key,omitempty"` // reserved: one live task per key (later issue)
+	UniqueKey      string                 `protobuf:"bytes,13,opt,name=unique_key,json=uniqueKey,proto3" json:"unique_key,omitempty"`                // at most one task per key per namespace: while it is live, or for unique_ttl_ms
+	UniqueTtlMs    *uint64                `protobuf:"varint,16,opt,name=unique_ttl_ms,json=uniqueTtlMs,proto3,oneof" json:"unique_ttl_ms,omitempty"` // hold unique_key this long from acceptance, even past a terminal state
 	TraceId        string                 `protobuf:"bytes,14,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	CreatedAt      string                 `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"` // RFC 3339, set by the server
 	unknownFields  protoimpl.UnknownFields
@@ -432,6 +433,13 @@ func (x *Task) GetUniqueKey() string {
 	return ""
 }
 
+func (x *Task) GetUniqueTtlMs() uint64 {
+	if x != nil && x.UniqueTtlMs != nil {
+		return *x.UniqueTtlMs
+	}
+	return 0
+}
+
 func (x *Task) GetTraceId() string {
 	if x != nil {
 		return x.TraceId
@@ -491,12 +499,13 @@ func (x *SubmitRequest) GetTask() *Task {
 }
 
 type SubmitResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Duplicate     bool                   `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // true when task_id was already accepted: nothing new was written
-	State         TaskState              `protobuf:"varint,3,opt,name=state,proto3,enum=taskring.v1.TaskState" json:"state,omitempty"`
-	DueAt         string                 `protobuf:"bytes,4,opt,name=due_at,json=dueAt,proto3" json:"due_at,omitempty"` // RFC 3339 UTC
-	Slot          uint32                 `protobuf:"varint,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Duplicate bool                   `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // true when task_id was already accepted, or unique_key is held by the task
+	// task_id names: nothing new was written
+	State         TaskState `protobuf:"varint,3,opt,name=state,proto3,enum=taskring.v1.TaskState" json:"state,omitempty"`
+	DueAt         string    `protobuf:"bytes,4,opt,name=due_at,json=dueAt,proto3" json:"due_at,omitempty"` // RFC 3339 UTC
+	Slot          uint32    `protobuf:"varint,5,opt,name=slot,proto3" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1328,7 +1337,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\x01R\n" +
 	"multiplier\x12\x1f\n" +
 	"\vschedule_ms\x18\x04 \x03(\x04R\n" +
-	"scheduleMs\"\xb9\x04\n" +
+	"scheduleMs\"\xf4\x04\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1b\n" +
@@ -1347,12 +1356,14 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"retryCount\x121\n" +
 	"\bpriority\x18\f \x01(\x0e2\x15.taskring.v1.PriorityR\bpriority\x12\x1d\n" +
 	"\n" +
-	"unique_key\x18\r \x01(\tR\tuniqueKey\x12\x19\n" +
+	"unique_key\x18\r \x01(\tR\tuniqueKey\x12'\n" +
+	"\runique_ttl_ms\x18\x10 \x01(\x04H\x02R\vuniqueTtlMs\x88\x01\x01\x12\x19\n" +
 	"\btrace_id\x18\x0e \x01(\tR\atraceId\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\tR\tcreatedAtB\r\n" +
 	"\v_timeout_msB\x0e\n" +
-	"\f_max_retries\"6\n" +
+	"\f_max_retriesB\x10\n" +
+	"\x0e_unique_ttl_ms\"6\n" +
 	"\rSubmitRequest\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\"\xa0\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +

@@ -5,9 +5,12 @@ import type { TaskState as _taskring_v1_TaskState, TaskState__Output as _taskrin
 export interface SubmitResponse {
   'task_id'?: (string);
   /**
-   * true when task_id was already accepted: nothing new was written
+   * true when task_id was already accepted, or unique_key is held by the task
    */
   'duplicate'?: (boolean);
+  /**
+   * task_id names: nothing new was written
+   */
   'state'?: (_taskring_v1_TaskState);
   /**
    * RFC 3339 UTC
@@ -19,9 +22,12 @@ export interface SubmitResponse {
 export interface SubmitResponse__Output {
   'task_id': (string);
   /**
-   * true when task_id was already accepted: nothing new was written
+   * true when task_id was already accepted, or unique_key is held by the task
    */
   'duplicate': (boolean);
+  /**
+   * task_id names: nothing new was written
+   */
   'state': (_taskring_v1_TaskState__Output);
   /**
    * RFC 3339 UTC

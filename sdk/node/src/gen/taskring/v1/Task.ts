@@ -51,7 +51,7 @@ export interface Task {
   'retry_count'?: (number);
   'priority'?: (_taskring_v1_Priority);
   /**
-   * reserved: one live task per key (later issue)
+   * at most one task per key per namespace: while it is live, or for unique_ttl_ms
    */
   'unique_key'?: (string);
   'trace_id'?: (string);
@@ -59,8 +59,13 @@ export interface Task {
    * RFC 3339, set by the server
    */
   'created_at'?: (string);
+  /**
+   * hold unique_key this long from acceptance, even past a terminal state
+   */
+  'unique_ttl_ms'?: (number | string | Long);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
+  '_unique_ttl_ms'?: "unique_ttl_ms";
 }
 
 /**
@@ -110,7 +115,7 @@ export interface Task__Output {
   'retry_count': (number);
   'priority': (_taskring_v1_Priority__Output);
   /**
-   * reserved: one live task per key (later issue)
+   * at most one task per key per namespace: while it is live, or for unique_ttl_ms
    */
   'unique_key': (string);
   'trace_id': (string);
@@ -118,6 +123,11 @@ export interface Task__Output {
    * RFC 3339, set by the server
    */
   'created_at': (string);
+  /**
+   * hold unique_key this long from acceptance, even past a terminal state
+   */
+  'unique_ttl_ms'?: (string);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
+  '_unique_ttl_ms'?: "unique_ttl_ms";
 }

@@ -71,7 +71,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., schedule_ms: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "trace_id", "created_at")
+    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "unique_ttl_ms", "trace_id", "created_at")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +85,7 @@ class Task(_message.Message):
     RETRY_COUNT_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     UNIQUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     task_id: str
@@ -100,9 +101,10 @@ class Task(_message.Message):
     retry_count: int
     priority: Priority
     unique_key: str
+    unique_ttl_ms: int
     trace_id: str
     created_at: str
-    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
     __slots__ = ("task",)
