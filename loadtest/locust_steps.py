@@ -4,7 +4,7 @@ A benchmark, not a test. In a private world (a scratch MariaDB database, a ZooKe
 chroot and topics of its own, made by harness/world.py and dropped at the end) it
 starts one `taskring node --single` (or `--nodes N` cluster nodes, the ring settled
 first), SDK executor processes with no-op handlers that record when each task starts
-(bench_node.py's Executors), and a Locust master with `--locust-workers` worker
+(loadtest/bench/executors.py), and a Locust master with `--locust-workers` worker
 processes (loadtest/locust_rate.py: locustfile.py's SubmitBatch user, paced). Locust
 then offers each step's rate for `--step-s` seconds and stops by itself.
 
@@ -43,7 +43,6 @@ time on the 2 shared cores.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import contextlib
 import csv
@@ -74,28 +73,17 @@ from harness.demo import stop_nodes, wait_ready, wait_settled  # noqa: E402
 from harness.processes import ChildProcess, NodeProcess, free_port  # noqa: E402
 from harness.stack import StackEndpoints  # noqa: E402
 from harness.world import World, create_world, drop_world  # noqa: E402
-from loadtest.bench_node import (  # noqa: E402
-    NAMESPACE,
-    SLOTS,
-    Executors,
-    fmt,
-    make_specs,
-    naive_utc_to_ts,
-    now_naive_utc,
-    pct,
-    process_cpu_split,
-    read_proc_stat_total,
-    spread_task_types,
-    stack_pids,
-    submit_throughput,
-    summarize_ms,
-    wait_done,
-)
+from loadtest.bench.env import NAMESPACE, SLOTS, spread_task_types  # noqa: E402
+from loadtest.bench.executors import Executors, starts_by_task  # noqa: E402
+from loadtest.bench.load import warm_up  # noqa: E402
+from loadtest.bench.observe import machine_jiffies, process_cpu, stack_pids  # noqa: E402
+from loadtest.bench.report import fmt  # noqa: E402
+from loadtest.bench.stats import percentile, summarize_ms  # noqa: E402
+from loadtest.bench.store import naive_utc_to_ts, now_naive_utc, wait_done  # noqa: E402
 from loadtest.raw_parts import machine_facts  # noqa: E402
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 LOCUSTFILE = REPO / "loadtest" / "locust_rate.py"
-WARMUP_TASKS = 1_000
 
 
 def say(message: str) -> None:
@@ -169,17 +157,6 @@ def start_nodes(world: World, count: int, run_dir: pathlib.Path, route_threshold
         if not settled:
             raise RuntimeError(f"the ring did not settle: {views}")
     return nodes
-
-
-def warm_up(world: World, target: str, executors: Executors, task_types: list[str]) -> int:
-    """bench_node.py's warm-up: 1,000 tasks through, so that channels, consumers and the
-    executors' registrations are up before the first step. Returns the tasks executed."""
-    batches = [make_specs(WARMUP_TASKS // 2, task_types, seq0=i * WARMUP_TASKS // 2) for i in range(2)]
-    warm = asyncio.run(submit_throughput(target, batches, 2))
-    done = wait_done(world, executors, WARMUP_TASKS, warm["t_first_send"], len(warm["accepted"]), 60, "warm-up")
-    if not done["complete"]:
-        raise RuntimeError(f"the warm-up did not complete: {done}")
-    return executors.executed()
 
 
 # ---------------------------------------------------------------- Locust
@@ -324,9 +301,9 @@ class Sampler(threading.Thread):
         self._halt = threading.Event()
 
     def take(self) -> Sample:
-        busy, total = read_proc_stat_total()
+        busy, total = machine_jiffies()
         for pid in {pid for pids in self.groups.values() for pid in pids}:
-            split = process_cpu_split(pid)
+            split = process_cpu(pid)
             if split is not None:   # an exited process keeps what it used
                 self._cpu_last[pid] = split[0] + split[1]
         cpu = {group: sum(self._cpu_last.get(pid, 0.0) for pid in pids) for group, pids in self.groups.items()}
@@ -560,7 +537,8 @@ def timeline(t0: float, length_s: int, windows: list[Window], rec: Records, comp
                      "accepted": sum(c.accepted for c in cs), "calls": len(cs),
                      "errors": sum(1 for c in cs if c.error) + len(uerr.get(i, [])),
                      "completed": completions.get(i, 0), "executed": len(execd.get(i, [])),
-                     "pickup_n": len(lat), "pickup_p50_ms": pct(lat, 50), "pickup_p99_ms": pct(lat, 99), **node})
+                     "pickup_n": len(lat), "pickup_p50_ms": percentile(lat, 50),
+                     "pickup_p99_ms": percentile(lat, 99), **node})
     return rows
 
 
@@ -648,7 +626,8 @@ def run(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
         running.executors = Executors(world, task_types, args.executors, args.max_in_flight)
         running.executors.start()
         say(f"nodes {[n.target for n in running.nodes]} ready; executors {running.executors.pids}; warm-up ...")
-        warm_executed = warm_up(world, running.nodes[0].target, running.executors, task_types)
+        warm_up(world, running.nodes[0].target, running.executors, task_types)
+        warm_executed = running.executors.executed()
 
         say(f"locust: {args.locust_workers} workers, steps {[s.users for s in plan.steps]} users x "
             f"{plan.user_rate:.3g} calls/s x {plan.batch} tasks = {[round(s.target_per_s) for s in plan.steps]}"
@@ -668,7 +647,7 @@ def run(args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
         say(f"load done: {acked:,} tasks acked in {len(rec.calls):,} calls; draining (at most {args.drain_s:g} s) ...")
         drain = wait_done(world, running.executors, warm_executed + acked, t0, acked, args.drain_s, "drain")
         sampler.stop()
-        starts = running.executors.stop()
+        starts = starts_by_task(running.executors.stop())
         running.executors = None
         completions, tasks = store_completions(world, t0), store_tasks(world, t0)
     finally:

@@ -12,7 +12,7 @@ the box itself) runs out.
     .venv/bin/python loadtest/scale_curve.py --cap 0.3 --n 20000 --counts 1 2 3
 
 Writes loadtest/reports/scale_curve.md and .json (each run's own report is
-reports/scale_curve_nodes<N>.md/.json). Needs root (cgroups).
+reports/scale_curve_nodes<N>.md/.json; `--report-dir` to write elsewhere). Needs root (cgroups).
 """
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ def run_one(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
                "--nodes", str(nodes), "--node-cpu-cap", str(args.cap), "--executors", str(args.executors),
                "--n", str(args.n), "--submitters", str(max(4, 2 * nodes)),
                "--timing-kafka", "300", "--timing-mysql", "300", "--timing-immediate", "300",
-               "--timing-spread-s", "2", "--report-name", name]
+               "--timing-spread-s", "2", "--report-name", name, "--report-dir", str(args.report_dir)]
     print(f"scale curve: {nodes} node(s) at {args.cap} cores each ...", file=sys.stderr, flush=True)
     done = subprocess.run(command, cwd=REPO, timeout=args.run_timeout_s, capture_output=True, text=True)
     if done.returncode != 0:
         return {"nodes": nodes, "error": done.stderr[-2000:]}
-    result = json.loads((REPORTS / f"{name}.json").read_text())
+    result = json.loads((args.report_dir / f"{name}.json").read_text())
     a = result["phase_a"]
     cpu = a["cpu"]
     per_task = {k: v / a["accepted"] * 1e6 for k, v in cpu["process_cpu_s"].items()} if a["accepted"] else {}
@@ -97,13 +97,16 @@ def main() -> None:
     p.add_argument("--n", type=int, default=30_000, help="phase A tasks per run (30,000)")
     p.add_argument("--executors", type=int, default=2, help="executor processes (2)")
     p.add_argument("--run-timeout-s", type=float, default=600.0)
+    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS,
+                   help="where this report and each run's go (default loadtest/reports)")
     args = p.parse_args()
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = [run_one(n, args) for n in args.counts]
     report = format_report(rows, args, started)
-    (REPORTS / "scale_curve.json").write_text(json.dumps({"started_at": started, "cap_cores": args.cap,
-                                                           "rows": rows}, indent=1))
-    (REPORTS / "scale_curve.md").write_text(report)
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    (args.report_dir / "scale_curve.json").write_text(json.dumps({"started_at": started, "cap_cores": args.cap,
+                                                                  "rows": rows}, indent=1))
+    (args.report_dir / "scale_curve.md").write_text(report)
     print(report)
 
 

@@ -82,6 +82,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a script: make `loadtest.peers` importable
     sys.path.insert(0, str(REPO))
 
+from loadtest.bench.stats import percentile  # noqa: E402
 from loadtest.peers.redis_server import (  # noqa: E402
     URL_ENV,
     RedisServer,
@@ -203,18 +204,12 @@ class SystemResult:
 
 # ---------------------------------------------------------------- small helpers
 
-def pct(sorted_values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile of a non-empty sorted sequence (the same rule as bench_node.py)."""
-    k = max(0, min(len(sorted_values) - 1, int(round(p / 100 * len(sorted_values) + 0.5)) - 1))
-    return sorted_values[k]
-
-
 def latency_ms(values_s: Iterable[float]) -> Latency:
     v = sorted(x * 1000 for x in values_s)
     if not v:
         return Latency(count=0)
-    return Latency(count=len(v), p50=pct(v, 50), p90=pct(v, 90), p99=pct(v, 99), max=v[-1], min=v[0],
-                   mean=sum(v) / len(v))
+    return Latency(count=len(v), p50=percentile(v, 50), p90=percentile(v, 90), p99=percentile(v, 99), max=v[-1],
+                   min=v[0], mean=sum(v) / len(v))
 
 
 def fmt(value: float | None, digits: int = 0) -> str:
