@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import pymysql
 import pytest
 from kazoo.client import KazooClient
 
 from harness.executors import RecordingExecutor
 from harness.world import World, private_world
+from tests.integration.service_proc import service_database
 
 PARTITIONS = 16
 
@@ -42,3 +44,27 @@ def hosts(zk_hosts: str) -> str:
         zk.stop()
         zk.close()
     return f"{zk_hosts}/{chroot}"
+
+
+# ---------------------------------------------------------------- a business service's own database
+
+@pytest.fixture
+def service_db(stack) -> Iterator[str]:
+    with service_database(stack) as name:
+        yield name
+
+
+@pytest.fixture
+def connect(stack, service_db) -> Iterator[Callable[[], pymysql.Connection]]:
+    """Autocommit connections to the service's database, closed after the test."""
+    conns: list[pymysql.Connection] = []
+
+    def make() -> pymysql.Connection:
+        conns.append(stack.mysql_connect(service_db))
+        return conns[-1]
+    yield make
+    for conn in conns:
+        try:
+            conn.close()
+        except Exception:
+            pass
