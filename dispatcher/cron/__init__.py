@@ -1,0 +1,1 @@
+"""Cron rules: when a recurring task fires (pure schedule logic in `schedule.py`)."""
