@@ -108,7 +108,7 @@ class NodeBench:
         self.run_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench_node_"))
         self.stack = stack_from_args(args, "bench_node")
         self.task_types = spread_task_types()
-        self.env = BenchEnv(self.stack, "bench-node", self.run_dir)
+        self.env = BenchEnv(self.stack, "bench-node", self.run_dir, shards=args.shards)
         self.nodes: list[NodeProcess] = []       # the first is "the node"; with --nodes N the others follow
         self.caps: list[CpuCap] = []             # with --node-cpu-cap: one per node, in the nodes' order
         self.cprofile = self.run_dir / "node.cprofile" if args.profile == "cprofile" else None
@@ -119,7 +119,8 @@ class NodeBench:
 
     def params(self) -> dict[str, Any]:
         a = self.args
-        return {"n": a.n, "nodes": a.nodes, "node_env": dict(self.node_env), "node_cpu_cap": a.node_cpu_cap,
+        return {"n": a.n, "nodes": a.nodes, "shards": a.shards, "unique_keys": a.unique_keys,
+                "node_env": dict(self.node_env), "node_cpu_cap": a.node_cpu_cap,
                 "batch": a.batch, "submitters": a.submitters, "executors": a.executors,
                 "executor_max_in_flight": a.max_in_flight, "route_threshold_ms": a.route_threshold_ms,
                 "timing_kafka": a.timing_kafka, "timing_mysql": a.timing_mysql,
@@ -233,7 +234,8 @@ class NodeBench:
         args, world, node = self.args, self.env.world, self.node
         print(f"phase A: {args.n:,} immediate tasks, SubmitBatch x {args.batch}, {args.submitters} submitters ...",
               file=sys.stderr)
-        batches = [make_specs(min(args.batch, args.n - i), self.task_types, seq0=10_000 + i)
+        keys = f"bench-{self.env.run_id}" if args.unique_keys else None
+        batches = [make_specs(min(args.batch, args.n - i), self.task_types, seq0=10_000 + i, unique_keys=keys)
                    for i in range(0, args.n, args.batch)]
         pids: dict[str, int | None] = {"node": node.pid}
         pids.update({f"node {i}": n.pid for i, n in enumerate(self.nodes[1:], 1)})
@@ -428,6 +430,12 @@ def format_report(result: dict[str, Any], command: str) -> str:
     if p.get("nodes", 1) > 1:
         L += [f"**{p['nodes']} node processes** (a cluster on this box; phase A's submitters spread over them). "
               "The node below is the first; the others differ only by id and ports.", ""]
+    if p.get("shards", 1) > 1:
+        L += [f"**The task store on {p['shards']} shards**: split by slot over the stack's MariaDB servers "
+              "(dispatcher/store/sharded.py); the MySQL counters and CPU below cover every shard.", ""]
+    if p.get("unique_keys"):
+        L += ["**Every phase A task carries a unique key of its own** (each one taken in the insert's "
+              "transaction; none is ever held against another task).", ""]
     L += [f"Node: `{node.get('command', '?')}` (route threshold {p['route_threshold_ms']} ms, "
           f"{p['slots']} slots, {p['task_types']} task types spread 2 per slot), {p['executors']} executor process(es) "
           f"(SDK Executor, async no-op handler, max_in_flight {p['executor_max_in_flight']}), "
@@ -621,6 +629,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="extra environment of the node processes, e.g. TASKRING_KAFKA_LINGER_MS=1 (repeatable)")
     p.add_argument("--node-cpu-cap", type=float, default=0.0, metavar="CORES",
                    help="cap each node process to this many cores (cgroup v1 cpu; 0: no cap)")
+    p.add_argument("--shards", type=int, choices=(1, 2), default=1,
+                   help="task-store shards: 2 splits the store by slot over the stack's two MariaDB servers")
+    p.add_argument("--unique-keys", action="store_true",
+                   help="every phase A task carries a unique key of its own (the cost of the key check)")
     p.add_argument("--nodes", type=int, default=1,
                    help="node processes (default 1, `--single`); more: a cluster, submitters spread over them")
     p.add_argument("--max-in-flight", type=int, default=2_000, help="each executor's max_in_flight (default 2,000)")

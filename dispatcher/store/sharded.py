@@ -162,7 +162,10 @@ class ShardedTaskStore:
             for k, group in sorted(by_key_shard.items()):
                 existing.update(TaskStore.hold_keys(cursors[k], group, status_of))
             inserted = self._by_shard([t for t in fresh if t.task_id not in existing], lambda t: t.slot)
-            for i, group in inserted.items():
+            # Every insert writes its shards in index order. Two batches that wrote them in
+            # opposite orders could each wait on the other's row locks (slot_task_types) on
+            # two servers, a deadlock neither server can see.
+            for i, group in sorted(inserted.items()):
                 TaskStore.insert_in(cursors[i], group, node)
             try:
                 for i, cur in cursors.items():

@@ -72,7 +72,8 @@ class BenchEnv:
     """A private world named `taskring-<kind>-<run id>` and every process started in it."""
 
     def __init__(self, stack: StackEndpoints, kind: str, run_dir: pathlib.Path, *, logs: pathlib.Path | None = None,
-                 run_id: str | None = None, slots: int = SLOTS, node_stop_timeout_s: float = 60.0):
+                 run_id: str | None = None, slots: int = SLOTS, node_stop_timeout_s: float = 60.0,
+                 shards: int = 1):
         self.stack = stack
         self.kind = kind
         self.run_dir = run_dir
@@ -80,6 +81,8 @@ class BenchEnv:
         self.run_id = run_id or new_run_id(8)
         self.slots = slots
         self.node_stop_timeout_s = node_stop_timeout_s
+        self.shards = shards
+        """Task-store shards: 2 splits the store by slot over the stack's two MariaDB servers."""
         self.nodes: dict[str, NodeProcess] = {}     # node_id -> its current incarnation
         self._started: list[NodeProcess] = []        # every incarnation, in order
         self._stoppers: list[tuple[str, Callable[[], object]]] = []
@@ -92,7 +95,8 @@ class BenchEnv:
         return self._world
 
     def start(self) -> BenchEnv:
-        self._world = create_world(self.stack, self.kind, self.logs, self.slots, run_id=self.run_id)
+        self._world = create_world(self.stack, self.kind, self.logs, self.slots, run_id=self.run_id,
+                                   shards=self.shards)
         return self
 
     def describe(self) -> str:

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-STACK_SERVERS = ("mariadb", "kafka", "zookeeper")
+STACK_SERVERS = ("mariadb", "mariadb2", "kafka", "zookeeper")
+"""deploy/local/stack.sh's servers; mariadb2 is the task store's second shard (idle unless --shards 2)."""
 
 
 # ---------------------------------------------------------------- /proc readers
@@ -280,10 +281,12 @@ def mysql_counters(world: World) -> dict[str, int]:
     """The server's counters of rows written (Handler_write / _update / _delete: rows
     inserted, updated and deleted in tables, internal temporary tables not included),
     of statements (Questions) and of commits (Com_commit). Server-wide: run on a quiet
-    server."""
-    rows = dict(world.sql("SHOW GLOBAL STATUS WHERE Variable_name IN"
-                          f" ({', '.join(repr(n) for n in MYSQL_COUNTERS)})"))
-    return {MYSQL_COUNTERS[name]: int(value) for name, value in rows.items()}
+    server. Summed over the world's shards (each its own server)."""
+    totals: dict[str, int] = {}
+    for name, value in world.sql_all("SHOW GLOBAL STATUS WHERE Variable_name IN"
+                                     f" ({', '.join(repr(n) for n in MYSQL_COUNTERS)})"):
+        totals[MYSQL_COUNTERS[name]] = totals.get(MYSQL_COUNTERS[name], 0) + int(value)
+    return totals
 
 
 def mysql_per_task(before: dict[str, int], after: dict[str, int], tasks: int) -> dict[str, Any]:

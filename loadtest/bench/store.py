@@ -30,6 +30,20 @@ def naive_utc_to_ts(value: dt.datetime) -> float:
     return (value - dt.datetime(1970, 1, 1)).total_seconds()
 
 
+def _summed(rows: Sequence[tuple]) -> dict[str, int]:
+    """{key: count} of (key, count) rows from every shard, added up."""
+    out: dict[str, int] = {}
+    for key, n in rows:
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def _count_and_latest(rows: Sequence[tuple]) -> tuple[int, dt.datetime | None]:
+    """(COUNT(*), MAX(t)) rows from every shard -> (the total, the latest t)."""
+    times = [t for _, t in rows if t is not None]
+    return sum(n for n, _ in rows), max(times) if times else None
+
+
 def wait_done(world: World, executors: Counts, expected_executions: int, since: float, expected: int,
               deadline_s: float, label: str) -> dict[str, Any]:
     """Wait until `expected` tasks created since `since` are `succeeded`.
@@ -43,20 +57,21 @@ def wait_done(world: World, executors: Counts, expected_executions: int, since: 
     while True:
         executed = executors.executed()
         if executed >= expected_executions:
-            (done, last), = world.sql("SELECT COUNT(*), MAX(updated_at) FROM tasks"
-                                      " WHERE status = 'succeeded' AND created_at >= %s", (since_dt,))
+            done, last = _count_and_latest(world.sql_all("SELECT COUNT(*), MAX(updated_at) FROM tasks"
+                                                         " WHERE status = 'succeeded' AND created_at >= %s",
+                                                         (since_dt,)))
             if done >= expected:
-                return {"complete": True, "succeeded": done, "last_completion_ts": naive_utc_to_ts(last),
-                        "waited_s": time.time() - t0}
+                return {"complete": True, "succeeded": done,
+                        "last_completion_ts": naive_utc_to_ts(last) if last else None, "waited_s": time.time() - t0}
         if time.time() - last_print > 3:
             print(f"  [{label}] executed {executed:,} of {expected_executions:,} (all phases); "
                   f"succeeded in MySQL {done:,} of {expected:,}", file=sys.stderr, flush=True)
             last_print = time.time()
         if time.time() - t0 > deadline_s:
-            by_status = dict(world.sql("SELECT status, COUNT(*) FROM tasks WHERE created_at >= %s GROUP BY status",
-                                       (since_dt,)))
-            (last,), = world.sql("SELECT MAX(updated_at) FROM tasks WHERE status = 'succeeded' AND created_at >= %s",
-                                 (since_dt,))
+            by_status = _summed(world.sql_all("SELECT status, COUNT(*) FROM tasks WHERE created_at >= %s"
+                                              " GROUP BY status", (since_dt,)))
+            _, last = _count_and_latest(world.sql_all("SELECT COUNT(*), MAX(updated_at) FROM tasks"
+                                                      " WHERE status = 'succeeded' AND created_at >= %s", (since_dt,)))
             return {"complete": False, "succeeded": by_status.get("succeeded", 0), "by_status": by_status,
                     "last_completion_ts": naive_utc_to_ts(last) if last else None, "waited_s": time.time() - t0}
         time.sleep(0.25 if executed >= expected_executions else 0.1)
@@ -82,7 +97,7 @@ def _by_ids(world: World, query: str, ids: Sequence[str], chunk: int = 1000) -> 
     rows: list[tuple] = []
     for i in range(0, len(ids), chunk):
         part = list(ids[i:i + chunk])
-        rows += world.sql(query.format(ids=",".join(["%s"] * len(part))), part)
+        rows += world.sql_all(query.format(ids=",".join(["%s"] * len(part))), part)
     return rows
 
 
@@ -101,16 +116,16 @@ def recorded_paths(world: World, task_ids: Sequence[str]) -> dict[str, str]:
 
 def task_statuses(world: World) -> dict[str, str]:
     """{task_id: status} of every task."""
-    return dict(world.sql("SELECT task_id, status FROM tasks"))
+    return dict(world.sql_all("SELECT task_id, status FROM tasks"))
 
 
 def store_facts(world: World, task_type_like: str = "noop-%") -> dict[str, Any]:
     """Tasks by status, events, retried tasks, and the envelope (bytes) of the first task of the types."""
-    by_status = dict(world.sql("SELECT status, COUNT(*) FROM tasks GROUP BY status"))
-    (tasks,), = world.sql("SELECT COUNT(*) FROM tasks")
-    (events,), = world.sql("SELECT COUNT(*) FROM task_events")
-    events_by_state = dict(world.sql("SELECT state, COUNT(*) FROM task_events GROUP BY state"))
-    (retried,), = world.sql("SELECT COUNT(*) FROM tasks WHERE attempts > 1")
+    by_status = _summed(world.sql_all("SELECT status, COUNT(*) FROM tasks GROUP BY status"))
+    tasks = sum(n for (n,) in world.sql_all("SELECT COUNT(*) FROM tasks"))
+    events = sum(n for (n,) in world.sql_all("SELECT COUNT(*) FROM task_events"))
+    events_by_state = _summed(world.sql_all("SELECT state, COUNT(*) FROM task_events GROUP BY state"))
+    retried = sum(n for (n,) in world.sql_all("SELECT COUNT(*) FROM tasks WHERE attempts > 1"))
     (env_len, env), = world.sql("SELECT LENGTH(envelope), envelope FROM tasks WHERE task_type LIKE %s"
                                 " ORDER BY created_at LIMIT 1", (task_type_like,))
     return {"tasks": tasks, "by_status": by_status, "task_events": events, "events_by_state": events_by_state,

@@ -254,3 +254,39 @@ def test_a_unique_key_is_held_whichever_shards_its_row_its_holder_and_the_next_t
         assert sum(n for shard in (0, 1) for (n,) in two_shards.sql(shard, "SELECT COUNT(*) FROM unique_keys")) == 16
     finally:
         store.stop()
+
+
+def test_concurrent_cross_shard_inserts_in_opposite_slot_orders_do_not_deadlock(two_shards):
+    # Each batch's first task is on another shard, and both record the same task types (rows
+    # each insert locks until it commits): written in the batch's order, the two would wait
+    # on each other across the two servers until the idle-transaction timeout killed one.
+    import threading
+    store = ShardedTaskStore(two_shards.configs, ALTERNATE, node="n1")
+    store.start()
+    errors: list[BaseException] = []
+
+    def task(task_id: str, slot: int, round_: int) -> r.NewTask:
+        t = _task(task_id, slot)
+        t.task_type = f"type-{slot}-{round_}"  # a type new to the store: its row is inserted, locked
+        return t
+
+    together = threading.Barrier(2)
+
+    def submit(name: str, slots: tuple[int, int]) -> None:
+        try:
+            for round_ in range(10):
+                together.wait(timeout=60)
+                store.insert_tasks([task(f"{name}-{round_}-{i}", slots[i % 2], round_) for i in range(20)], "n1")
+        except BaseException as exc:
+            errors.append(exc)
+    try:
+        threads = [threading.Thread(target=submit, args=(name, slots))
+                   for name, slots in (("a", (0, 1)), ("b", (1, 0)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, errors[0]
+        assert sum(n for shard in (0, 1) for (n,) in two_shards.sql(shard, "SELECT COUNT(*) FROM tasks")) == 400
+    finally:
+        store.stop()
