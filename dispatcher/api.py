@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -196,37 +197,39 @@ def _aware(now_ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC)
 
 
-async def serve_api(api: TaskApi, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+async def serve_api(api: TaskApi, host: str, port: int, *more: tuple[Any, str]) -> tuple[grpc.aio.Server, int]:
+    """The TaskService, and `more` (servicer, service name) pairs, e.g. the CronService."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
-    server.add_generic_rpc_handlers((_task_service_handler(api),))
+    server.add_generic_rpc_handlers(tuple(_service_handler(servicer, name)
+                                          for servicer, name in ((api, "TaskService"), *more)))
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server, bound
 
 
-def _task_service_handler(api: TaskApi) -> grpc.GenericRpcHandler:
-    """The TaskService's methods, as the generated add_TaskServiceServicer_to_server
-    registers them, except that each takes its request as raw bytes (no
-    request_deserializer) and parses it itself: grpc would answer a request that does
-    not parse with UNKNOWN "Unexpected DecodeError", where we answer INVALID_ARGUMENT
-    naming the field (validation.decode_request), before anything is written."""
-    service = pb.DESCRIPTOR.services_by_name["TaskService"]
+def _service_handler(servicer: Any, service_name: str) -> grpc.GenericRpcHandler:
+    """A service's methods, as the generated add_*Servicer_to_server registers them, except
+    that each takes its request as raw bytes (no request_deserializer) and parses it itself:
+    grpc would answer a request that does not parse with UNKNOWN "Unexpected DecodeError",
+    where we answer INVALID_ARGUMENT naming the field (validation.decode_request), before
+    anything is written. `servicer` has the methods and an `_abort(exc, context)`."""
+    service = pb.DESCRIPTOR.services_by_name[service_name]
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in service.methods:
         request_type = getattr(pb, method.input_type.name)
         response_type = getattr(pb, method.output_type.name)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _decoding(api, getattr(api, method.name), request_type),
+            _decoding(servicer, getattr(servicer, method.name), request_type),
             response_serializer=response_type.SerializeToString)
     return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
-def _decoding(api: TaskApi, call, request_type):
+def _decoding(servicer: Any, call, request_type):
     async def handle(raw: bytes, context):
         try:
             request = decode_request(request_type, raw)
         except InvalidArgument as exc:
-            return await api._abort(exc, context)  # abort raises: the method is not called
+            return await servicer._abort(exc, context)  # abort raises: the method is not called
         return await call(request, context)
     handle.__name__ = call.__name__
     return handle

@@ -193,6 +193,14 @@ class NodeConfig:
     executor_unreachable_cooldown_ms: int = 5_000
     """An executor whose connection failed gets no deliveries for this long."""
     max_submit_batch: int = 1000
+    cron_tick_ms: int = 500
+    """How often the owner of a slot plans its cron rules (dispatcher/cron/materializer.py)."""
+    cron_lead_ms: int = 60_000
+    """Fires of a rule whose overlap is "allow" are written this far ahead, in chunks of half
+    of it: a midnight fire of many rules is a trickle over the minute before, not a spike."""
+    cron_missed_after_ms: int = 30_000
+    """A fire time this far in the past without its task was missed (every node down, or the
+    rule's owner gone that long): the rule's catch-up policy decides whether it still runs."""
     retry_policies_file: str | None = None
     """JSON of the server's default retry policy and per task type defaults
     (dispatcher/retry.py parse_retry_policies); None: built-in defaults."""
@@ -218,7 +226,7 @@ class NodeConfig:
                   "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
                   "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
                   "outcome_batch", "admission_max_wait_ms", "admission_max_unread_count",
-                  "heap_decoded_capacity")
+                  "heap_decoded_capacity", "cron_tick_ms", "cron_lead_ms", "cron_missed_after_ms")
         if self.poll_lookahead_ms < 0:  # 0 is fine: poll only what is due now
             raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:
@@ -290,7 +298,9 @@ class NodeConfig:
                           ("recovery_interval_ms", "TASKRING_RECOVERY_INTERVAL_MS"),
                           ("heap_capacity", "TASKRING_HEAP_CAPACITY"),
                           ("admission_max_wait_ms", "TASKRING_ADMISSION_MAX_WAIT_MS"),
-                          ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD")):
+                          ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD"),
+                          ("cron_tick_ms", "TASKRING_CRON_TICK_MS"), ("cron_lead_ms", "TASKRING_CRON_LEAD_MS"),
+                          ("cron_missed_after_ms", "TASKRING_CRON_MISSED_AFTER_MS")):
             if var in env:
                 values[name] = int(env[var])
         if env.get("TASKRING_SLOT_SHARDS"):

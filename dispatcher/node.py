@@ -23,12 +23,15 @@ from dispatcher.api import TaskApi, serve_api
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
+from dispatcher.cron.api import CronApi
+from dispatcher.cron.materializer import Materializer
 from dispatcher.engine import Engine
 from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.retry import parse_retry_policies
+from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
@@ -66,8 +69,13 @@ class Node:
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
+        limits = limits or _limits(config)
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
-                           limits=limits or _limits(config), clock=self.clock, admission=self.admission)
+                           limits=limits, clock=self.clock, admission=self.admission)
+        self.cron_store = CronStore(self.store)
+        self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
+                                         limits=limits)
+        self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
@@ -165,8 +173,10 @@ class Node:
         self.producer.start()
         await self.engine.start()
         await self.ownership.start()
+        self.materializer.start()
         self._observer = asyncio.create_task(self._observe(), name="observe")
-        self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port)
+        self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
+                                                     (self.cron_api, "CronService"))
         self.admin.start()
         self._serving = True
         log.info("node %s serving on %s:%s", self.config.node_id, self.config.grpc_host, self.grpc_port)
@@ -195,6 +205,7 @@ class Node:
         await step("observer", lambda: self._observer is not None and self._observer.cancel())
         await step("admin", self.admin.stop)
         await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))
+        await step("cron materializer", self.materializer.stop)
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))

@@ -3,13 +3,20 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 
 import type { CancelRequest as _taskring_v1_CancelRequest, CancelRequest__Output as _taskring_v1_CancelRequest__Output } from './taskring/v1/CancelRequest';
 import type { CancelResponse as _taskring_v1_CancelResponse, CancelResponse__Output as _taskring_v1_CancelResponse__Output } from './taskring/v1/CancelResponse';
+import type { CronRule as _taskring_v1_CronRule, CronRule__Output as _taskring_v1_CronRule__Output } from './taskring/v1/CronRule';
+import type { CronRuleRef as _taskring_v1_CronRuleRef, CronRuleRef__Output as _taskring_v1_CronRuleRef__Output } from './taskring/v1/CronRuleRef';
+import type { CronServiceClient as _taskring_v1_CronServiceClient, CronServiceDefinition as _taskring_v1_CronServiceDefinition } from './taskring/v1/CronService';
 import type { Delivery as _taskring_v1_Delivery, Delivery__Output as _taskring_v1_Delivery__Output } from './taskring/v1/Delivery';
 import type { ExecuteRequest as _taskring_v1_ExecuteRequest, ExecuteRequest__Output as _taskring_v1_ExecuteRequest__Output } from './taskring/v1/ExecuteRequest';
 import type { ExecuteResponse as _taskring_v1_ExecuteResponse, ExecuteResponse__Output as _taskring_v1_ExecuteResponse__Output } from './taskring/v1/ExecuteResponse';
 import type { ExecutorServiceClient as _taskring_v1_ExecutorServiceClient, ExecutorServiceDefinition as _taskring_v1_ExecutorServiceDefinition } from './taskring/v1/ExecutorService';
 import type { GetTaskRequest as _taskring_v1_GetTaskRequest, GetTaskRequest__Output as _taskring_v1_GetTaskRequest__Output } from './taskring/v1/GetTaskRequest';
 import type { GetTaskResponse as _taskring_v1_GetTaskResponse, GetTaskResponse__Output as _taskring_v1_GetTaskResponse__Output } from './taskring/v1/GetTaskResponse';
+import type { ListCronRulesRequest as _taskring_v1_ListCronRulesRequest, ListCronRulesRequest__Output as _taskring_v1_ListCronRulesRequest__Output } from './taskring/v1/ListCronRulesRequest';
+import type { ListCronRulesResponse as _taskring_v1_ListCronRulesResponse, ListCronRulesResponse__Output as _taskring_v1_ListCronRulesResponse__Output } from './taskring/v1/ListCronRulesResponse';
 import type { Outcome as _taskring_v1_Outcome, Outcome__Output as _taskring_v1_Outcome__Output } from './taskring/v1/Outcome';
+import type { PutCronRuleRequest as _taskring_v1_PutCronRuleRequest, PutCronRuleRequest__Output as _taskring_v1_PutCronRuleRequest__Output } from './taskring/v1/PutCronRuleRequest';
+import type { PutCronRuleResponse as _taskring_v1_PutCronRuleResponse, PutCronRuleResponse__Output as _taskring_v1_PutCronRuleResponse__Output } from './taskring/v1/PutCronRuleResponse';
 import type { QueuedTask as _taskring_v1_QueuedTask, QueuedTask__Output as _taskring_v1_QueuedTask__Output } from './taskring/v1/QueuedTask';
 import type { RetryPolicy as _taskring_v1_RetryPolicy, RetryPolicy__Output as _taskring_v1_RetryPolicy__Output } from './taskring/v1/RetryPolicy';
 import type { SubmitBatchRequest as _taskring_v1_SubmitBatchRequest, SubmitBatchRequest__Output as _taskring_v1_SubmitBatchRequest__Output } from './taskring/v1/SubmitBatchRequest';
@@ -29,15 +36,22 @@ export interface ProtoGrpcType {
     v1: {
       CancelRequest: MessageTypeDefinition<_taskring_v1_CancelRequest, _taskring_v1_CancelRequest__Output>
       CancelResponse: MessageTypeDefinition<_taskring_v1_CancelResponse, _taskring_v1_CancelResponse__Output>
+      CronRule: MessageTypeDefinition<_taskring_v1_CronRule, _taskring_v1_CronRule__Output>
+      CronRuleRef: MessageTypeDefinition<_taskring_v1_CronRuleRef, _taskring_v1_CronRuleRef__Output>
+      CronService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_CronServiceClient> & { service: _taskring_v1_CronServiceDefinition }
       Delivery: MessageTypeDefinition<_taskring_v1_Delivery, _taskring_v1_Delivery__Output>
       ExecuteRequest: MessageTypeDefinition<_taskring_v1_ExecuteRequest, _taskring_v1_ExecuteRequest__Output>
       ExecuteResponse: MessageTypeDefinition<_taskring_v1_ExecuteResponse, _taskring_v1_ExecuteResponse__Output>
       ExecutorService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_ExecutorServiceClient> & { service: _taskring_v1_ExecutorServiceDefinition }
       GetTaskRequest: MessageTypeDefinition<_taskring_v1_GetTaskRequest, _taskring_v1_GetTaskRequest__Output>
       GetTaskResponse: MessageTypeDefinition<_taskring_v1_GetTaskResponse, _taskring_v1_GetTaskResponse__Output>
+      ListCronRulesRequest: MessageTypeDefinition<_taskring_v1_ListCronRulesRequest, _taskring_v1_ListCronRulesRequest__Output>
+      ListCronRulesResponse: MessageTypeDefinition<_taskring_v1_ListCronRulesResponse, _taskring_v1_ListCronRulesResponse__Output>
       Outcome: MessageTypeDefinition<_taskring_v1_Outcome, _taskring_v1_Outcome__Output>
       OutcomeKind: EnumTypeDefinition
       Priority: EnumTypeDefinition
+      PutCronRuleRequest: MessageTypeDefinition<_taskring_v1_PutCronRuleRequest, _taskring_v1_PutCronRuleRequest__Output>
+      PutCronRuleResponse: MessageTypeDefinition<_taskring_v1_PutCronRuleResponse, _taskring_v1_PutCronRuleResponse__Output>
       QueuedTask: MessageTypeDefinition<_taskring_v1_QueuedTask, _taskring_v1_QueuedTask__Output>
       RetryPolicy: MessageTypeDefinition<_taskring_v1_RetryPolicy, _taskring_v1_RetryPolicy__Output>
       SubmitBatchRequest: MessageTypeDefinition<_taskring_v1_SubmitBatchRequest, _taskring_v1_SubmitBatchRequest__Output>

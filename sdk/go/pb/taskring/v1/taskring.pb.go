@@ -307,7 +307,9 @@ type Task struct {
 	UniqueKey      string                 `protobuf:"bytes,13,opt,name=unique_key,json=uniqueKey,proto3" json:"unique_key,omitempty"`                // at most one task per key per namespace: while it is live, or for unique_ttl_ms
 	UniqueTtlMs    *uint64                `protobuf:"varint,16,opt,name=unique_ttl_ms,json=uniqueTtlMs,proto3,oneof" json:"unique_ttl_ms,omitempty"` // hold unique_key this long from acceptance, even past a terminal state
 	TraceId        string                 `protobuf:"bytes,14,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
-	CreatedAt      string                 `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"` // RFC 3339, set by the server
+	CreatedAt      string                 `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`            // RFC 3339, set by the server
+	CronRule       string                 `protobuf:"bytes,17,opt,name=cron_rule,json=cronRule,proto3" json:"cron_rule,omitempty"`               // server-owned: "namespace/name" of the cron rule whose fire this is
+	CronFireTime   string                 `protobuf:"bytes,18,opt,name=cron_fire_time,json=cronFireTime,proto3" json:"cron_fire_time,omitempty"` // server-owned: the fire time (RFC 3339 UTC) this task is for
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -450,6 +452,20 @@ func (x *Task) GetTraceId() string {
 func (x *Task) GetCreatedAt() string {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return ""
+}
+
+func (x *Task) GetCronRule() string {
+	if x != nil {
+		return x.CronRule
+	}
+	return ""
+}
+
+func (x *Task) GetCronFireTime() string {
+	if x != nil {
+		return x.CronFireTime
 	}
 	return ""
 }
@@ -979,6 +995,448 @@ func (x *GetTaskResponse) GetHistory() []*TaskEvent {
 	return nil
 }
 
+// A cron rule: a task materialized once per fire time, cluster-wide (docs/cron.md).
+type CronRule struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Namespace      string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`                                   // the rule's and its tasks' namespace
+	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`                                             // [a-z0-9][a-z0-9._-]{0,63}, unique in the namespace
+	TaskType       string                 `protobuf:"bytes,3,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`                     // the task each fire creates
+	PayloadJson    string                 `protobuf:"bytes,4,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`            // that task's payload (a JSON object)
+	Schedule       string                 `protobuf:"bytes,5,opt,name=schedule,proto3" json:"schedule,omitempty"`                                     // 5 fields, or 6 with seconds first; may start with CRON_TZ=<zone>
+	TimeZone       string                 `protobuf:"bytes,6,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`                     // IANA zone; required unless the schedule has CRON_TZ=
+	OnRepeatedHour string                 `protobuf:"bytes,7,opt,name=on_repeated_hour,json=onRepeatedHour,proto3" json:"on_repeated_hour,omitempty"` // "once" | "twice"; "" = by the schedule (docs/cron.md)
+	OnSkippedHour  string                 `protobuf:"bytes,8,opt,name=on_skipped_hour,json=onSkippedHour,proto3" json:"on_skipped_hour,omitempty"`    // "at_shift" | "skip"; "" = by the schedule
+	CatchUp        string                 `protobuf:"bytes,9,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`                        // "skip" | "latest" (default) | "all": missed fires after an outage
+	CatchUpLimit   uint32                 `protobuf:"varint,10,opt,name=catch_up_limit,json=catchUpLimit,proto3" json:"catch_up_limit,omitempty"`     // most missed fires "all" creates (default 100)
+	Overlap        string                 `protobuf:"bytes,11,opt,name=overlap,proto3" json:"overlap,omitempty"`                                      // "allow" (default) | "skip" | "queue_one": while the last fire is live
+	OwnerTeam      string                 `protobuf:"bytes,12,opt,name=owner_team,json=ownerTeam,proto3" json:"owner_team,omitempty"`
+	Description    string                 `protobuf:"bytes,13,opt,name=description,proto3" json:"description,omitempty"`
+	TimeoutMs      *uint32                `protobuf:"varint,14,opt,name=timeout_ms,json=timeoutMs,proto3,oneof" json:"timeout_ms,omitempty"`    // each fire task's, as Task.timeout_ms
+	MaxRetries     *int32                 `protobuf:"varint,15,opt,name=max_retries,json=maxRetries,proto3,oneof" json:"max_retries,omitempty"` // each fire task's, as Task.max_retries
+	// Server-owned, returned by reads:
+	Paused         bool      `protobuf:"varint,20,opt,name=paused,proto3" json:"paused,omitempty"`
+	LastFireTime   string    `protobuf:"bytes,21,opt,name=last_fire_time,json=lastFireTime,proto3" json:"last_fire_time,omitempty"` // the latest fire time not after now that has a task (RFC 3339 UTC)
+	LastFireTaskId string    `protobuf:"bytes,22,opt,name=last_fire_task_id,json=lastFireTaskId,proto3" json:"last_fire_task_id,omitempty"`
+	LastFireState  TaskState `protobuf:"varint,23,opt,name=last_fire_state,json=lastFireState,proto3,enum=taskring.v1.TaskState" json:"last_fire_state,omitempty"`
+	NextFireTime   string    `protobuf:"bytes,24,opt,name=next_fire_time,json=nextFireTime,proto3" json:"next_fire_time,omitempty"` // the next fire time after now (empty when paused)
+	CreatedAt      string    `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt      string    `protobuf:"bytes,26,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CronRule) Reset() {
+	*x = CronRule{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronRule) ProtoMessage() {}
+
+func (x *CronRule) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronRule.ProtoReflect.Descriptor instead.
+func (*CronRule) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CronRule) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CronRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CronRule) GetTaskType() string {
+	if x != nil {
+		return x.TaskType
+	}
+	return ""
+}
+
+func (x *CronRule) GetPayloadJson() string {
+	if x != nil {
+		return x.PayloadJson
+	}
+	return ""
+}
+
+func (x *CronRule) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *CronRule) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *CronRule) GetOnRepeatedHour() string {
+	if x != nil {
+		return x.OnRepeatedHour
+	}
+	return ""
+}
+
+func (x *CronRule) GetOnSkippedHour() string {
+	if x != nil {
+		return x.OnSkippedHour
+	}
+	return ""
+}
+
+func (x *CronRule) GetCatchUp() string {
+	if x != nil {
+		return x.CatchUp
+	}
+	return ""
+}
+
+func (x *CronRule) GetCatchUpLimit() uint32 {
+	if x != nil {
+		return x.CatchUpLimit
+	}
+	return 0
+}
+
+func (x *CronRule) GetOverlap() string {
+	if x != nil {
+		return x.Overlap
+	}
+	return ""
+}
+
+func (x *CronRule) GetOwnerTeam() string {
+	if x != nil {
+		return x.OwnerTeam
+	}
+	return ""
+}
+
+func (x *CronRule) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CronRule) GetTimeoutMs() uint32 {
+	if x != nil && x.TimeoutMs != nil {
+		return *x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *CronRule) GetMaxRetries() int32 {
+	if x != nil && x.MaxRetries != nil {
+		return *x.MaxRetries
+	}
+	return 0
+}
+
+func (x *CronRule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *CronRule) GetLastFireTime() string {
+	if x != nil {
+		return x.LastFireTime
+	}
+	return ""
+}
+
+func (x *CronRule) GetLastFireTaskId() string {
+	if x != nil {
+		return x.LastFireTaskId
+	}
+	return ""
+}
+
+func (x *CronRule) GetLastFireState() TaskState {
+	if x != nil {
+		return x.LastFireState
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *CronRule) GetNextFireTime() string {
+	if x != nil {
+		return x.NextFireTime
+	}
+	return ""
+}
+
+func (x *CronRule) GetCreatedAt() string {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return ""
+}
+
+func (x *CronRule) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
+type CronRuleRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronRuleRef) Reset() {
+	*x = CronRuleRef{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronRuleRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronRuleRef) ProtoMessage() {}
+
+func (x *CronRuleRef) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronRuleRef.ProtoReflect.Descriptor instead.
+func (*CronRuleRef) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CronRuleRef) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CronRuleRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type PutCronRuleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rule          *CronRule              `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCronRuleRequest) Reset() {
+	*x = PutCronRuleRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCronRuleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCronRuleRequest) ProtoMessage() {}
+
+func (x *PutCronRuleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCronRuleRequest.ProtoReflect.Descriptor instead.
+func (*PutCronRuleRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PutCronRuleRequest) GetRule() *CronRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+type PutCronRuleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rule          *CronRule              `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCronRuleResponse) Reset() {
+	*x = PutCronRuleResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCronRuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCronRuleResponse) ProtoMessage() {}
+
+func (x *PutCronRuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCronRuleResponse.ProtoReflect.Descriptor instead.
+func (*PutCronRuleResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PutCronRuleResponse) GetRule() *CronRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+type ListCronRulesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"` // "" = every namespace
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCronRulesRequest) Reset() {
+	*x = ListCronRulesRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCronRulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCronRulesRequest) ProtoMessage() {}
+
+func (x *ListCronRulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCronRulesRequest.ProtoReflect.Descriptor instead.
+func (*ListCronRulesRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListCronRulesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+type ListCronRulesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*CronRule            `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"` // by namespace, then name
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCronRulesResponse) Reset() {
+	*x = ListCronRulesResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCronRulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCronRulesResponse) ProtoMessage() {}
+
+func (x *ListCronRulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCronRulesResponse.ProtoReflect.Descriptor instead.
+func (*ListCronRulesResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListCronRulesResponse) GetRules() []*CronRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
 type Delivery struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Task      *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -1003,7 +1461,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1473,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1486,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{11}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Delivery) GetTask() *Task {
@@ -1083,7 +1541,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1553,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1566,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{12}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -1140,7 +1598,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1610,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1623,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{13}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -1226,7 +1684,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1696,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1709,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{14}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -1276,7 +1734,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1746,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1759,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{15}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -1337,7 +1795,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\x01R\n" +
 	"multiplier\x12\x1f\n" +
 	"\vschedule_ms\x18\x04 \x03(\x04R\n" +
-	"scheduleMs\"\xf4\x04\n" +
+	"scheduleMs\"\xb7\x05\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1b\n" +
@@ -1360,7 +1818,9 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\runique_ttl_ms\x18\x10 \x01(\x04H\x02R\vuniqueTtlMs\x88\x01\x01\x12\x19\n" +
 	"\btrace_id\x18\x0e \x01(\tR\atraceId\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\x0f \x01(\tR\tcreatedAtB\r\n" +
+	"created_at\x18\x0f \x01(\tR\tcreatedAt\x12\x1b\n" +
+	"\tcron_rule\x18\x11 \x01(\tR\bcronRule\x12$\n" +
+	"\x0ecron_fire_time\x18\x12 \x01(\tR\fcronFireTimeB\r\n" +
 	"\v_timeout_msB\x0e\n" +
 	"\f_max_retriesB\x10\n" +
 	"\x0e_unique_ttl_ms\"6\n" +
@@ -1398,7 +1858,49 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12(\n" +
 	"\x10last_stack_trace\x18\a \x01(\tR\x0elastStackTrace\x120\n" +
-	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\xd1\x01\n" +
+	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\x99\x06\n" +
+	"\bCronRule\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
+	"\ttask_type\x18\x03 \x01(\tR\btaskType\x12!\n" +
+	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson\x12\x1a\n" +
+	"\bschedule\x18\x05 \x01(\tR\bschedule\x12\x1b\n" +
+	"\ttime_zone\x18\x06 \x01(\tR\btimeZone\x12(\n" +
+	"\x10on_repeated_hour\x18\a \x01(\tR\x0eonRepeatedHour\x12&\n" +
+	"\x0fon_skipped_hour\x18\b \x01(\tR\ronSkippedHour\x12\x19\n" +
+	"\bcatch_up\x18\t \x01(\tR\acatchUp\x12$\n" +
+	"\x0ecatch_up_limit\x18\n" +
+	" \x01(\rR\fcatchUpLimit\x12\x18\n" +
+	"\aoverlap\x18\v \x01(\tR\aoverlap\x12\x1d\n" +
+	"\n" +
+	"owner_team\x18\f \x01(\tR\townerTeam\x12 \n" +
+	"\vdescription\x18\r \x01(\tR\vdescription\x12\"\n" +
+	"\n" +
+	"timeout_ms\x18\x0e \x01(\rH\x00R\ttimeoutMs\x88\x01\x01\x12$\n" +
+	"\vmax_retries\x18\x0f \x01(\x05H\x01R\n" +
+	"maxRetries\x88\x01\x01\x12\x16\n" +
+	"\x06paused\x18\x14 \x01(\bR\x06paused\x12$\n" +
+	"\x0elast_fire_time\x18\x15 \x01(\tR\flastFireTime\x12)\n" +
+	"\x11last_fire_task_id\x18\x16 \x01(\tR\x0elastFireTaskId\x12>\n" +
+	"\x0flast_fire_state\x18\x17 \x01(\x0e2\x16.taskring.v1.TaskStateR\rlastFireState\x12$\n" +
+	"\x0enext_fire_time\x18\x18 \x01(\tR\fnextFireTime\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x19 \x01(\tR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\x1a \x01(\tR\tupdatedAtB\r\n" +
+	"\v_timeout_msB\x0e\n" +
+	"\f_max_retries\"?\n" +
+	"\vCronRuleRef\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"?\n" +
+	"\x12PutCronRuleRequest\x12)\n" +
+	"\x04rule\x18\x01 \x01(\v2\x15.taskring.v1.CronRuleR\x04rule\"@\n" +
+	"\x13PutCronRuleResponse\x12)\n" +
+	"\x04rule\x18\x01 \x01(\v2\x15.taskring.v1.CronRuleR\x04rule\"4\n" +
+	"\x14ListCronRulesRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"D\n" +
+	"\x15ListCronRulesResponse\x12+\n" +
+	"\x05rules\x18\x01 \x03(\v2\x15.taskring.v1.CronRuleR\x05rules\"\xd1\x01\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -1456,7 +1958,15 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x06Submit\x12\x1a.taskring.v1.SubmitRequest\x1a\x1b.taskring.v1.SubmitResponse\x12P\n" +
 	"\vSubmitBatch\x12\x1f.taskring.v1.SubmitBatchRequest\x1a .taskring.v1.SubmitBatchResponse\x12A\n" +
 	"\x06Cancel\x12\x1a.taskring.v1.CancelRequest\x1a\x1b.taskring.v1.CancelResponse\x12D\n" +
-	"\aGetTask\x12\x1b.taskring.v1.GetTaskRequest\x1a\x1c.taskring.v1.GetTaskResponse2W\n" +
+	"\aGetTask\x12\x1b.taskring.v1.GetTaskRequest\x1a\x1c.taskring.v1.GetTaskResponse2\x97\x04\n" +
+	"\vCronService\x12S\n" +
+	"\x0eCreateCronRule\x12\x1f.taskring.v1.PutCronRuleRequest\x1a .taskring.v1.PutCronRuleResponse\x12S\n" +
+	"\x0eUpdateCronRule\x12\x1f.taskring.v1.PutCronRuleRequest\x1a .taskring.v1.PutCronRuleResponse\x12>\n" +
+	"\vGetCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12V\n" +
+	"\rListCronRules\x12!.taskring.v1.ListCronRulesRequest\x1a\".taskring.v1.ListCronRulesResponse\x12@\n" +
+	"\rPauseCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
+	"\x0eResumeCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
+	"\x0eDeleteCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule2W\n" +
 	"\x0fExecutorService\x12D\n" +
 	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponseb\x06proto3"
 
@@ -1473,27 +1983,33 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 }
 
 var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_taskring_v1_taskring_proto_goTypes = []any{
-	(Priority)(0),               // 0: taskring.v1.Priority
-	(TaskState)(0),              // 1: taskring.v1.TaskState
-	(OutcomeKind)(0),            // 2: taskring.v1.OutcomeKind
-	(*RetryPolicy)(nil),         // 3: taskring.v1.RetryPolicy
-	(*Task)(nil),                // 4: taskring.v1.Task
-	(*SubmitRequest)(nil),       // 5: taskring.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 6: taskring.v1.SubmitResponse
-	(*SubmitBatchRequest)(nil),  // 7: taskring.v1.SubmitBatchRequest
-	(*SubmitBatchResponse)(nil), // 8: taskring.v1.SubmitBatchResponse
-	(*CancelRequest)(nil),       // 9: taskring.v1.CancelRequest
-	(*CancelResponse)(nil),      // 10: taskring.v1.CancelResponse
-	(*GetTaskRequest)(nil),      // 11: taskring.v1.GetTaskRequest
-	(*TaskEvent)(nil),           // 12: taskring.v1.TaskEvent
-	(*GetTaskResponse)(nil),     // 13: taskring.v1.GetTaskResponse
-	(*Delivery)(nil),            // 14: taskring.v1.Delivery
-	(*ExecuteRequest)(nil),      // 15: taskring.v1.ExecuteRequest
-	(*Outcome)(nil),             // 16: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),     // 17: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),          // 18: taskring.v1.QueuedTask
+	(Priority)(0),                 // 0: taskring.v1.Priority
+	(TaskState)(0),                // 1: taskring.v1.TaskState
+	(OutcomeKind)(0),              // 2: taskring.v1.OutcomeKind
+	(*RetryPolicy)(nil),           // 3: taskring.v1.RetryPolicy
+	(*Task)(nil),                  // 4: taskring.v1.Task
+	(*SubmitRequest)(nil),         // 5: taskring.v1.SubmitRequest
+	(*SubmitResponse)(nil),        // 6: taskring.v1.SubmitResponse
+	(*SubmitBatchRequest)(nil),    // 7: taskring.v1.SubmitBatchRequest
+	(*SubmitBatchResponse)(nil),   // 8: taskring.v1.SubmitBatchResponse
+	(*CancelRequest)(nil),         // 9: taskring.v1.CancelRequest
+	(*CancelResponse)(nil),        // 10: taskring.v1.CancelResponse
+	(*GetTaskRequest)(nil),        // 11: taskring.v1.GetTaskRequest
+	(*TaskEvent)(nil),             // 12: taskring.v1.TaskEvent
+	(*GetTaskResponse)(nil),       // 13: taskring.v1.GetTaskResponse
+	(*CronRule)(nil),              // 14: taskring.v1.CronRule
+	(*CronRuleRef)(nil),           // 15: taskring.v1.CronRuleRef
+	(*PutCronRuleRequest)(nil),    // 16: taskring.v1.PutCronRuleRequest
+	(*PutCronRuleResponse)(nil),   // 17: taskring.v1.PutCronRuleResponse
+	(*ListCronRulesRequest)(nil),  // 18: taskring.v1.ListCronRulesRequest
+	(*ListCronRulesResponse)(nil), // 19: taskring.v1.ListCronRulesResponse
+	(*Delivery)(nil),              // 20: taskring.v1.Delivery
+	(*ExecuteRequest)(nil),        // 21: taskring.v1.ExecuteRequest
+	(*Outcome)(nil),               // 22: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),       // 23: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),            // 24: taskring.v1.QueuedTask
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	3,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
@@ -1507,26 +2023,44 @@ var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	4,  // 8: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
 	1,  // 9: taskring.v1.GetTaskResponse.state:type_name -> taskring.v1.TaskState
 	12, // 10: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
-	4,  // 11: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	14, // 12: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	2,  // 13: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	16, // 14: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	4,  // 15: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	5,  // 16: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	7,  // 17: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	9,  // 18: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	11, // 19: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	15, // 20: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	6,  // 21: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	8,  // 22: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	10, // 23: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	13, // 24: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	17, // 25: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	21, // [21:26] is the sub-list for method output_type
-	16, // [16:21] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	1,  // 11: taskring.v1.CronRule.last_fire_state:type_name -> taskring.v1.TaskState
+	14, // 12: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
+	14, // 13: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
+	14, // 14: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
+	4,  // 15: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	20, // 16: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	2,  // 17: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	22, // 18: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	4,  // 19: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	5,  // 20: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	7,  // 21: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	9,  // 22: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	11, // 23: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	16, // 24: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	16, // 25: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	15, // 26: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	18, // 27: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	15, // 28: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	15, // 29: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	15, // 30: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	21, // 31: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	6,  // 32: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	8,  // 33: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	10, // 34: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	13, // 35: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	17, // 36: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	17, // 37: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	14, // 38: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	19, // 39: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	14, // 40: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	14, // 41: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	14, // 42: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	23, // 43: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	32, // [32:44] is the sub-list for method output_type
+	20, // [20:32] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -1535,15 +2069,16 @@ func file_taskring_v1_taskring_proto_init() {
 		return
 	}
 	file_taskring_v1_taskring_proto_msgTypes[1].OneofWrappers = []any{}
+	file_taskring_v1_taskring_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   16,
+			NumMessages:   22,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_taskring_v1_taskring_proto_goTypes,
 		DependencyIndexes: file_taskring_v1_taskring_proto_depIdxs,

@@ -241,6 +241,342 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	CronService_CreateCronRule_FullMethodName = "/taskring.v1.CronService/CreateCronRule"
+	CronService_UpdateCronRule_FullMethodName = "/taskring.v1.CronService/UpdateCronRule"
+	CronService_GetCronRule_FullMethodName    = "/taskring.v1.CronService/GetCronRule"
+	CronService_ListCronRules_FullMethodName  = "/taskring.v1.CronService/ListCronRules"
+	CronService_PauseCronRule_FullMethodName  = "/taskring.v1.CronService/PauseCronRule"
+	CronService_ResumeCronRule_FullMethodName = "/taskring.v1.CronService/ResumeCronRule"
+	CronService_DeleteCronRule_FullMethodName = "/taskring.v1.CronService/DeleteCronRule"
+)
+
+// CronServiceClient is the client API for CronService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type CronServiceClient interface {
+	// Create fails with ALREADY_EXISTS, Update with NOT_FOUND; both validate the whole rule first.
+	CreateCronRule(ctx context.Context, in *PutCronRuleRequest, opts ...grpc.CallOption) (*PutCronRuleResponse, error)
+	UpdateCronRule(ctx context.Context, in *PutCronRuleRequest, opts ...grpc.CallOption) (*PutCronRuleResponse, error)
+	GetCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error)
+	ListCronRules(ctx context.Context, in *ListCronRulesRequest, opts ...grpc.CallOption) (*ListCronRulesResponse, error)
+	// Pause cancels the rule's fires not yet started; Resume plans from now (no catch-up).
+	PauseCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error)
+	ResumeCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error)
+	// Delete cancels the rule's fires not yet started, then removes the rule.
+	DeleteCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error)
+}
+
+type cronServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewCronServiceClient(cc grpc.ClientConnInterface) CronServiceClient {
+	return &cronServiceClient{cc}
+}
+
+func (c *cronServiceClient) CreateCronRule(ctx context.Context, in *PutCronRuleRequest, opts ...grpc.CallOption) (*PutCronRuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutCronRuleResponse)
+	err := c.cc.Invoke(ctx, CronService_CreateCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) UpdateCronRule(ctx context.Context, in *PutCronRuleRequest, opts ...grpc.CallOption) (*PutCronRuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutCronRuleResponse)
+	err := c.cc.Invoke(ctx, CronService_UpdateCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) GetCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CronRule)
+	err := c.cc.Invoke(ctx, CronService_GetCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) ListCronRules(ctx context.Context, in *ListCronRulesRequest, opts ...grpc.CallOption) (*ListCronRulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCronRulesResponse)
+	err := c.cc.Invoke(ctx, CronService_ListCronRules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) PauseCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CronRule)
+	err := c.cc.Invoke(ctx, CronService_PauseCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) ResumeCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CronRule)
+	err := c.cc.Invoke(ctx, CronService_ResumeCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) DeleteCronRule(ctx context.Context, in *CronRuleRef, opts ...grpc.CallOption) (*CronRule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CronRule)
+	err := c.cc.Invoke(ctx, CronService_DeleteCronRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CronServiceServer is the server API for CronService service.
+// All implementations must embed UnimplementedCronServiceServer
+// for forward compatibility.
+type CronServiceServer interface {
+	// Create fails with ALREADY_EXISTS, Update with NOT_FOUND; both validate the whole rule first.
+	CreateCronRule(context.Context, *PutCronRuleRequest) (*PutCronRuleResponse, error)
+	UpdateCronRule(context.Context, *PutCronRuleRequest) (*PutCronRuleResponse, error)
+	GetCronRule(context.Context, *CronRuleRef) (*CronRule, error)
+	ListCronRules(context.Context, *ListCronRulesRequest) (*ListCronRulesResponse, error)
+	// Pause cancels the rule's fires not yet started; Resume plans from now (no catch-up).
+	PauseCronRule(context.Context, *CronRuleRef) (*CronRule, error)
+	ResumeCronRule(context.Context, *CronRuleRef) (*CronRule, error)
+	// Delete cancels the rule's fires not yet started, then removes the rule.
+	DeleteCronRule(context.Context, *CronRuleRef) (*CronRule, error)
+	mustEmbedUnimplementedCronServiceServer()
+}
+
+// UnimplementedCronServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedCronServiceServer struct{}
+
+func (UnimplementedCronServiceServer) CreateCronRule(context.Context, *PutCronRuleRequest) (*PutCronRuleResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) UpdateCronRule(context.Context, *PutCronRuleRequest) (*PutCronRuleResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) GetCronRule(context.Context, *CronRuleRef) (*CronRule, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) ListCronRules(context.Context, *ListCronRulesRequest) (*ListCronRulesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCronRules not implemented")
+}
+func (UnimplementedCronServiceServer) PauseCronRule(context.Context, *CronRuleRef) (*CronRule, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PauseCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) ResumeCronRule(context.Context, *CronRuleRef) (*CronRule, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResumeCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) DeleteCronRule(context.Context, *CronRuleRef) (*CronRule, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteCronRule not implemented")
+}
+func (UnimplementedCronServiceServer) mustEmbedUnimplementedCronServiceServer() {}
+func (UnimplementedCronServiceServer) testEmbeddedByValue()                     {}
+
+// UnsafeCronServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to CronServiceServer will
+// result in compilation errors.
+type UnsafeCronServiceServer interface {
+	mustEmbedUnimplementedCronServiceServer()
+}
+
+func RegisterCronServiceServer(s grpc.ServiceRegistrar, srv CronServiceServer) {
+	// If the following call pancis, it indicates UnimplementedCronServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&CronService_ServiceDesc, srv)
+}
+
+func _CronService_CreateCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutCronRuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).CreateCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_CreateCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).CreateCronRule(ctx, req.(*PutCronRuleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_UpdateCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutCronRuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).UpdateCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_UpdateCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).UpdateCronRule(ctx, req.(*PutCronRuleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_GetCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CronRuleRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).GetCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_GetCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).GetCronRule(ctx, req.(*CronRuleRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_ListCronRules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCronRulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).ListCronRules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_ListCronRules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).ListCronRules(ctx, req.(*ListCronRulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_PauseCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CronRuleRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).PauseCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_PauseCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).PauseCronRule(ctx, req.(*CronRuleRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_ResumeCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CronRuleRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).ResumeCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_ResumeCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).ResumeCronRule(ctx, req.(*CronRuleRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CronService_DeleteCronRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CronRuleRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).DeleteCronRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_DeleteCronRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).DeleteCronRule(ctx, req.(*CronRuleRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// CronService_ServiceDesc is the grpc.ServiceDesc for CronService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var CronService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "taskring.v1.CronService",
+	HandlerType: (*CronServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateCronRule",
+			Handler:    _CronService_CreateCronRule_Handler,
+		},
+		{
+			MethodName: "UpdateCronRule",
+			Handler:    _CronService_UpdateCronRule_Handler,
+		},
+		{
+			MethodName: "GetCronRule",
+			Handler:    _CronService_GetCronRule_Handler,
+		},
+		{
+			MethodName: "ListCronRules",
+			Handler:    _CronService_ListCronRules_Handler,
+		},
+		{
+			MethodName: "PauseCronRule",
+			Handler:    _CronService_PauseCronRule_Handler,
+		},
+		{
+			MethodName: "ResumeCronRule",
+			Handler:    _CronService_ResumeCronRule_Handler,
+		},
+		{
+			MethodName: "DeleteCronRule",
+			Handler:    _CronService_DeleteCronRule_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "taskring/v1/taskring.proto",
+}
+
+const (
 	ExecutorService_Execute_FullMethodName = "/taskring.v1.ExecutorService/Execute"
 )
 

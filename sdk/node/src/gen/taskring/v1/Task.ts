@@ -63,6 +63,14 @@ export interface Task {
    * hold unique_key this long from acceptance, even past a terminal state
    */
   'unique_ttl_ms'?: (number | string | Long);
+  /**
+   * server-owned: "namespace/name" of the cron rule whose fire this is
+   */
+  'cron_rule'?: (string);
+  /**
+   * server-owned: the fire time (RFC 3339 UTC) this task is for
+   */
+  'cron_fire_time'?: (string);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
   '_unique_ttl_ms'?: "unique_ttl_ms";
@@ -127,6 +135,14 @@ export interface Task__Output {
    * hold unique_key this long from acceptance, even past a terminal state
    */
   'unique_ttl_ms'?: (string);
+  /**
+   * server-owned: "namespace/name" of the cron rule whose fire this is
+   */
+  'cron_rule': (string);
+  /**
+   * server-owned: the fire time (RFC 3339 UTC) this task is for
+   */
+  'cron_fire_time': (string);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
   '_unique_ttl_ms'?: "unique_ttl_ms";

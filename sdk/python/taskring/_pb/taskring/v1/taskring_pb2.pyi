@@ -71,7 +71,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., schedule_ms: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "unique_ttl_ms", "trace_id", "created_at")
+    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "unique_ttl_ms", "trace_id", "created_at", "cron_rule", "cron_fire_time")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -88,6 +88,8 @@ class Task(_message.Message):
     UNIQUE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CRON_RULE_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     namespace: str
     task_type: str
@@ -104,7 +106,9 @@ class Task(_message.Message):
     unique_ttl_ms: int
     trace_id: str
     created_at: str
-    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
+    cron_rule: str
+    cron_fire_time: str
+    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ..., cron_rule: _Optional[str] = ..., cron_fire_time: _Optional[str] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
     __slots__ = ("task",)
@@ -191,6 +195,86 @@ class GetTaskResponse(_message.Message):
     last_stack_trace: str
     history: _containers.RepeatedCompositeFieldContainer[TaskEvent]
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ...) -> None: ...
+
+class CronRule(_message.Message):
+    __slots__ = ("namespace", "name", "task_type", "payload_json", "schedule", "time_zone", "on_repeated_hour", "on_skipped_hour", "catch_up", "catch_up_limit", "overlap", "owner_team", "description", "timeout_ms", "max_retries", "paused", "last_fire_time", "last_fire_task_id", "last_fire_state", "next_fire_time", "created_at", "updated_at")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    ON_REPEATED_HOUR_FIELD_NUMBER: _ClassVar[int]
+    ON_SKIPPED_HOUR_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    OWNER_TEAM_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIRE_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIRE_STATE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    task_type: str
+    payload_json: str
+    schedule: str
+    time_zone: str
+    on_repeated_hour: str
+    on_skipped_hour: str
+    catch_up: str
+    catch_up_limit: int
+    overlap: str
+    owner_team: str
+    description: str
+    timeout_ms: int
+    max_retries: int
+    paused: bool
+    last_fire_time: str
+    last_fire_task_id: str
+    last_fire_state: TaskState
+    next_fire_time: str
+    created_at: str
+    updated_at: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., schedule: _Optional[str] = ..., time_zone: _Optional[str] = ..., on_repeated_hour: _Optional[str] = ..., on_skipped_hour: _Optional[str] = ..., catch_up: _Optional[str] = ..., catch_up_limit: _Optional[int] = ..., overlap: _Optional[str] = ..., owner_team: _Optional[str] = ..., description: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., paused: _Optional[bool] = ..., last_fire_time: _Optional[str] = ..., last_fire_task_id: _Optional[str] = ..., last_fire_state: _Optional[_Union[TaskState, str]] = ..., next_fire_time: _Optional[str] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ...) -> None: ...
+
+class CronRuleRef(_message.Message):
+    __slots__ = ("namespace", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class PutCronRuleRequest(_message.Message):
+    __slots__ = ("rule",)
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    rule: CronRule
+    def __init__(self, rule: _Optional[_Union[CronRule, _Mapping]] = ...) -> None: ...
+
+class PutCronRuleResponse(_message.Message):
+    __slots__ = ("rule",)
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    rule: CronRule
+    def __init__(self, rule: _Optional[_Union[CronRule, _Mapping]] = ...) -> None: ...
+
+class ListCronRulesRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class ListCronRulesResponse(_message.Message):
+    __slots__ = ("rules",)
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    rules: _containers.RepeatedCompositeFieldContainer[CronRule]
+    def __init__(self, rules: _Optional[_Iterable[_Union[CronRule, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms")

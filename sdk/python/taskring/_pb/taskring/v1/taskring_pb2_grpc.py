@@ -226,6 +226,339 @@ class TaskService:
             _registered_method=True)
 
 
+class CronServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/CreateCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.FromString,
+                _registered_method=True)
+        self.UpdateCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/UpdateCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.FromString,
+                _registered_method=True)
+        self.GetCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/GetCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+                _registered_method=True)
+        self.ListCronRules = channel.unary_unary(
+                '/taskring.v1.CronService/ListCronRules',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.ListCronRulesRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.ListCronRulesResponse.FromString,
+                _registered_method=True)
+        self.PauseCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/PauseCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+                _registered_method=True)
+        self.ResumeCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/ResumeCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+                _registered_method=True)
+        self.DeleteCronRule = channel.unary_unary(
+                '/taskring.v1.CronService/DeleteCronRule',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+                _registered_method=True)
+
+
+class CronServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def CreateCronRule(self, request, context):
+        """Create fails with ALREADY_EXISTS, Update with NOT_FOUND; both validate the whole rule first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateCronRule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCronRule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCronRules(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseCronRule(self, request, context):
+        """Pause cancels the rule's fires not yet started; Resume plans from now (no catch-up).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeCronRule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCronRule(self, request, context):
+        """Delete cancels the rule's fires not yet started, then removes the rule.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_CronServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.SerializeToString,
+            ),
+            'UpdateCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.SerializeToString,
+            ),
+            'GetCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.CronRule.SerializeToString,
+            ),
+            'ListCronRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCronRules,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.ListCronRulesRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.ListCronRulesResponse.SerializeToString,
+            ),
+            'PauseCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.CronRule.SerializeToString,
+            ),
+            'ResumeCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.CronRule.SerializeToString,
+            ),
+            'DeleteCronRule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCronRule,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.CronRuleRef.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.CronRule.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'taskring.v1.CronService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('taskring.v1.CronService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class CronService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def CreateCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/CreateCronRule',
+            taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/UpdateCronRule',
+            taskring_dot_v1_dot_taskring__pb2.PutCronRuleRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.PutCronRuleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/GetCronRule',
+            taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCronRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/ListCronRules',
+            taskring_dot_v1_dot_taskring__pb2.ListCronRulesRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.ListCronRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/PauseCronRule',
+            taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/ResumeCronRule',
+            taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCronRule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.CronService/DeleteCronRule',
+            taskring_dot_v1_dot_taskring__pb2.CronRuleRef.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.CronRule.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ExecutorServiceStub:
     """Missing associated documentation comment in .proto file."""
 

@@ -1,0 +1,121 @@
+"""The CronService: cron rules created, changed, paused, resumed, deleted and read.
+
+Every node serves it; a rule is written on the shard of its slot and planned by that
+slot's owner (materializer.py). Bad input is refused naming the field ("rule.schedule")
+before anything is written, as Submit does.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import uuid
+
+from cluster.slots import slot_of
+from dispatcher.api import _guarded, api_state
+from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.config import NodeConfig
+from dispatcher.cron import rules, schedule
+from dispatcher.errors import InvalidArgument, TaskringError, bounded
+from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.validation import Limits, format_rfc3339_ms, validate_task
+from taskring.wire import pb, pb_grpc
+
+
+class CronApi(pb_grpc.CronServiceServicer):
+    def __init__(self, *, config: NodeConfig, store: CronStore, limits: Limits, clock: Clock | None = None):
+        self._config = config
+        self._store = store
+        self._limits = limits
+        self._clock = clock or Clock()
+
+    async def _abort(self, exc: TaskringError, context) -> None:
+        await context.abort(exc.code, bounded(str(exc)))
+
+    def _now(self) -> dt.datetime:
+        return ms_to_datetime(self._clock.now_ms())
+
+    def _valid(self, request: pb.PutCronRuleRequest) -> rules.ValidRule:
+        def payload(namespace: str, task_type: str, payload_json: str, field: str) -> str:
+            try:
+                task = validate_task(pb.Task(namespace=namespace, task_type=task_type, payload_json=payload_json),
+                                     now=dt.datetime.now(dt.UTC), limits=self._limits, field_prefix="rule")
+            except InvalidArgument as exc:
+                raise InvalidArgument(field if exc.field.endswith("payload_json") else exc.field, exc.problem) \
+                    from None
+            return task.payload_json
+        return rules.validate_rule(request.rule, payload)
+
+    @_guarded
+    async def CreateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
+        rule = self._valid(request)
+        slot = slot_of(rule.namespace, rule.task_type, self._config.slot_count)
+        stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, uuid.uuid4().hex[:12], slot,
+                                         rule.task_type, rule.message.SerializeToString(), self._now())
+        return pb.PutCronRuleResponse(rule=await self._view(stored))
+
+    @_guarded
+    async def UpdateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
+        rule = self._valid(request)
+        current = await asyncio.to_thread(self._store.get, rule.namespace, rule.name)
+        if rules.parsed_rule(current.message()).task_type != rule.task_type:
+            raise InvalidArgument("rule.task_type", "cannot change (it decides the rule's slot): delete the rule"
+                                                    " and create it again")
+        stored = await asyncio.to_thread(self._store.update, rule.namespace, rule.name,
+                                         rule.message.SerializeToString(), self._now(), self._config.node_id)
+        return pb.PutCronRuleResponse(rule=await self._view(stored))
+
+    @_guarded
+    async def GetCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
+        return await self._view(await asyncio.to_thread(self._store.get, *_ref(request)))
+
+    @_guarded
+    async def ListCronRules(self, request: pb.ListCronRulesRequest, context) -> pb.ListCronRulesResponse:
+        stored = await asyncio.to_thread(self._store.all, request.namespace)
+        return pb.ListCronRulesResponse(rules=[await self._view(s) for s in stored])
+
+    @_guarded
+    async def PauseCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
+        return await self._view(await asyncio.to_thread(self._store.pause, *_ref(request), self._now(),
+                                                        self._config.node_id))
+
+    @_guarded
+    async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
+        return await self._view(await asyncio.to_thread(self._store.resume, *_ref(request), self._now(),
+                                                        self._config.node_id))
+
+    @_guarded
+    async def DeleteCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
+        stored = await asyncio.to_thread(self._store.delete, *_ref(request), self._now(), self._config.node_id)
+        view = await self._view(stored, last_fire=False)
+        view.next_fire_time = ""
+        return view
+
+    async def _view(self, stored: StoredRule, last_fire: bool = True) -> pb.CronRule:
+        """The rule as stored, with its state: paused, last and next fires."""
+        view = stored.message()
+        view.paused = stored.paused
+        view.created_at = format_rfc3339_ms(stored.created_at.replace(tzinfo=dt.UTC))
+        view.updated_at = format_rfc3339_ms(stored.updated_at.replace(tzinfo=dt.UTC))
+        now = self._now()
+        if not stored.paused:
+            parsed = rules.parsed_rule(view)
+            view.next_fire_time = format_rfc3339_ms(schedule.next_fire(parsed.schedule, now.replace(tzinfo=dt.UTC)))
+        if last_fire:
+            last = await asyncio.to_thread(self._store.last_fire, stored, now)
+            if last is not None:
+                view.last_fire_task_id = last.task_id
+                view.last_fire_time = format_rfc3339_ms(_fire_time_of(last.task_id))
+                view.last_fire_state = api_state(last.status, last.attempts, last.fire_at, now)
+        return view
+
+
+def _fire_time_of(task_id: str) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(task_id.rsplit("-", 1)[1]) / 1000, tz=dt.UTC)
+
+
+def _ref(request: pb.CronRuleRef) -> tuple[str, str]:
+    for field in ("namespace", "name"):
+        if not getattr(request, field):
+            raise InvalidArgument(field, "is required")
+    return request.namespace, request.name
+

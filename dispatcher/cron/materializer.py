@@ -1,0 +1,124 @@
+"""The owner of a slot turns its cron rules' fire times into tasks, ahead of time.
+
+Every `cron_tick_ms` the node reads the unpaused rules of the slots it owns whose plan
+ends before now + lead, plans each (rules.plan: the catch-up and overlap policies) and
+writes the plan under the slot's epoch (store/cron.py materialize). Fire tasks take the
+MySQL path (`pending`, due at their fire time): the poller claims them `poll_lookahead_ms`
+ahead and they dispatch on time like any delayed task. A plan that loses to a handoff
+(stale epoch) or to a change of the rule (new version) writes nothing and is made again
+by whoever owns the slot next tick.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import Protocol
+
+from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.config import NodeConfig
+from dispatcher.cron import rules
+from dispatcher.loop_task import LoopTask
+from dispatcher.store import records as r
+from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.validation import Limits, format_rfc3339_ms, validate_task
+from taskring.wire import pb
+
+log = logging.getLogger(__name__)
+
+
+class OwnedSlots(Protocol):
+    """What the materializer needs from the engine that owns the slots."""
+
+    def owned(self) -> dict[int, int]: ...
+
+    @property
+    def held(self) -> bool: ...
+
+    def poll_soon(self) -> None: ...
+
+
+class Materializer:
+    def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits):
+        self._config = config
+        self._store = store
+        self._clock = clock
+        self._slots = slots
+        self._limits = limits
+        self._lead = dt.timedelta(milliseconds=config.cron_lead_ms)
+        self._missed_after = dt.timedelta(milliseconds=config.cron_missed_after_ms)
+        self._loop = LoopTask("cron", self._run)
+        self.materialized = 0
+        """Fire tasks this node wrote (a second materialization of a fire does not count)."""
+
+    def start(self) -> None:
+        self._loop.start()
+
+    async def stop(self) -> None:
+        await self._loop.stop()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.cron_tick_ms / 1000)
+            owned = {} if self._slots.held else self._slots.owned()
+            if owned:
+                try:
+                    await asyncio.to_thread(self.tick, owned)
+                except Exception:
+                    log.exception("cron: a planning pass failed; the next tick tries again")
+
+    def tick(self, owned: dict[int, int]) -> int:
+        """Plan and write every due rule of the `owned` {slot: epoch}; returns the fires written."""
+        now = ms_to_datetime(self._clock.now_ms())
+        aware_now = now.replace(tzinfo=dt.UTC)
+        written = 0
+        for stored in self._store.to_plan(owned, now + self._lead):
+            try:
+                written += self._plan_one(stored, owned[stored.slot], aware_now)
+            except Exception:
+                log.exception("cron: rule %s could not be planned", stored.key)
+        if written:
+            self._slots.poll_soon()
+        return written
+
+    def _plan_one(self, stored: StoredRule, epoch: int, now: dt.datetime) -> int:
+        rule = rules.parsed_rule(stored.message())
+        previous_live = False
+        if rule.overlap is not rules.Overlap.ALLOW and stored.last_task_id:
+            status = self._store.statuses(stored.slot, [stored.last_task_id]).get(stored.last_task_id)
+            previous_live = status is not None and status not in r.TERMINAL
+        plan = rules.plan(rule, stored.planned_until.replace(tzinfo=dt.UTC), previous_live, now,
+                          lead=self._lead, missed_after=self._missed_after)
+        if plan is None:
+            return 0
+        fires = [self._fire_task(stored, rule, fire, now) for fire in plan.fires]
+        done = self._store.materialize(stored, epoch, fires, plan.planned_until.replace(tzinfo=None), plan.skipped,
+                                       now.replace(tzinfo=None), self._config.node_id)
+        if done is None:
+            log.info("cron: slot %d moved on from epoch %d; rule %s left to its new owner",
+                     stored.slot, epoch, stored.key)
+            return 0
+        if done is False:
+            return 0  # the rule changed since it was read: planned again next tick
+        self.materialized += len(fires)
+        return len(fires)
+
+    def _fire_task(self, stored: StoredRule, rule: rules.ValidRule, fire: dt.datetime, now: dt.datetime) -> r.NewTask:
+        """The task of one fire, validated as a Submit of it would be (the type's defaults)."""
+        spec = rule.message
+        task = pb.Task(task_id=rules.fire_task_id(stored.rule_uid, fire), namespace=rule.namespace,
+                       task_type=rule.task_type, payload_json=rule.payload_json,
+                       schedule_time=format_rfc3339_ms(max(fire, now)))
+        if spec.HasField("timeout_ms"):
+            task.timeout_ms = spec.timeout_ms
+        if spec.HasField("max_retries"):
+            task.max_retries = spec.max_retries
+        valid = validate_task(task, now=now, limits=self._limits)
+        envelope = valid.to_pb()
+        envelope.cron_rule = rule.key
+        envelope.cron_fire_time = format_rfc3339_ms(fire)
+        created = now.replace(tzinfo=None)
+        return r.NewTask(task_id=valid.task_id, slot=stored.slot, namespace=rule.namespace, task_type=rule.task_type,
+                         priority=valid.priority, status=r.PENDING, trigger_at=valid.due_at.replace(tzinfo=None),
+                         envelope=envelope.SerializeToString(), created_at=created)
+
