@@ -49,7 +49,7 @@ class CronApi(pb_grpc.CronServiceServicer):
     async def CreateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
         rule = self._valid(request)
         slot = slot_of(rule.namespace, rule.task_type, self._config.slot_count)
-        stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, uuid.uuid4().hex[:12], slot,
+        stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, _new_uid(), slot,
                                          rule.task_type, rule.message.SerializeToString(), self._now())
         return pb.PutCronRuleResponse(rule=await self._view(stored))
 
@@ -61,7 +61,8 @@ class CronApi(pb_grpc.CronServiceServicer):
             raise InvalidArgument("rule.task_type", "cannot change (it decides the rule's slot): delete the rule"
                                                     " and create it again")
         stored = await asyncio.to_thread(self._store.update, rule.namespace, rule.name,
-                                         rule.message.SerializeToString(), self._now(), self._config.node_id)
+                                         rule.message.SerializeToString(), _new_uid(), self._now(),
+                                         self._config.node_id)
         return pb.PutCronRuleResponse(rule=await self._view(stored))
 
     @_guarded
@@ -80,8 +81,8 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.resume, *_ref(request), self._now(),
-                                                        self._config.node_id))
+        return await self._view(await asyncio.to_thread(self._store.resume, *_ref(request), _new_uid(),
+                                                        self._now(), self._config.node_id))
 
     @_guarded
     async def DeleteCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
@@ -111,6 +112,11 @@ class CronApi(pb_grpc.CronServiceServicer):
 
 def _fire_time_of(task_id: str) -> dt.datetime:
     return dt.datetime.fromtimestamp(int(task_id.rsplit("-", 1)[1]) / 1000, tz=dt.UTC)
+
+
+def _new_uid() -> str:
+    """A rule's generation: in its fires' task ids; new at create, update and resume."""
+    return uuid.uuid4().hex[:12]
 
 
 def _ref(request: pb.CronRuleRef) -> tuple[str, str]:

@@ -112,18 +112,22 @@ class CronStore:
             return self._select(cur, namespace, name)
         return self._shard_of(slot).run(body)
 
-    def update(self, namespace: str, name: str, spec: bytes, now: dt.datetime, node: str) -> StoredRule:
+    def update(self, namespace: str, name: str, spec: bytes, rule_uid: str, now: dt.datetime,
+               node: str) -> StoredRule:
         """A new spec: the rule's fires not yet handed to an executor are cancelled and it is
-        planned again from `now` under the new spec."""
-        return self._change(namespace, name, now, node, "spec = %s, planned_until = %s", (spec, now),
-                            "rule updated")
+        planned again from `now` under the new spec and a new `rule_uid` (its fires are new
+        tasks, not the cancelled ones of the same fire times)."""
+        return self._change(namespace, name, now, node, "spec = %s, rule_uid = %s, planned_until = %s",
+                            (spec, rule_uid, now), "rule updated")
 
     def pause(self, namespace: str, name: str, now: dt.datetime, node: str) -> StoredRule:
         return self._change(namespace, name, now, node, "paused = 1", (), "rule paused")
 
-    def resume(self, namespace: str, name: str, now: dt.datetime, node: str) -> StoredRule:
-        """Planned again from `now`: what fell due while paused is not caught up."""
-        return self._change(namespace, name, now, node, "paused = 0, planned_until = %s", (now,), None)
+    def resume(self, namespace: str, name: str, rule_uid: str, now: dt.datetime, node: str) -> StoredRule:
+        """Planned again from `now`, under a new `rule_uid` (the pause cancelled the fires it
+        had planned ahead): what fell due while paused is not caught up."""
+        return self._change(namespace, name, now, node, "paused = 0, rule_uid = %s, planned_until = %s",
+                            (rule_uid, now), None)
 
     def delete(self, namespace: str, name: str, now: dt.datetime, node: str) -> StoredRule:
         shard, rule = self._find(namespace, name)

@@ -3,7 +3,7 @@
 -- shard of its slot (the slot of its namespace and task type), so its owner plans it and
 -- writes its fire tasks in one fenced transaction on one server.
 -- spec:          the rule as validated (a serialized taskring.v1.CronRule)
--- rule_uid:      in every fire's task id (cron-<uid>-<fire ms>); a new rule gets a new one
+-- rule_uid:      in every fire's task id (cron-<uid>-<fire ms>); new at create, update and resume
 -- planned_until: every fire time up to here has its task, or was decided against
 -- last_task_id:  the latest fire's task (the overlap policies look at its state)
 -- version:       bumped by every change through the API; a plan made on an older

@@ -172,4 +172,6 @@ def task_info_from_pb(msg: pb.GetTaskResponse) -> TaskInfo:
         max_retries=task.max_retries if task.HasField("max_retries") else None,
         unique_key=task.unique_key,
         trace_id=task.trace_id,
+        cron_rule=task.cron_rule,
+        cron_fire_time=parse_instant(task.cron_fire_time),
     )

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 
 from taskring import _envelope
+from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
 from taskring.task import (
     Priority,
@@ -156,6 +157,9 @@ class Client:
             self._channel = grpc.secure_channel(target, credentials, options=opts)
         self._stub = pb_grpc.TaskServiceStub(self._channel)
         self._timeout = rpc_timeout_s
+        self.cron = CronRules(self._channel, rpc_timeout_s)
+        """The cron rules of the cluster (taskring.cron): create, update, get, list, pause,
+        resume, delete."""
 
     def submit(
         self,

@@ -262,3 +262,7 @@ class TaskInfo:
     max_retries: int | None = None
     unique_key: str = ""
     trace_id: str = ""
+    cron_rule: str = ""
+    """"namespace/name" of the cron rule whose fire this task is ("" for a submitted task)."""
+    cron_fire_time: datetime | None = None
+    """The fire time this task is for (a cron rule's task)."""
