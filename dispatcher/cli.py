@@ -4,6 +4,7 @@
     taskring ring [--admin URL]          the ring as a table (cluster issue)
     taskring demo [--nodes 3]            a local cluster doing real work
     taskring stack up|down|status        the local stack (deploy/local/stack.sh)
+    taskring cron create|update|get|list|pause|resume|delete ...   cron rules (dispatcher/cron/cli.py)
 """
 from __future__ import annotations
 
@@ -87,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ring.add_argument("--admin", default=os.environ.get("TASKRING_ADMIN_URL", "http://127.0.0.1:7080"))
     ring.add_argument("--token", default=os.environ.get("TASKRING_ADMIN_TOKEN"))
     ring.set_defaults(run=_cmd_ring)
+
+    from dispatcher.cron.cli import add_parser as add_cron
+    add_cron(sub)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

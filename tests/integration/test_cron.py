@@ -237,3 +237,27 @@ def test_overlap_skip_and_queue_one_never_run_two_fires_of_a_rule_at_once(node, 
         gaps = [b - a for a, b in zip(times, times[1:])]
         assert gaps and min(gaps) >= 2400, (rule_key, gaps)  # each started after the previous one's 2.5 s
         print(f"\n{rule_key}: starts every {gaps} ms")
+
+
+def test_the_taskring_command_manages_rules(node):
+    import json
+    import subprocess
+    import sys
+
+    def taskring(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dispatcher.cli", "cron", "--target", node.target, *args],
+                              capture_output=True, text=True, timeout=60)
+    made = taskring("create", "tests", "cli-rule", "--type", "ok", "--schedule", "30 2 * * *",
+                    "--zone", "America/New_York", "--payload", '{"a": 1}', "--owner-team", "ops")
+    assert made.returncode == 0, made.stderr
+    rule = json.loads(made.stdout)
+    assert (rule["spec"]["time_zone"], rule["spec"]["payload"], rule["spec"]["owner_team"]) == (
+        "America/New_York", {"a": 1}, "ops")
+    listed = taskring("list", "tests")
+    assert [json.loads(line)["spec"]["name"] for line in listed.stdout.splitlines()] == ["cli-rule"]
+    assert json.loads(taskring("pause", "tests", "cli-rule").stdout)["paused"] is True
+    bad = taskring("create", "tests", "bad-zone", "--type", "ok", "--schedule", "0 0 * * *", "--zone", "Nowhere/X")
+    assert bad.returncode == 1 and "rule.time_zone" in bad.stderr
+    assert taskring("delete", "tests", "cli-rule").returncode == 0
+    gone = taskring("get", "tests", "cli-rule")
+    assert gone.returncode == 1 and "not found" in gone.stderr
