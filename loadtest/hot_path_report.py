@@ -10,6 +10,7 @@ with the command that made it:
   locust_steps.json              Locust at 25/50/75/100% of a peak, the pickup at 50%
   scale_curve.json               1-4 nodes, each capped to the same CPU share
   heap_memory.json               memory per task held in the ETA heap
+  scale_curve_shards1/2.json     3 and 4 capped nodes on one MariaDB, and on two store shards
 
 and writes loadtest/reports/hot_path.md and .json. A report that is missing is said so.
 
@@ -119,7 +120,16 @@ def scorecard() -> tuple[list[tuple[str, str, str, str, str]], dict[str, Any]]:
         rows.append(("scale curve, nodes: tasks/s at a cap of "
                      f"{scale['cap_cores']} cores per node", "-", "close to linear until a shared part saturates",
                      curve, "scale_curve.md"))
-    rows.append(("one MySQL shard against two", "-", "reported", "not built (see the closing note)", "-"))
+    one_shard, two_shards = load("scale_curve_shards1"), load("scale_curve_shards2")
+    if one_shard is None or two_shards is None:
+        rows.append(("one MySQL shard against two", "-", "reported", "not measured", "-"))
+    else:
+        def at(curve: dict[str, Any]) -> str:
+            return " / ".join(f"{fmt(r.get('completed_per_s'))}" for r in curve["rows"])
+        counts = " / ".join(str(r["nodes"]) for r in two_shards["rows"])
+        rows.append((f"one MySQL shard against two: tasks/s at {counts} nodes of {two_shards['cap_cores']} cores",
+                     "-", "reported", f"one shard {at(one_shard)}, two shards {at(two_shards)} (both servers on"
+                     " this box's two cores)", "scale_curve_shards1.md, scale_curve_shards2.md"))
     return rows, data
 
 
