@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from dispatcher.clock import rfc3339
 from dispatcher.errors import InvalidArgument, quote
 from dispatcher.ids import new_task_id
 from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
@@ -285,16 +286,10 @@ def parse_rfc3339(text: str) -> dt.datetime:
         raise ValueError(f"is not a valid date and time, got {_show(text)}") from None
 
 
-def format_rfc3339_ms(t: dt.datetime) -> str:
-    """UTC, millisecond precision, 'Z' suffix: 2030-01-02T03:04:05.678Z."""
-    t = _utc_ms(t)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
 # A batch's tasks share a few instants (its arrival, their due times) and a few
 # policies: format and build each once. The pb.RetryPolicy is copied into each
 # pb.Task that is given it, so sharing one is safe.
-_rfc3339_cached = functools.lru_cache(maxsize=4096)(format_rfc3339_ms)
+_rfc3339_cached = functools.lru_cache(maxsize=4096)(rfc3339)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -331,7 +326,7 @@ def _due_at(task: pb.Task, now: dt.datetime, limits: Limits, p: str) -> dt.datet
         latest = now + dt.timedelta(milliseconds=limits.max_delay_ms)
         if at > latest:
             raise InvalidArgument(f"{p}.schedule_time", f"{task.schedule_time} is beyond the maximum delay of "
-                                  f"{limits.max_delay_ms} ms (latest {format_rfc3339_ms(latest)})")
+                                  f"{limits.max_delay_ms} ms (latest {rfc3339(latest)})")
         # In the past: due now. Clamping keeps an old timestamp from jumping the
         # queue and keeps year-0001 values out of DATETIME columns.
         return max(at, now)

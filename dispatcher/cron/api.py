@@ -12,12 +12,12 @@ import uuid
 
 from cluster.slots import slot_of
 from dispatcher.api import _guarded, api_state
-from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules, schedule
 from dispatcher.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.store.cron import CronStore, StoredRule
-from dispatcher.validation import Limits, format_rfc3339_ms, validate_task
+from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb, pb_grpc
 
 
@@ -95,17 +95,17 @@ class CronApi(pb_grpc.CronServiceServicer):
         """The rule as stored, with its state: paused, last and next fires."""
         view = stored.message()
         view.paused = stored.paused
-        view.created_at = format_rfc3339_ms(stored.created_at.replace(tzinfo=dt.UTC))
-        view.updated_at = format_rfc3339_ms(stored.updated_at.replace(tzinfo=dt.UTC))
+        view.created_at = rfc3339(stored.created_at.replace(tzinfo=dt.UTC))
+        view.updated_at = rfc3339(stored.updated_at.replace(tzinfo=dt.UTC))
         now = self._now()
         if not stored.paused:
             parsed = rules.parsed_rule(view)
-            view.next_fire_time = format_rfc3339_ms(schedule.next_fire(parsed.schedule, now.replace(tzinfo=dt.UTC)))
+            view.next_fire_time = rfc3339(schedule.next_fire(parsed.schedule, now.replace(tzinfo=dt.UTC)))
         if last_fire:
             last = await asyncio.to_thread(self._store.last_fire, stored, now)
             if last is not None:
                 view.last_fire_task_id = last.task_id
-                view.last_fire_time = format_rfc3339_ms(_fire_time_of(last.task_id))
+                view.last_fire_time = rfc3339(_fire_time_of(last.task_id))
                 view.last_fire_state = api_state(last.status, last.attempts, last.fire_at, now)
         return view
 

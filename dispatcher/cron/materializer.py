@@ -15,13 +15,13 @@ import datetime as dt
 import logging
 from typing import Protocol
 
-from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules
 from dispatcher.loop_task import LoopTask
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
-from dispatcher.validation import Limits, format_rfc3339_ms, validate_task
+from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class Materializer:
         spec = rule.message
         task = pb.Task(task_id=rules.fire_task_id(stored.rule_uid, fire), namespace=rule.namespace,
                        task_type=rule.task_type, payload_json=rule.payload_json,
-                       schedule_time=format_rfc3339_ms(max(fire, now)))
+                       schedule_time=rfc3339(max(fire, now)))
         if spec.HasField("timeout_ms"):
             task.timeout_ms = spec.timeout_ms
         if spec.HasField("max_retries"):
@@ -116,7 +116,7 @@ class Materializer:
         valid = validate_task(task, now=now, limits=self._limits)
         envelope = valid.to_pb()
         envelope.cron_rule = rule.key
-        envelope.cron_fire_time = format_rfc3339_ms(fire)
+        envelope.cron_fire_time = rfc3339(fire)
         created = now.replace(tzinfo=None)
         return r.NewTask(task_id=valid.task_id, slot=stored.slot, namespace=rule.namespace, task_type=rule.task_type,
                          priority=valid.priority, status=r.PENDING, trigger_at=valid.due_at.replace(tzinfo=None),

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from dispatcher.clock import rfc3339
 from dispatcher.errors import InvalidArgument
 from dispatcher.retry import RetryPolicies, RetryPolicy
 from dispatcher.validation import (
     Limits,
     ValidTask,
-    format_rfc3339_ms,
     parse_rfc3339,
     to_unix_ms,
     validate_batch,
@@ -303,13 +303,13 @@ def test_delay_of_exactly_the_maximum_is_fine():
 
 
 def test_schedule_time_beyond_the_maximum():
-    late = format_rfc3339_ms(NOW_MS + dt.timedelta(days=90, milliseconds=1))
+    late = rfc3339(NOW_MS + dt.timedelta(days=90, milliseconds=1))
     assert rejected(task(schedule_time=late)).field == "task.schedule_time"
 
 
 def test_schedule_time_at_exactly_the_maximum_is_fine():
     latest = NOW_MS + dt.timedelta(days=90)
-    assert check(task(schedule_time=format_rfc3339_ms(latest))).due_at == latest
+    assert check(task(schedule_time=rfc3339(latest))).due_at == latest
 
 
 def test_schedule_time_in_the_past_is_due_now():
@@ -460,14 +460,14 @@ def test_good_batch_keeps_order_and_one_created_at():
 
 # ---- Times and limits helpers ----
 
-def test_format_rfc3339_ms():
-    assert format_rfc3339_ms(NOW) == "2030-01-02T03:04:05.678Z"
+def test_rfc3339():
+    assert rfc3339(NOW) == "2030-01-02T03:04:05.678Z"
     plus8 = dt.timezone(dt.timedelta(hours=8))
-    assert format_rfc3339_ms(dt.datetime(2030, 1, 2, 8, 0, tzinfo=plus8)) == "2030-01-02T00:00:00.000Z"
+    assert rfc3339(dt.datetime(2030, 1, 2, 8, 0, tzinfo=plus8)) == "2030-01-02T00:00:00.000Z"
 
 
 def test_parse_rfc3339_round_trips_format():
-    assert parse_rfc3339(format_rfc3339_ms(NOW)) == NOW_MS
+    assert parse_rfc3339(rfc3339(NOW)) == NOW_MS
 
 
 def test_limits_are_checked_on_construction():
