@@ -5,6 +5,7 @@
     taskring demo [--nodes 3]            a local cluster doing real work
     taskring stack up|down|status        the local stack (deploy/local/stack.sh)
     taskring cron create|update|get|list|pause|resume|delete ...   cron rules (dispatcher/cron/cli.py)
+    taskring submit NAMESPACE TYPE [--unique-key K] ... | taskring get ID   one task (submit_cli.py)
 """
 from __future__ import annotations
 
@@ -90,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ring.set_defaults(run=_cmd_ring)
 
     from dispatcher.cron.cli import add_parser as add_cron
+    from dispatcher.submit_cli import add_parsers as add_submit
     add_cron(sub)
+    add_submit(sub)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

@@ -12,12 +12,13 @@ line for `list`; an error prints the server's message (naming the field) and exi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import os
 import sys
 from typing import Any
+
+from dispatcher.json_output import to_json
 
 
 def add_parser(sub: Any) -> None:
@@ -75,19 +76,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"taskring cron {args.action}: {exc}", file=sys.stderr)
         return 1
     for rule in rules:
-        print(json.dumps(_jsonable(dataclasses.asdict(rule)), sort_keys=True))
+        print(to_json(rule))
     return 0
 
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return int(value / dt.timedelta(milliseconds=1))
-    if hasattr(value, "value"):  # enums (TaskState)
-        return value.value
-    return value

@@ -199,3 +199,22 @@ def test_a_key_holds_across_nodes_and_store_shards(sharded_world):
     finally:
         cluster.stop_all()
         executor.stop()
+
+
+def test_the_taskring_command_submits_with_a_unique_key_and_reads_the_task(node):
+    import subprocess
+    import sys
+
+    def taskring(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args, "--target", node.target],
+                              capture_output=True, text=True, timeout=60)
+    k = key()
+    first = taskring("submit", "tests", "ok", "--payload", '{"n": 1}', "--delay", "60", "--unique-key", k)
+    assert first.returncode == 0, first.stderr
+    again = taskring("submit", "tests", "ok", "--payload", '{"n": 2}', "--unique-key", k)
+    held, made = json.loads(again.stdout), json.loads(first.stdout)
+    assert (held["task_id"], held["duplicate"], made["duplicate"]) == (made["task_id"], True, False)
+    got = json.loads(taskring("get", made["task_id"]).stdout)
+    assert (got["unique_key"], got["payload"], got["state"]) == (k, {"n": 1}, "queued")
+    bad = taskring("submit", "tests", "ok", "--unique-ttl", "5")
+    assert bad.returncode == 1 and "task.unique_ttl_ms" in bad.stderr
