@@ -5,6 +5,7 @@ the outbox (tests/integration/service_proc.py). Enqueued is not success; committ
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
@@ -304,3 +305,30 @@ def test_new_task_ids_are_uuid7_in_time_order():
     assert len(set(ids)) == 50
     stamps = [uuid.UUID(i).int >> 80 for i in ids]
     assert stamps == sorted(stamps)
+
+
+def test_the_relay_runs_as_a_process_of_its_own_until_sigterm(node, client, recording_executor, connect, service_db,
+                                                             stack, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    ids = enqueue_committed(connect, [TaskSpec("tests", "ok", {"i": i}) for i in range(5)])
+    log_path = tmp_path / "relay.log"
+    with open(log_path, "w") as log:
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "taskring.outbox_relay", "--target", node.target, "--mysql-host", stack.host,
+             "--mysql-port", str(stack.mysql_port), "--mysql-user", stack.mysql_user, "--database", service_db,
+             "--poll-interval-s", "0.1", "--report-every-s", "1"],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "TASKRING_OUTBOX_MYSQL_PASSWORD":
+                                                        stack.mysql_password})
+    try:
+        wait_until(lambda: all(relayed for relayed, _ in outbox_rows(connect).values()), 60,
+                   "every row marked relayed")
+        infos = wait_terminal(client, ids, timeout_s=60)
+        assert all(info.state == TaskState.SUCCEEDED for info in infos.values())
+    finally:
+        relay.send_signal(signal.SIGTERM)
+        code = relay.wait(timeout=30)
+    text = log_path.read_text()
+    assert code == 0, text
+    assert "relayed 5, duplicates 0, rejected 0, lag 0.0s" in text, text
