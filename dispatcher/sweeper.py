@@ -10,29 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
 
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.loop_task import LoopTask
+from dispatcher.slot_table import OwnedSlots
 from dispatcher.store.interface import TaskStoreProtocol
 
 log = logging.getLogger(__name__)
 
 
-class SweptSlots(Protocol):
-    """What the sweeper needs from the engine that owns the slots."""
-
-    def owned(self) -> dict[int, int]: ...
-
-    @property
-    def held(self) -> bool: ...
-
-    def poll_soon(self) -> None: ...
-
-
 class Sweeper:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: SweptSlots):
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots):
         self._config = config
         self._store = store
         self._clock = clock

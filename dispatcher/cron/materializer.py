@@ -13,29 +13,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from typing import Protocol
 
 from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules
 from dispatcher.loop_task import LoopTask
+from dispatcher.slot_table import OwnedSlots
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
 from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
-
-
-class OwnedSlots(Protocol):
-    """What the materializer needs from the engine that owns the slots."""
-
-    def owned(self) -> dict[int, int]: ...
-
-    @property
-    def held(self) -> bool: ...
-
-    def poll_soon(self) -> None: ...
 
 
 class Materializer:

@@ -188,7 +188,7 @@ class MemoryTaskStore:
             return existing
 
     def _hold_keys(self, keyed: list[r.NewTask]) -> dict[str, r.Held]:
-        """The twin of TaskStore.hold_keys: take each key for its first task, or hold it."""
+        """The twin of store/unique_keys.py hold_keys: take each key for its first task, or hold it."""
         held: dict[str, r.Held] = {}
         first: dict[tuple[str, str], r.NewTask] = {}
         for t in keyed:

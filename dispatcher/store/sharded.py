@@ -41,6 +41,7 @@ from dispatcher.config import MySQLConfig, NodeConfig, format_slot_shards
 from dispatcher.errors import TaskNotFound, Unavailable
 from dispatcher.store import records as r
 from dispatcher.store.mysql import TaskStore
+from dispatcher.store.unique_keys import hold_keys
 
 T = TypeVar("T")
 
@@ -160,7 +161,7 @@ class ShardedTaskStore:
             def status_of(holders: list[tuple[str, int]]) -> dict[str, r.Status]:
                 return self._statuses(holders, cursors)
             for k, group in sorted(by_key_shard.items()):
-                existing.update(TaskStore.hold_keys(cursors[k], group, status_of))
+                existing.update(hold_keys(cursors[k], group, status_of))
             inserted = self._by_shard([t for t in fresh if t.task_id not in existing], lambda t: t.slot)
             # Every insert writes its shards in index order. Two batches that wrote them in
             # opposite orders could each wait on the other's row locks (slot_task_types) on
