@@ -1,38 +1,87 @@
-"""The admin endpoint of a node, for SREs and for Kubernetes probes.
+"""The admin endpoint of a node, for SREs, for the console and for Kubernetes probes.
 
-    GET /ring      JSON: members, every slot's desired and actual owner, epoch,
-                   task types, Kafka lag, MySQL pending; the ZooKeeper session
-    GET /          the same, as a page a person can read in a browser
-    GET /metrics   Prometheus text format
-    GET /healthz   200 while the process serves (liveness)
-    GET /readyz    200 while the node has a live ZooKeeper session and is not holding
+    GET /healthz   200 while the process serves (liveness)             open
+    GET /readyz    200 while the node has a live ZooKeeper session      open
+                   and is not holding
+    GET /ring      JSON: members, every slot's desired and actual       viewer
+                   owner, epoch, task types, Kafka lag, MySQL pending
+    GET /ring.html the same, as a page a person can read                viewer
+    GET /metrics   Prometheus text format                               viewer
+    ... and the routes given in (dispatcher/admin/routes.py): the operations API and
+    the console, each naming the role it needs.
 
-Everything but the probes requires the admin token (`Authorization: Bearer
-<token>` or `?token=`) unless the node was started without one for local use.
-A stdlib threading server keeps it independent of the node's event loop, so a
-busy loop never makes the probes time out. The node decides what alive and ready
-mean (dispatcher/node.py); this module only serves the answers.
+Everything but the probes requires a caller the `authenticate` callable knows
+(`Authorization: Bearer <token>`, or `?token=` for a browser's first visit); only
+operators act. A stdlib threading server keeps it independent of the node's event
+loop, so a busy loop never makes the probes time out. The node decides what alive
+and ready mean (dispatcher/node.py); this module only serves the answers.
 """
 from __future__ import annotations
 
 import hmac
-import html
-import json
+import logging
+import ssl
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from dispatcher.admin import routes as rt
+from dispatcher.admin.ring_page import render_page
+from dispatcher.auth.identity import LOCAL_OPERATOR, Identity, Role
+from dispatcher.errors import TaskringError, bounded
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body taken (an edited payload is at most the submit limit)."""
+
+Authenticate = Callable[[Mapping[str, str], dict[str, list[str]]], Identity | None]
+
+
+def token_authenticator(token: str | None) -> Authenticate:
+    """The single admin token: its holder is an operator named `admin`; no token at all
+    leaves the endpoint open to a local operator (local use only)."""
+    def authenticate(headers: Mapping[str, str], query: dict[str, list[str]]) -> Identity | None:
+        if token is None:
+            return LOCAL_OPERATOR
+        given = bearer_token(headers, query)
+        if given is not None and hmac.compare_digest(given.encode(), token.encode()):
+            return Identity("admin", Role.OPERATOR)
+        return None
+    return authenticate
+
+
+def bearer_token(headers: Mapping[str, str], query: dict[str, list[str]]) -> str | None:
+    auth = headers.get("Authorization", "")
+    if auth.startswith("Bearer "):
+        return auth[len("Bearer "):]
+    if "token" in query:
+        return query["token"][-1]
+    return None
+
 
 class AdminServer:
-    def __init__(self, *, host: str, port: int, token: str | None, ring: Callable[[], dict],
+    def __init__(self, *, host: str, port: int, token: str | None = None, ring: Callable[[], dict],
                  ready: Callable[[], tuple[bool, str]], alive: Callable[[], tuple[bool, str]],
-                 registry: CollectorRegistry):
-        self._host, self._port, self._token = host, port, token
+                 registry: CollectorRegistry, routes: Sequence[rt.Route] = (),
+                 authenticate: Authenticate | None = None, ssl_context: ssl.SSLContext | None = None):
+        self._host, self._port = host, port
         self._ring, self._ready, self._alive, self._registry = ring, ready, alive, registry
+        self._authenticate = authenticate or token_authenticator(token)
+        self._ssl_context = ssl_context
+        self._routes: list[rt.Route] = [
+            rt.route("GET", "/ring", Role.VIEWER, lambda req: rt.Response.of_json(self._ring())),
+            rt.route("GET", "/ring.html", Role.VIEWER, lambda req: rt.Response.of_html(render_page(self._ring()))),
+            rt.route("GET", "/metrics", Role.VIEWER,
+                     lambda req: rt.Response(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)),
+            *routes,
+        ]
+        if not any(r.pattern.fullmatch("/") for r in self._routes):
+            self._routes.append(rt.route("GET", "/", Role.VIEWER, self._routes[1].handler))
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port: int | None = None
@@ -42,6 +91,8 @@ class AdminServer:
             return
         self._server = ThreadingHTTPServer((self._host, self._port), self._handler_class())
         self._server.daemon_threads = True
+        if self._ssl_context is not None:
+            self._server.socket = self._ssl_context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="admin-http", daemon=True)
         self._thread.start()
@@ -53,16 +104,38 @@ class AdminServer:
         self._server.server_close()
         self._server = None
 
-    def _authorized(self, headers, query: dict) -> bool:
-        if self._token is None:
-            return True
-        given = ""
-        auth = headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            given = auth[len("Bearer "):]
-        elif "token" in query:
-            given = query["token"][0]
-        return hmac.compare_digest(given.encode(), self._token.encode())
+    def handle(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes,
+               address: str) -> rt.Response:
+        """One request, start to end: probes, authentication, the route's role, the handler."""
+        url = urllib.parse.urlparse(raw_path)
+        query = urllib.parse.parse_qs(url.query)
+        if url.path in ("/healthz", "/readyz") and method == "GET":
+            ok, why = (self._alive if url.path == "/healthz" else self._ready)()
+            return rt.Response.of_json({"ok": ok, "reason": why}, 200 if ok else 503)
+        identity = self._authenticate(headers, query)
+        if identity is None:
+            return rt.Response.of_json({"error": "a token is required (Authorization: Bearer <token>)"}, 401)
+        found = rt.find(self._routes, method, url.path)
+        if found is None:
+            return rt.Response.of_json({"error": f"no such path {url.path}"}, 404)
+        if found == "method":
+            return rt.Response.of_json({"error": f"{method} is not allowed on {url.path}"}, 405)
+        assert not isinstance(found, str)
+        route, params = found
+        if not identity.may(route.role):
+            return rt.Response.of_json(
+                {"error": f"{identity.name} is a {identity.role.name.lower()}; {method} {url.path} needs the"
+                          f" {route.role.name.lower()} role"}, 403)
+        request = rt.Request(method=method, path=url.path, query=query, body=body, identity=identity,
+                             address=address, params=params)
+        try:
+            return route.handler(request)
+        except TaskringError as exc:
+            return rt.Response.of_json({"error": bounded(str(exc)), "code": exc.code.name},
+                                       rt.HTTP_STATUS_OF_CODE.get(exc.code, 500))
+        except Exception as exc:  # the admin view must not take the node down
+            log.exception("admin %s %s failed", method, url.path)
+            return rt.Response.of_json({"error": bounded(f"{type(exc).__name__}: {exc}")}, 500)
 
     def _handler_class(self):
         admin = self
@@ -71,96 +144,27 @@ class AdminServer:
             def log_message(self, *args):  # quiet: probes hit this every few seconds
                 pass
 
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
+            def _serve(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    response = rt.Response.of_json({"error": f"body: more than {MAX_BODY_BYTES} bytes"}, 413)
+                else:
+                    body = self.rfile.read(length) if length else b""
+                    response = admin.handle(method, self.path, self.headers, body, self.client_address[0])
+                self.send_response(response.status)
+                self.send_header("Content-Type", response.content_type)
+                self.send_header("Content-Length", str(len(response.body)))
+                self.send_header("Cache-Control", "no-store")
                 self.end_headers()
-                self.wfile.write(body)
-
-            def _json(self, code: int, data) -> None:
-                self._send(code, json.dumps(data, indent=1, sort_keys=True, default=str).encode(), "application/json")
+                self.wfile.write(response.body)
 
             def do_GET(self):
-                url = urllib.parse.urlparse(self.path)
-                query = urllib.parse.parse_qs(url.query)
-                if url.path in ("/healthz", "/readyz"):
-                    ok, why = (admin._alive if url.path == "/healthz" else admin._ready)()
-                    return self._json(200 if ok else 503, {"ok": ok, "reason": why})
-                if not admin._authorized(self.headers, query):
-                    return self._json(401, {"error": "admin token required (Authorization: Bearer <token>)"})
-                try:
-                    if url.path == "/ring":
-                        return self._json(200, admin._ring())
-                    if url.path == "/metrics":
-                        return self._send(200, generate_latest(admin._registry), CONTENT_TYPE_LATEST)
-                    if url.path == "/":
-                        return self._send(200, render_page(admin._ring()).encode(), "text/html; charset=utf-8")
-                except Exception as exc:  # the admin view must not take the node down
-                    return self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
-                return self._json(404, {"error": f"no such path {url.path}"})
+                self._serve("GET")
+
+            def do_POST(self):
+                self._serve("POST")
+
+            def do_DELETE(self):
+                self._serve("DELETE")
 
         return Handler
-
-
-def _color(name: str | None) -> str:
-    if not name:
-        return "#ddd"
-    h = sum(name.encode()) * 47 % 360
-    return f"hsl({h},60%,80%)"
-
-
-def _ring_svg(slots: list[dict], size: int = 320) -> str:
-    """The ring itself: one arc per slot, the inner band its actual owner, the outer
-    band its desired owner, so a slot in motion shows two colours."""
-    import math
-    n = max(1, len(slots))
-    c = size / 2
-    parts = [f"<svg width='{size}' height='{size}' viewBox='0 0 {size} {size}'>"]
-    for i, s in enumerate(slots):
-        a0, a1 = 2 * math.pi * i / n - math.pi / 2, 2 * math.pi * (i + 1) / n - math.pi / 2
-        for r_in, r_out, owner in ((c * 0.45, c * 0.75, s["actual_owner"]), (c * 0.78, c * 0.95, s["desired_owner"])):
-            pts = [(c + r_out * math.cos(a0), c + r_out * math.sin(a0)),
-                   (c + r_out * math.cos(a1), c + r_out * math.sin(a1)),
-                   (c + r_in * math.cos(a1), c + r_in * math.sin(a1)),
-                   (c + r_in * math.cos(a0), c + r_in * math.sin(a0))]
-            d = (f"M{pts[0][0]:.1f},{pts[0][1]:.1f} A{r_out:.1f},{r_out:.1f} 0 0 1 {pts[1][0]:.1f},{pts[1][1]:.1f} "
-                 f"L{pts[2][0]:.1f},{pts[2][1]:.1f} A{r_in:.1f},{r_in:.1f} 0 0 0 {pts[3][0]:.1f},{pts[3][1]:.1f} Z")
-            parts.append(f"<path d='{d}' fill='{_color(owner)}' stroke='#fff'><title>slot {s['slot']}: "
-                         f"{html.escape(str(owner))}</title></path>")
-        am = (a0 + a1) / 2
-        parts.append(f"<text x='{c + c * 0.6 * math.cos(am):.1f}' y='{c + c * 0.6 * math.sin(am) + 4:.1f}' "
-                     f"font-size='11' text-anchor='middle'>{s['slot']}</text>")
-    parts.append(f"<text x='{c}' y='{c - 4}' font-size='12' text-anchor='middle'>inner: actual</text>"
-                 f"<text x='{c}' y='{c + 12}' font-size='12' text-anchor='middle'>outer: desired</text></svg>")
-    return "".join(parts)
-
-
-def render_page(ring: dict) -> str:
-    e = html.escape
-    rows = []
-    for s in ring["slots"]:
-        moving = s["desired_owner"] != s["actual_owner"]
-        rows.append(
-            f"<tr{' class=moving' if moving else ''}><td>{s['slot']}</td>"
-            f"<td style='background:{_color(s['desired_owner'])}'>{e(str(s['desired_owner']))}</td>"
-            f"<td style='background:{_color(s['actual_owner'])}'>{e(str(s['actual_owner']))}</td>"
-            f"<td>{e(str(s['epoch']))}</td><td>{s['kafka_lag_total']}</td><td>{s['mysql_pending']}</td>"
-            f"<td>{e(', '.join(s['task_types']))}</td></tr>")
-    owned: dict[str, int] = {}
-    for s in ring["slots"]:
-        owned[str(s["actual_owner"])] = owned.get(str(s["actual_owner"]), 0) + 1
-    members = "".join(f"<li style='background:{_color(m)}'><b>{e(m)}</b>: {owned.get(m, 0)} slots</li>"
-                      for m in sorted(ring["members"]))
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>taskring ring</title>
-<meta http-equiv="refresh" content="3">
-<style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #999;padding:3px 8px;font-size:13px}} tr.moving td{{font-weight:bold;color:#a00}}
-li{{padding:3px 8px;margin:2px;list-style:none}} .top{{display:flex;gap:2em;align-items:center}}</style></head><body>
-<h1>taskring ring</h1>
-<p>Seen from node <b>{e(ring['node'])}</b>; ZooKeeper session: <b>{e(str(ring['zookeeper_session']))}</b>;
-{len(ring['members'])} members; {sum(1 for s in ring['slots'] if s['desired_owner'] != s['actual_owner'])}
-slots moving. Refreshes every 3 s.</p>
-<div class=top>{_ring_svg(ring['slots'])}<ul>{members}</ul></div>
-<table><tr><th>slot</th><th>desired owner</th><th>actual owner</th><th>epoch</th><th>kafka lag</th>
-<th>mysql pending</th><th>task types</th></tr>{''.join(rows)}</table></body></html>"""

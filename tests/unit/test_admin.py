@@ -9,7 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from dispatcher.admin.ring_cli import format_ring
-from dispatcher.admin.server import AdminServer, render_page
+from dispatcher.admin.ring_page import render_page
+from dispatcher.admin.server import AdminServer
 
 RING = {
     "node": "n1", "zookeeper_session": "connected", "members": {"n1": {}, "n2": {}}, "owned_here": [0],
@@ -90,3 +91,47 @@ def test_page_and_table_show_owners_and_flag_moving_slots():
     assert lines[3].split()[:4] == ["0", "n1", "n1", "3"]
     assert lines[4].endswith("*")  # desired n2, actual n1: moving
     assert "slots per owner: n1=2" in table
+
+
+def test_routes_name_their_role_and_errors_map_to_http_statuses():
+    from dispatcher.admin import routes as rt
+    from dispatcher.auth.identity import Identity, Role
+    from dispatcher.errors import InvalidArgument, TaskNotFound
+
+    def fail(req: rt.Request) -> rt.Response:
+        raise TaskNotFound(req.params["task_id"])
+
+    def act(req: rt.Request) -> rt.Response:
+        if "bad" in req.json():
+            raise InvalidArgument("body.bad", "is bad")
+        return rt.Response.of_json({"by": req.identity.name, "from": req.address})
+
+    tokens = {"v": Identity("vera", Role.VIEWER), "o": Identity("otto", Role.OPERATOR)}
+    server = AdminServer(host="127.0.0.1", port=0, ring=lambda: RING, ready=lambda: (True, "ready"),
+                         alive=lambda: (True, "serving"), registry=CollectorRegistry(),
+                         routes=[rt.route("GET", r"/api/tasks/(?P<task_id>[^/]+)", Role.VIEWER, fail),
+                                 rt.route("POST", "/api/act", Role.OPERATOR, act)],
+                         authenticate=lambda headers, query: tokens.get(headers.get("Authorization", "")[7:]))
+    server.start()
+    try:
+        def post(token: str, body: bytes) -> tuple[int, dict]:
+            request = urllib.request.Request(f"http://127.0.0.1:{server.port}/api/act", data=body, method="POST")
+            request.add_header("Authorization", f"Bearer {token}")
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.loads(exc.read())
+
+        status, body = get(server, "/api/tasks/t-1", token="v")
+        assert status == 404 and "t-1" in json.loads(body)["error"]
+        status, answer = post("v", b"{}")
+        assert status == 403 and "operator" in answer["error"]   # a viewer may not act
+        assert post("o", b"{}") == (200, {"by": "otto", "from": "127.0.0.1"})
+        status, answer = post("o", b'{"bad": 1}')
+        assert status == 400 and answer["error"].startswith("body.bad")
+        assert post("o", b"[1]")[0] == 400
+        assert get(server, "/api/act", token="o")[0] == 405
+        assert get(server, "/healthz")[0] == 200   # the probes stay open
+    finally:
+        server.stop()
