@@ -23,8 +23,9 @@ import logging
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -39,13 +40,21 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """Largest request body taken (an edited payload is at most the submit limit)."""
 
-Authenticate = Callable[[Mapping[str, str], dict[str, list[str]]], Identity | None]
+
+
+class Headers(Protocol):
+    """A request's headers, looked up case-insensitively (http.server's are)."""
+
+    def get(self, name: str, failobj: None = None, /) -> str | None: ...
+
+
+Authenticate = Callable[[Headers, dict[str, list[str]]], Identity | None]
 
 
 def token_authenticator(token: str | None) -> Authenticate:
     """The single admin token: its holder is an operator named `admin`; no token at all
     leaves the endpoint open to a local operator (local use only)."""
-    def authenticate(headers: Mapping[str, str], query: dict[str, list[str]]) -> Identity | None:
+    def authenticate(headers: Headers, query: dict[str, list[str]]) -> Identity | None:
         if token is None:
             return LOCAL_OPERATOR
         given = bearer_token(headers, query)
@@ -55,8 +64,8 @@ def token_authenticator(token: str | None) -> Authenticate:
     return authenticate
 
 
-def bearer_token(headers: Mapping[str, str], query: dict[str, list[str]]) -> str | None:
-    auth = headers.get("Authorization", "")
+def bearer_token(headers: Headers, query: dict[str, list[str]]) -> str | None:
+    auth = headers.get("Authorization") or ""
     if auth.startswith("Bearer "):
         return auth[len("Bearer "):]
     if "token" in query:
@@ -104,7 +113,7 @@ class AdminServer:
         self._server.server_close()
         self._server = None
 
-    def handle(self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes,
+    def handle(self, method: str, raw_path: str, headers: Headers, body: bytes,
                address: str) -> rt.Response:
         """One request, start to end: probes, authentication, the route's role, the handler."""
         url = urllib.parse.urlparse(raw_path)

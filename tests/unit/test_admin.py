@@ -111,7 +111,7 @@ def test_routes_name_their_role_and_errors_map_to_http_statuses():
                          alive=lambda: (True, "serving"), registry=CollectorRegistry(),
                          routes=[rt.route("GET", r"/api/tasks/(?P<task_id>[^/]+)", Role.VIEWER, fail),
                                  rt.route("POST", "/api/act", Role.OPERATOR, act)],
-                         authenticate=lambda headers, query: tokens.get(headers.get("Authorization", "")[7:]))
+                         authenticate=lambda headers, query: tokens.get((headers.get("Authorization") or "")[7:]))
     server.start()
     try:
         def post(token: str, body: bytes) -> tuple[int, dict]:
