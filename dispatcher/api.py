@@ -114,7 +114,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             rows.append(r.NewTask(task_id=v.task_id, slot=slot, namespace=v.namespace, task_type=v.task_type,
                                   priority=v.priority, status=r.ENQUEUED if short else r.PENDING,
                                   trigger_at=trigger_at, envelope=v.to_pb().SerializeToString(),
-                                  created_at=created, unique_key=v.unique_key,
+                                  created_at=created, unique_key=v.unique_key, trace_id=v.trace_id,
                                   unique_until=(created + dt.timedelta(milliseconds=v.unique_ttl_ms)
                                                 if v.unique_ttl_ms else None)))
             due_ms_of.append(due_ms)

@@ -30,6 +30,7 @@ from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.metrics import NodeMetrics
+from dispatcher.ops.wiring import Operations
 from dispatcher.retry import parse_retry_policies
 from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
@@ -76,11 +77,12 @@ class Node:
         self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
                                          limits=limits)
         self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock)
+        self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
                                  ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
-                                 registry=self.metrics.registry)
+                                 registry=self.metrics.registry, routes=self.operations.routes())
         self._grpc: grpc.aio.Server | None = None
         self._observer: asyncio.Task | None = None
         self.grpc_port: int | None = None
@@ -174,6 +176,7 @@ class Node:
         await self.engine.start()
         await self.ownership.start()
         self.materializer.start()
+        self.operations.start()
         self._observer = asyncio.create_task(self._observe(), name="observe")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"))
@@ -206,6 +209,7 @@ class Node:
         await step("admin", self.admin.stop)
         await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))
         await step("cron materializer", self.materializer.stop)
+        await step("operations", self.operations.stop)
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))

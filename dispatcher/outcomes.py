@@ -58,7 +58,7 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, config: NodeConfig, rng: random.R
         due_ms = now_ms + delay
         short = delay <= config.route_threshold_ms
         detail = f"{kind}: {error}; retry in {delay} ms"
-        events.append(r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempt, detail))
+        events.append(r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempt, detail, o.stack_trace or None))
         message = None
         if short:
             message = queued_message(config.kafka.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
@@ -66,7 +66,7 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, config: NodeConfig, rng: random.R
                                retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
                                error=error, stack_trace=o.stack_trace or None)
         return Decision(write, message, kind, KAFKA if short else MYSQL)
-    events.append(r.Event(task_id, TaskState.FAILED, now, node, attempt, f"{kind}: {error}"))
+    events.append(r.Event(task_id, TaskState.FAILED, now, node, attempt, f"{kind}: {error}", o.stack_trace or None))
     events.append(r.Event(task_id, TaskState.DEAD_LETTERED, now, node, attempt,
                           "non-retryable failure" if not retryable else f"gave up after {attempt} attempts"))
     write = r.OutcomeWrite(task_id, slot, attempt, result=r.DEAD_LETTERED, events=tuple(events), error=error,

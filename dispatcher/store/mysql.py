@@ -25,6 +25,7 @@ import pymysql
 
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
+from dispatcher.failures import classify
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
@@ -332,9 +333,10 @@ class TaskStore:
             f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
             f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
             f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
-            f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}')" for t in fresh)
+            f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}',"
+            f"{cur.connection.escape(t.trace_id) if t.trace_id else 'NULL'})" for t in fresh)
         cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
-                    " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake)"
+                    " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake, trace_id)"
                     f" VALUES {values}")
         types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
         cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
@@ -368,7 +370,8 @@ class TaskStore:
             row = cur.fetchone()
             if row is None:
                 raise TaskNotFound(task_id)
-            cur.execute("SELECT task_id, state, at, node, attempt, detail FROM task_history WHERE task_id = %s"
+            cur.execute("SELECT task_id, state, at, node, attempt, detail, stack_trace FROM task_history"
+                        " WHERE task_id = %s"
                         " ORDER BY seq", (task_id,))
             return r.TaskRow(*row), [r.Event(*e) for e in cur.fetchall()]
         return self.run(body)
@@ -517,6 +520,11 @@ class TaskStore:
                     " t.last_stack_trace, (SELECT MIN(e.at) FROM task_events e WHERE e.task_id = t.task_id"
                     "  AND e.state = 'dispatched'), %s"
                     f" FROM tasks t WHERE t.task_id IN ({marks(len(ids))})", [now, *ids])
+                # Grouped by failure (dispatcher/failures.py), for the dead-letter views.
+                cur.executemany("UPDATE dead_letters SET error_class = %s, error_shape = %s, error_group = %s"
+                                " WHERE task_id = %s",
+                                [(f.error_class, f.shape, f.group, w.task_id)
+                                 for w in dead for f in (classify(w.error, "failure"),)])
             return stale
         return self.run(body)
 
@@ -635,6 +643,6 @@ class TaskStore:
     @staticmethod
     def _append_events(cur, events: Sequence[r.Event]) -> None:
         if events:
-            cur.executemany("INSERT INTO task_events (task_id, state, at, node, attempt, detail)"
-                            " VALUES (%s, %s, %s, %s, %s, %s)",
-                            [(e.task_id, e.state, e.at, e.node, e.attempt, e.detail) for e in events])
+            cur.executemany("INSERT INTO task_events (task_id, state, at, node, attempt, detail, stack_trace)"
+                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                            [(e.task_id, e.state, e.at, e.node, e.attempt, e.detail, e.stack_trace) for e in events])

@@ -51,10 +51,12 @@ STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
     # owner crashed, or the attempt was never sent and is not spent)
     DISPATCHED: frozenset({SUCCEEDED, DEAD_LETTERED, PENDING, ENQUEUED}),
     SUCCEEDED: frozenset(),
-    DEAD_LETTERED: frozenset(),
+    # an operator's replay (dispatcher/ops/): the task runs again, same id, same history
+    DEAD_LETTERED: frozenset({PENDING}),
     CANCELLED: frozenset(),
 }
-TERMINAL = frozenset(s for s, after in STATUS_TRANSITIONS.items() if not after)
+TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED})
+"""Where the engine leaves a task for good; only a person brings a dead letter back."""
 CANCELLABLE = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
 
 RETRY = "retry"
@@ -100,6 +102,8 @@ class NewTask:
     """"" or the key this task must hold to be inserted (dispatcher/unique.py)."""
     unique_until: dt.datetime | None = None
     """None: the key is held while the task is live; else until this time."""
+    trace_id: str = ""
+    """The caller's trace id ("" when none), stored for search."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +136,8 @@ class Event:
     node: str
     attempt: int
     detail: str | None = None
+    stack_trace: str | None = None
+    """The attempt's stack trace, on the event that ends a failed attempt (retry_wait, failed)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.state, TaskState):  # read back from the database as text

@@ -44,7 +44,7 @@ class TaskState(enum.StrEnum):
     @property
     def is_terminal(self) -> bool:
         """True when the task will not run again (short of a manual replay)."""
-        return not LIFECYCLE[self]
+        return self in _TERMINAL
 
     @property
     def successors(self) -> frozenset[TaskState]:
@@ -65,9 +65,12 @@ LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     TaskState.RETRY_WAIT: frozenset({TaskState.QUEUED, TaskState.CANCELLED}),
     TaskState.FAILED: frozenset({TaskState.DEAD_LETTERED}),
     TaskState.SUCCEEDED: frozenset(),
-    TaskState.DEAD_LETTERED: frozenset(),
+    # A dead letter runs again only when an operator replays it: it waits for that retry
+    # (retry_wait, due at once, same id), then is queued as any retry is.
+    TaskState.DEAD_LETTERED: frozenset({TaskState.RETRY_WAIT}),
     TaskState.CANCELLED: frozenset(),
 }
+_TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED})
 
 
 class Priority(enum.StrEnum):

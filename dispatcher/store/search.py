@@ -1,0 +1,114 @@
+"""Task search: bounded, indexed reads only, each one an index range with keyset paging.
+
+    by trace id                     idx_trace (trace_id)
+    by unique key                   unique_keys' primary key (namespace, unique_key) -> the holder
+    namespace + type + status       idx_ns_type_status_created (namespace, task_type, status, created_at)
+      over a time of acceptance     (no status given: one such read per status, merged)
+
+Pages are newest first, strictly before a cursor (created_at, task_id). `plans` answers
+MySQL's EXPLAIN of each statement as it is run, for the test that holds every one to an
+index (tests/integration/test_operations.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import heapq
+
+from dispatcher.store import records as r
+from dispatcher.store.shards import Shards
+
+_SUMMARY = "task_id, slot, namespace, task_type, status, attempts, trigger_at, created_at, updated_at, last_error"
+MAX_PAGE = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSummary:
+    task_id: str
+    slot: int
+    namespace: str
+    task_type: str
+    status: str
+    attempts: int
+    trigger_at: dt.datetime
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    last_error: str | None
+
+    @property
+    def cursor(self) -> tuple[dt.datetime, str]:
+        return self.created_at, self.task_id
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """One search: exactly one of trace_id, unique_key (with namespace), or namespace +
+    task_type (with an optional status and time range)."""
+
+    trace_id: str = ""
+    unique_key: str = ""
+    namespace: str = ""
+    task_type: str = ""
+    status: str = ""
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+def _page_clause(before: tuple[dt.datetime, str] | None, args: list[object]) -> str:
+    if before is None:
+        return ""
+    args += [before[0], before[0], before[1]]
+    return " AND (created_at < %s OR (created_at = %s AND task_id < %s))"
+
+
+def statements(q: Query, before: tuple[dt.datetime, str] | None, limit: int) -> list[tuple[str, list[object]]]:
+    """The SQL a query runs on each shard (several for a type search without a status)."""
+    if q.trace_id:
+        args: list[object] = [q.trace_id]
+        page = _page_clause(before, args)
+        return [(f"SELECT {_SUMMARY} FROM tasks WHERE trace_id = %s{page}"
+                 " ORDER BY created_at DESC, task_id DESC LIMIT %s", [*args, limit])]
+    if q.unique_key:
+        return [(f"SELECT {_SUMMARY} FROM tasks WHERE task_id = (SELECT task_id FROM unique_keys"
+                 " WHERE namespace = %s AND unique_key = %s)", [q.namespace, q.unique_key])]
+    out = []
+    for status in ([q.status] if q.status else [s.value for s in r.Status]):
+        args = [q.namespace, q.task_type, status]
+        time_range = ""
+        if q.since is not None:
+            time_range += " AND created_at >= %s"
+            args.append(q.since)
+        if q.until is not None:
+            time_range += " AND created_at < %s"
+            args.append(q.until)
+        page = _page_clause(before, args)
+        out.append((f"SELECT {_SUMMARY} FROM tasks WHERE namespace = %s AND task_type = %s AND status = %s"
+                    f"{time_range}{page} ORDER BY created_at DESC, task_id DESC LIMIT %s", [*args, limit]))
+    return out
+
+
+class SearchStore:
+    def __init__(self, shards: Shards):
+        self._shards = shards
+
+    def search(self, q: Query, *, before: tuple[dt.datetime, str] | None = None, limit: int = 50) -> list[TaskSummary]:
+        limit = max(1, min(limit, MAX_PAGE))
+        runs = []
+        for shard in self._shards.all:
+            for sql, args in statements(q, before, limit):
+                def body(cur, sql=sql, args=args):
+                    cur.execute(sql, args)
+                    return [TaskSummary(*row) for row in cur.fetchall()]
+                runs.append(shard.run(body))
+        return list(heapq.merge(*runs, key=lambda t: t.cursor, reverse=True))[:limit]
+
+    def plans(self, q: Query, *, before: tuple[dt.datetime, str] | None = None, limit: int = 50) -> list[dict]:
+        """EXPLAIN of every statement `search` runs for `q`, on shard 0, as dicts."""
+        out = []
+        for sql, args in statements(q, before, limit):
+            def body(cur, sql=sql, args=args):
+                cur.execute("EXPLAIN " + sql, args)
+                names = [d[0] for d in cur.description]
+                return [dict(zip(names, row)) for row in cur.fetchall()]
+            out.append({"sql": sql, "plan": self._shards.first.run(body)})
+        return out

@@ -1,0 +1,282 @@
+"""Operations on a real node: dead letters grouped, shown, edited (with a diff first),
+replayed with their history kept, deleted, bulk-replayed at a rate through a kill -9 of the
+node running the job; the audit trail of each action; and task search, every statement of
+which EXPLAIN shows reading an index."""
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+import uuid
+
+import pymysql
+import pytest
+
+from dispatcher.store import records as r
+from harness.processes import NodeProcess
+from harness.wait import wait_until
+from taskring import Client, Executor, TaskSpec, TaskState
+from taskring.errors import NonRetryableError
+
+pytestmark = pytest.mark.integration
+
+NS = "shop"
+
+
+class Payments:
+    """`charge` declines a card of "bad" until `fixed`; `ship` always fails for good."""
+
+    def __init__(self, zk_hosts: str):
+        self.fixed = threading.Event()
+        self.runs: dict[str, int] = {}
+        self.executor = Executor(NS, zk_hosts=zk_hosts)
+        self.executor.add_handler("charge", self._charge)
+        self.executor.add_handler("ship", self._ship)
+
+    def _charge(self, ctx) -> None:
+        self.runs[ctx.task_id] = self.runs.get(ctx.task_id, 0) + 1
+        if ctx.payload.get("card") == "bad" and not self.fixed.is_set():
+            raise ValueError(f"card declined for order {ctx.payload['order']}")
+
+    def _ship(self, ctx) -> None:
+        raise NonRetryableError(f"no carrier for zone {ctx.payload['zone']}")
+
+
+@pytest.fixture
+def node(taskring_env):
+    n = NodeProcess(taskring_env, "ops-1", single=True).start()
+    try:
+        n.wait_ready()
+        yield n
+    finally:
+        n.terminate()
+
+
+@pytest.fixture
+def payments(taskring_env):
+    p = Payments(taskring_env.zk_hosts)
+    p.executor.start()
+    yield p
+    p.executor.stop(grace_s=2)
+
+
+def call(node: NodeProcess, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(node.admin + path, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def ok(node: NodeProcess, method: str, path: str, body: dict | None = None) -> dict:
+    status, answer = call(node, method, path, body)
+    assert status in (200, 201), (status, answer)
+    return answer
+
+
+def dead_letter(client: Client, specs: list[TaskSpec], timeout_s: float = 60) -> list[str]:
+    ids = [res.task_id for res in client.submit_batch(specs)]
+    wait_until(lambda: all(client.get(i).state == TaskState.DEAD_LETTERED for i in ids), timeout_s,
+               f"{len(ids)} tasks to be dead-lettered")
+    return ids
+
+
+def charge(order: int, card: str = "bad", **kw) -> TaskSpec:
+    return TaskSpec(NS, "charge", {"order": order, "card": card}, max_retries=0, **kw)
+
+
+def history_of(client: Client, task_id: str) -> list:
+    return list(client.get(task_id).history)
+
+
+def test_dead_letters_grouped_shown_edited_replayed_and_deleted(node, payments, taskring_env):
+    with Client(node.target) as client:
+        charges = dead_letter(client, [charge(1000 + i) for i in range(6)]
+                              + [TaskSpec(NS, "ship", {"zone": z}) for z in (7, 9)])
+        ships = charges[6:]
+        charges = charges[:6]
+
+        # Eight dead letters from two failures read as two lines.
+        groups = ok(node, "GET", f"/api/dead-letters/groups?namespace={NS}")
+        assert groups["total"] == 8
+        lines = {(g["task_type"], g["error_class"], g["error_shape"]): g["count"] for g in groups["groups"]}
+        assert lines == {("charge", "ValueError", "card declined for order <n>"): 6,
+                         ("ship", "NonRetryableError", "no carrier for zone <n>"): 2}, lines
+        group = next(g for g in groups["groups"] if g["task_type"] == "charge")["error_group"]
+
+        # Paged newest first, by the group, with a cursor; no page repeats a row.
+        first = ok(node, "GET", f"/api/dead-letters?error_group={group}&limit=4")
+        second = ok(node, "GET", f"/api/dead-letters?error_group={group}&limit=4&before={first['next']}")
+        seen = [d["task_id"] for d in first["items"] + second["items"]]
+        assert sorted(seen) == sorted(charges) and second["next"] is None
+        assert call(node, "GET", "/api/dead-letters?since=yesterday")[0] == 400
+
+        # One dead letter whole: its envelope, every attempt with error and stack trace.
+        shown = ok(node, "GET", f"/api/dead-letters/{charges[0]}")
+        assert shown["envelope"]["payload"] == {"order": 1000, "card": "bad"}
+        [attempt] = shown["attempts"]
+        assert attempt["outcome"] == "failed" and "card declined for order 1000" in attempt["error"]
+        assert "ValueError" in attempt["stack_trace"] and "Traceback" in attempt["stack_trace"]
+
+        # Edit: the diff first, nothing written; a bad payload named as on submit.
+        target = charges[0]
+        status, bad = call(node, "POST", f"/api/dead-letters/{target}/edit",
+                           {"reason": "fix card", "payload_json": "[1]"})
+        assert status == 400 and bad["error"].startswith("edit.payload_json"), bad
+        status, bad = call(node, "POST", f"/api/dead-letters/{target}/edit", {"payload_json": "{}"})
+        assert status == 400 and bad["error"].startswith("reason"), bad
+        preview = ok(node, "POST", f"/api/dead-letters/{target}/edit",
+                     {"reason": "customer updated the card", "payload_json": '{"order": 1000, "card": "good"}',
+                      "payload_version": 2})
+        assert preview["confirmed"] is False
+        assert '-  "card": "bad",' in preview["diff"] and '+  "card": "good",' in preview["diff"], preview["diff"]
+        assert client.get(target).state == TaskState.DEAD_LETTERED
+        status, stale = call(node, "POST", f"/api/dead-letters/{target}/edit",
+                             {"reason": "x", "payload_json": '{"order": 1000, "card": "good"}',
+                              "confirm": "0000000000000000"})
+        assert status == 409 and "changed since" in stale["error"]
+        ok(node, "POST", f"/api/dead-letters/{target}/edit",
+           {"reason": "customer updated the card", "payload_json": '{"order": 1000, "card": "good"}',
+            "payload_version": 2, "confirm": preview["digest"]})
+        wait_until(lambda: client.get(target).state == TaskState.SUCCEEDED, 30, "the edited task to succeed")
+        task = client.get(target)
+        assert task.payload == {"order": 1000, "card": "good"}
+        history = task.history
+        assert r.history_errors([str(e.state) for e in history]) == []
+        replay_event = next(e for e in history if e.state == TaskState.RETRY_WAIT)
+        assert "payload edited and replayed by anonymous" in replay_event.detail
+        assert "customer updated the card" in replay_event.detail
+        states = [str(e.state) for e in history]
+        at = states.index("dead_lettered")
+        assert states[at:at + 4] == ["dead_lettered", "retry_wait", "queued", "dispatched"], states
+        assert states[-1] == "succeeded"
+        assert payments.runs[target] == 2
+
+        # A plain replay runs once more (retries 0) and dead-letters again: attempt 2.
+        again = charges[1]
+        ok(node, "POST", f"/api/dead-letters/{again}/replay", {"reason": "try once more"})
+        wait_until(lambda: client.get(again).state == TaskState.DEAD_LETTERED and client.get(again).attempts == 2,
+                   30, "the replayed task to fail again")
+        assert r.history_errors([str(e.state) for e in history_of(client, again)]) == []
+        assert len(ok(node, "GET", f"/api/dead-letters/{again}")["attempts"]) == 2
+        # With a retry budget it gets that many more retries.
+        ok(node, "POST", f"/api/dead-letters/{again}/replay", {"reason": "two more", "retries": 2})
+        wait_until(lambda: client.get(again).state == TaskState.DEAD_LETTERED and client.get(again).attempts == 5,
+                   60, "three more attempts")
+
+        # Delete: gone from the dead letters, still dead-lettered, not replayable.
+        ok(node, "POST", f"/api/dead-letters/{ships[0]}/delete", {"reason": "zone closed"})
+        assert call(node, "GET", f"/api/dead-letters/{ships[0]}")[0] == 404
+        assert client.get(ships[0]).state == TaskState.DEAD_LETTERED
+        status, answer = call(node, "POST", f"/api/dead-letters/{ships[0]}/replay", {"reason": "oops"})
+        assert status == 409 and "not a dead letter" in answer["error"]
+        assert call(node, "POST", "/api/dead-letters/no-such-task/replay", {"reason": "x"})[0] == 404
+
+        # The audit trail: who, when, from where, what, before and after; unchangeable.
+        records = ok(node, "GET", f"/api/audit?namespace={NS}")["records"]
+        actions = [rec["action"] for rec in records]
+        assert actions[:4] == ["dlq.delete", "dlq.replay", "dlq.replay", "dlq.edit"], actions
+        edit = records[3]
+        assert edit["actor"] == "anonymous" and edit["address"] == "127.0.0.1"
+        assert edit["target"] == f"task:{target}" and edit["reason"] == "customer updated the card"
+        assert json.loads(edit["before"]["payload_json"]) == {"order": 1000, "card": "bad"}
+        assert json.loads(edit["after"]["payload_json"]) == {"order": 1000, "card": "good"}
+        assert edit["after"]["payload_version"] == 2
+        assert ok(node, "GET", f"/api/tasks/{target}")["audit"][0]["action"] == "dlq.edit"
+        for statement in ("UPDATE audit_log SET actor = 'mallory'", "DELETE FROM audit_log"):
+            with pytest.raises(pymysql.err.OperationalError, match="cannot be"):
+                taskring_env.sql(statement)
+
+
+def test_bulk_replay_at_a_rate_with_pause_and_a_kill_of_its_node(node, payments, taskring_env):
+    with Client(node.target) as client:
+        ids = dead_letter(client, [charge(2000 + i) for i in range(20)])
+        payments.fixed.set()   # the outage is over
+        status, bad = call(node, "POST", "/api/bulk-replays", {"reason": "x", "rate_per_s": 0,
+                                                               "filter": {"task_type": "charge"}})
+        assert status == 400 and bad["error"].startswith("rate_per_s")
+        status, bad = call(node, "POST", "/api/bulk-replays", {"reason": "x", "filter": {"colour": "red"}})
+        assert status == 400 and bad["error"].startswith("filter.colour")
+        job = ok(node, "POST", "/api/bulk-replays", {"reason": "card processor is back", "rate_per_s": 3,
+                                                    "filter": {"namespace": NS, "task_type": "charge"}})
+        assert job["total"] == 20 and job["state"] == "running"
+        path = f"/api/bulk-replays/{job['id']}"
+        wait_until(lambda: ok(node, "GET", path)["replayed"] >= 3, 30, "the job to start")
+        paused = ok(node, "POST", f"{path}/pause", {"reason": "watch the first ones"})
+        assert paused["state"] == "paused"
+        assert call(node, "POST", f"{path}/pause", {"reason": "again"})[0] == 409
+        ok(node, "POST", f"{path}/resume", {"reason": "they succeeded"})
+        wait_until(lambda: ok(node, "GET", path)["replayed"] >= 8, 30, "progress after resume")
+
+        # kill -9 the node running it; a new node goes on from the stored cursor.
+        node.kill()
+        restarted = NodeProcess(taskring_env, "ops-2", single=True).start()
+        try:
+            restarted.wait_ready()
+            done = wait_until(lambda: (lambda j: j if j["state"] == "done" else None)(ok(restarted, "GET", path)),
+                              60, "the job to finish")
+            assert done["replayed"] + done["skipped"] == 20 and done["replayed"] >= 18, done
+            wait_until(lambda: all(client_state(restarted, i) == "succeeded" for i in ids), 60,
+                       "every replayed task to succeed")
+            assert all(payments.runs[i] == 2 for i in ids), {i: payments.runs[i] for i in ids}
+            actions = [rec["action"] for rec in ok(restarted, "GET", f"/api/audit?target=bulk_replay:{job['id']}")
+                       ["records"]]
+            assert actions == ["bulk_replay.resume", "bulk_replay.pause", "bulk_replay.start"], actions
+            detail = next(e for e in ok(restarted, "GET", f"/api/tasks/{ids[0]}")["history"]
+                          if e["state"] == "retry_wait")["detail"]
+            assert f"(bulk replay {job['id']})" in detail and "card processor is back" in detail
+        finally:
+            restarted.terminate()
+
+
+def client_state(node: NodeProcess, task_id: str) -> str:
+    return ok(node, "GET", f"/api/tasks/{task_id}")["status"]
+
+
+def test_search_by_trace_key_and_type_pages_on_indexes(node, taskring_env):
+    trace = f"trace-{uuid.uuid4().hex[:8]}"
+    key = f"order:{uuid.uuid4().hex[:8]}"
+    with Client(node.target) as client:
+        traced = [client.submit(NS, "report", {"i": i}, trace_id=trace, delay=600).task_id for i in range(3)]
+        keyed = client.submit(NS, "report", {"k": 1}, unique_key=key, delay=600).task_id
+        for i in range(5):
+            client.submit(NS, "audit-me", {"i": i}, delay=7200)
+    assert sorted(t["task_id"] for t in ok(node, "GET", f"/api/tasks?trace_id={trace}")["items"]) == sorted(traced)
+    assert [t["task_id"] for t in ok(node, "GET", f"/api/tasks?namespace={NS}&unique_key={key}")["items"]] == [keyed]
+    first = ok(node, "GET", f"/api/tasks?namespace={NS}&task_type=audit-me&status=pending&limit=3")
+    rest = ok(node, "GET", f"/api/tasks?namespace={NS}&task_type=audit-me&status=pending&limit=3"
+                           f"&before={first['next']}")
+    assert len(first["items"]) == 3 and len(rest["items"]) == 2 and rest["next"] is None
+    assert not {t["task_id"] for t in first["items"]} & {t["task_id"] for t in rest["items"]}
+    assert len(ok(node, "GET", f"/api/tasks?namespace={NS}&task_type=audit-me")["items"]) == 5  # every status
+    status, bad = call(node, "GET", f"/api/tasks?namespace={NS}")
+    assert status == 400 and bad["error"].startswith("query")
+    assert call(node, "GET", f"/api/tasks?namespace={NS}&task_type=x&status=lost")[0] == 400
+
+    # Every statement a search runs reads an index range, never the whole table.
+    from dispatcher.config import MySQLConfig
+    from dispatcher.store.mysql import TaskStore
+    from dispatcher.store.search import Query, SearchStore
+    from dispatcher.store.shards import shards_of
+    stack = taskring_env.stack
+    store = TaskStore(MySQLConfig(host=stack.host, port=stack.mysql_port, user=stack.mysql_user,
+                                  password=stack.mysql_password, database=taskring_env.database))
+    store.start()
+    try:
+        search = SearchStore(shards_of(store))
+        import datetime as dt
+        cursor = (dt.datetime(2026, 1, 1), "x")
+        queries = {"trace": Query(trace_id=trace), "unique key": Query(namespace=NS, unique_key=key),
+                   "type+status": Query(namespace=NS, task_type="audit-me", status="pending",
+                                        since=dt.datetime(2020, 1, 1), until=dt.datetime(2100, 1, 1)),
+                   "type, every status": Query(namespace=NS, task_type="audit-me")}
+        for name, q in queries.items():
+            for statement in search.plans(q, before=cursor):
+                for step in statement["plan"]:
+                    assert step["type"] != "ALL" and step["key"], (name, statement)
+                print(name, [(s["table"], s["type"], s["key"], s["rows"]) for s in statement["plan"]])
+    finally:
+        store.stop()
