@@ -17,13 +17,15 @@ import logging
 import random
 from typing import Protocol
 
+from prometheus_client import Gauge, Histogram
+
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
 from dispatcher.executor_pool import ExecutorPool, Reservation
 from dispatcher.heap import EtaHeap
 from dispatcher.log.interface import LogProducer, OutMessage
-from dispatcher.metrics import NodeMetrics
+from dispatcher.metrics import NodeMetrics, observe_many
 from dispatcher.outcome_batcher import OutcomeBatcher
 from dispatcher.outcomes import decide
 from dispatcher.slot_table import SlotState
@@ -76,6 +78,8 @@ class Dispatch:
         self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
         self._outcomes = {name.removeprefix("OUTCOME_KIND_").lower(): metrics.outcomes.labels(
             name.removeprefix("OUTCOME_KIND_").lower()) for name in pb.OutcomeKind.keys()}
+        # Per task type, resolved on a type's first batch: (in-flight gauge, execution histogram).
+        self._by_type: dict[tuple[str, str], tuple[Gauge, Histogram]] = {}
         self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=config.outcome_batch)
         # asyncio's primitives bind to the running loop on first use, not here.
         self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
@@ -227,17 +231,33 @@ class Dispatch:
         if not items:
             await self._executors.run(reservation, [])  # gives the capacity back
             return
+        in_flight, duration = self._type_metrics(reservation.key)
         self._metrics.in_flight.inc(len(items))
+        in_flight.inc(len(items))
         try:
             result = await self._executors.run(reservation, deliveries)
         finally:
             self._metrics.in_flight.dec(len(items))
+            in_flight.dec(len(items))
+        # One call carries the batch, dispatched at one instant (_run_batch): its outcomes
+        # arrive together, so the batch is one observation, counted once per task run.
+        observe_many(duration, (self._clock.now_ms() - items[0].dispatched_ms) / 1000,
+                     len(items) - len(result.not_sent))
         if result.not_sent:
             unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
             await self._give_back([d for d in items if (d.task_id, d.attempt) in unsent])
             items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
             await self._finish(items, result.outcomes)
+
+    def _type_metrics(self, key: tuple[str, str]) -> tuple[Gauge, Histogram]:
+        """A task type's children: one dict lookup per batch. The series stay bounded,
+        since only types with a registered executor get this far (_reserve)."""
+        found = self._by_type.get(key)
+        if found is None:
+            found = self._by_type[key] = (self._metrics.in_flight_by_type.labels(*key),
+                                          self._metrics.execution_duration.labels(*key))
+        return found
 
     async def _finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
         """Record each item's outcome, produce the short retries, settle the offsets."""

@@ -68,11 +68,12 @@ class Engine:
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._held = False
+        self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
         self._dispatch = Dispatch(config=config, store=store, producer=producer, executors=executors,
                                   metrics=metrics, clock=self._clock, rng=self._rng, heap=self._heap,
                                   overflow=self._overflow, slots=self._slots, wake=self._wake, host=self)
         self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
-        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self)
+        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
@@ -144,6 +145,7 @@ class Engine:
         starts = await self._progress.open(slot, self._config.kafka.topics())
         await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
+        self._moves["assigned"].inc()
         self._poller.poll_soon()
 
     async def slot_revoked(self, slot: int, *, clean: bool) -> None:
@@ -153,6 +155,9 @@ class Engine:
         state = self._slots.get(slot)
         if state is None:
             return
+        if state.active:  # once per move, though a revocation may be asked for twice
+            # Every ownership layer (static and cluster) tells the engine: moves are counted here.
+            self._moves["revoked" if clean else "lost"].inc()
         state.active = False
         topics = self._config.kafka.topics()
         await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait,

@@ -5,6 +5,11 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+# A Submit is a MySQL write and perhaps a Kafka produce; a claim_due round is one MySQL
+# transaction: milliseconds normally, seconds when the store struggles.
+_CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# Handlers run from milliseconds to the longest task timeouts (minutes).
+_EXECUTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
 class NodeMetrics:
@@ -44,5 +49,37 @@ class NodeMetrics:
                                   "The store's clock minus this machine's, as this node corrects for it", registry=r)
         self.zk_session_up = Gauge("taskring_zookeeper_connected", "1 while the ZooKeeper session is connected",
                                    registry=r)
+        self.ownership_moves = Counter("taskring_ownership_moves", "Slots this node gained (assigned) or gave up"
+                                       " (revoked: handed off; lost: dropped without a handoff)", ["move"],
+                                       registry=r)
+        # Labelled by task type: the dispatch path records them only for types that have a
+        # registered executor, so the series are bounded by the executors' types.
+        self.in_flight_by_type = Gauge("taskring_in_flight_by_type", "Attempts awaiting an executor's outcome,"
+                                       " per task type", ["namespace", "task_type"], registry=r)
+        self.executors = Gauge("taskring_executors", "Executor instances registered per task type (\"*\": any type),"
+                               " in the namespaces this node dispatches for; 0 once a type's last one left",
+                               ["namespace", "task_type"], registry=r)
+        self.submit_latency = Histogram("taskring_submit_latency_seconds", "Time to handle a Submit or SubmitBatch"
+                                        " call", ["method"], buckets=_CALL_BUCKETS, registry=r)
+        self.poll_duration = Histogram("taskring_poll_duration_seconds", "Time of one MySQL poll (claim_due) of"
+                                       " one slot", buckets=_CALL_BUCKETS, registry=r)
+        self.execution_duration = Histogram("taskring_execution_duration_seconds", "Dispatch to outcome of the"
+                                            " attempts executors ran, per task type", ["namespace", "task_type"],
+                                            buckets=_EXECUTION_BUCKETS, registry=r)
         self.lateness = Histogram("taskring_dispatch_lateness_seconds", "Dispatch time minus due time",
                                   ["source"], buckets=_LATENESS_BUCKETS, registry=r)
+
+
+def observe_many(histogram: Histogram, amount: float, count: int) -> None:
+    """`count` observations of the same `amount`, for the cost of one observe(): a batch's
+    tasks share their dispatch and outcome times, and the hot path records per batch, not
+    per task. prometheus_client has no weighted observe, so this adds to the sum, count and
+    bucket of a (labelled child) histogram as observe() does; tests/unit/test_metrics.py
+    checks it against observe() so a change inside prometheus_client is caught."""
+    if count <= 0:
+        return
+    histogram._sum.inc(amount * count)
+    for i, bound in enumerate(histogram._upper_bounds):
+        if amount <= bound:
+            histogram._buckets[i].inc(count)
+            break

@@ -26,6 +26,7 @@ from dispatcher.config import NodeConfig
 from dispatcher.cron.api import CronApi
 from dispatcher.cron.materializer import Materializer
 from dispatcher.engine import Engine
+from dispatcher.executor_count import ExecutorCount
 from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
@@ -58,6 +59,7 @@ class Node:
             self.clock, self.clock_sync = clock, None
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
+        self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
         self.producer = TaskProducer(config.kafka)
         self.engine = Engine(
             config=config, store=self.store, producer=self.producer,
@@ -113,10 +115,12 @@ class Node:
         self.ownership.slot_lost(slot)
 
     async def _observe(self, interval_s: float = 5.0) -> None:
-        """Refresh the gauges Prometheus alerts on: lag and backlog of the slots we own."""
+        """Refresh the gauges Prometheus alerts on: lag and backlog of the slots we own,
+        and the executors registered per task type."""
         while True:
             try:
                 self.metrics.zk_session_up.set(1 if self.session.state == "connected" else 0)
+                self.executor_count.refresh()
                 owned = self.engine.owned()
                 self.metrics.kafka_lag.clear()
                 for (topic, partition), lag in self.engine.kafka_lag().items():

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
 from dispatcher.loop_task import LoopTask
+from dispatcher.metrics import NodeMetrics
 from dispatcher.store.interface import TaskStoreProtocol
 
 log = logging.getLogger(__name__)
@@ -43,8 +45,10 @@ class PolledSlots(Protocol):
 
 
 class Poller:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: PolledSlots):
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: PolledSlots,
+                 metrics: NodeMetrics):
         self._config = config
+        self._poll_duration = metrics.poll_duration
         self._store = store
         self._clock = clock
         self._slots = slots
@@ -82,6 +86,9 @@ class Poller:
     async def poll_slot(self, slot: int, epoch: int, limit: int) -> bool:
         """Claim up to `limit` due rows of `slot`; True when the batch was full (there may be more)."""
         now = self._clock.now_ms()
+        # Timed on this machine's monotonic clock, failed polls too: a poll that times out
+        # is the slow store this histogram is for.
+        started = time.perf_counter()
         try:
             ok, rows = await asyncio.to_thread(self._store.claim_due, slot, epoch,
                                                ms_to_datetime(now + self._config.poll_lookahead_ms), limit,
@@ -89,6 +96,8 @@ class Poller:
         except Exception:
             log.exception("slot %d: poll failed", slot)
             return False
+        finally:
+            self._poll_duration.observe(time.perf_counter() - started)
         if not ok:
             await self._slots.lose({slot})
             return False

@@ -119,6 +119,11 @@ class ExecutorDirectory:
             return found
         return self._first_lookup(namespace, self._session.connect_timeout_s if wait_s is None else wait_s)
 
+    def known(self) -> dict[str, tuple[ExecutorInstance, ...]]:
+        """Every watched namespace's live executors, as instances() would answer now (for
+        metrics). The copy is one C-level step under the GIL, safe against the worker's swaps."""
+        return dict(self._instances)
+
     def add_listener(self, callback: ExecutorsListener) -> None:
         """callback(namespace, instances) on a thread of its own whenever a watched
         namespace changes (and on its first load)."""

@@ -407,6 +407,10 @@ class MemoryExecutorDirectory:
             self._fanout.publish(namespace, instances)  # the first load, as for the real one
             return instances
 
+    def known(self) -> dict[str, tuple[ExecutorInstance, ...]]:
+        """Like ExecutorDirectory.known: the watched namespaces' executors."""
+        return dict(self._instances)
+
     def add_listener(self, callback: ExecutorsListener) -> None:
         self._fanout.add(callback)
 

@@ -7,6 +7,7 @@ takes the MySQL path, sooner the Kafka path.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import grpc
@@ -211,6 +212,14 @@ def test_admin_view_and_metrics_show_the_work(node, client, recording_executor):
     text = scrape()
     assert 'taskring_task_outcomes_total{kind="succeeded"} 5.0' in text
     assert "taskring_dispatch_lateness_seconds_bucket" in text
+    # The operations metrics, recorded by the parts that do the work
+    assert 'taskring_execution_duration_seconds_count{namespace="tests",task_type="ok"} 5.0' in text
+    assert 'taskring_submit_latency_seconds_count{method="SubmitBatch"} 1.0' in text
+    assert 'taskring_in_flight_by_type{namespace="tests",task_type="ok"} 0.0' in text
+    assert "taskring_poll_duration_seconds_count" in text
+    assert 'taskring_ownership_moves_total{move="assigned"}' in text
+    wait_until(lambda: re.search(r'taskring_executors\{namespace="tests",task_type="(ok|\*)"\} [1-9]', scrape()),
+               15, "the executor gauge")
 
 
 def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):

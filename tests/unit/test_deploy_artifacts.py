@@ -508,7 +508,8 @@ def test_every_required_alert_is_there():
                    "taskring_dispatch_lateness_seconds_bucket", "taskring_kafka_lag", "taskring_mysql_pending",
                    "taskring_zookeeper_connected", "taskring_tasks_dispatched_total", "taskring_fenced_writes_total",
                    "taskring_no_executor_total", "taskring_tasks_recovered_total",
-                   "taskring_clock_offset_seconds"):
+                   "taskring_clock_offset_seconds", "taskring_task_outcomes_total", "taskring_executors",
+                   "taskring_owned_slots"):
         assert by_metric.get(metric), f"no alert watches {metric}"
 
 
@@ -526,6 +527,23 @@ def test_alerts_have_annotations_severity_and_a_runbook():
         assert name in headings, f"deploy/prometheus/README.md has no runbook section '### {name}'"
         assert annotations["runbook"] == f"deploy/prometheus/README.md#{name.lower()}", name
     assert headings <= {a["alert"] for a in alerts}, "runbooks for alerts that do not exist"
+
+
+def test_the_readme_documents_every_metric_with_its_type_and_labels():
+    """The table under '## Metrics' in deploy/prometheus/README.md: one row per metric the
+    node exports, with its type and label names (a label's values may follow in parentheses)."""
+    readme = (PROM / "README.md").read_text()
+    section = readme.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    documented: dict[str, tuple[str, set[str]]] = {}
+    for row in re.findall(r"^\|\s*`(taskring_\w+)`\s*\|([^|]*)\|([^|]*)\|", section, re.M):
+        name, kind, labels = row
+        assert name not in documented, f"{name} is documented twice"
+        documented[name] = (kind.strip(), set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", labels))))
+    metrics = NodeMetrics()
+    exported = {family.name: (family.type, set(getattr(metric, "_labelnames", ())))
+                for metric in vars(metrics).values() if hasattr(metric, "_labelnames")
+                for family in metric.describe()}
+    assert documented == exported
 
 
 def test_the_lateness_threshold_is_a_bucket_boundary():

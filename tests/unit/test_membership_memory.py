@@ -317,6 +317,8 @@ def test_executor_directory_lazy_watch_and_listeners(started):
     assert d.instances("billing")[0].task_types == ("charge", "refund")
     assert seen == [("billing", ["i2"]), ("billing", ["i1", "i2"]), ("billing", ["i1"])]
     assert d.instances("billing") is d.instances("billing"), "hot path returns the cached tuple"
+    # known(): what the watched namespaces hold now (for the executor gauge); mail is not watched
+    assert d.known() == {"billing": d.instances("billing")}
 
 
 def test_executor_directory_lifecycle_and_validation():
