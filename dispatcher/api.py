@@ -10,6 +10,7 @@ the two is caught by the owner's sweeper (see engine.py).
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import logging
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits, ValidTask, decode_request, validate_batch, validate_task
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
@@ -56,8 +58,9 @@ def _guarded(method):
 class TaskApi(pb_grpc.TaskServiceServicer):
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
-                 admission: Admission | None = None):
+                 admission: Admission | None = None, stats: TaskStats | None = None):
         self._config = config
+        self._stats = stats
         self._admission = admission
         self._store = store
         self._producer = producer
@@ -143,6 +146,8 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         by_kafka = sum(1 for row in fresh if row.status == r.ENQUEUED)
         self._metrics.submitted.labels("kafka").inc(by_kafka)
         self._metrics.submitted.labels("mysql").inc(len(fresh) - by_kafka)
+        if self._stats is not None and fresh:
+            self._stats.submitted(collections.Counter((row.namespace, row.task_type) for row in fresh).items())
         results = []
         due_texts: dict[dt.datetime, str] = {}
         for row in rows:

@@ -31,6 +31,7 @@ from dispatcher.outcomes import decide
 from dispatcher.slot_table import SlotState
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.task_stats import TaskStats
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,9 @@ class Dispatch:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
                  executors: ExecutorPool, metrics: NodeMetrics, clock: Clock, rng: random.Random,
                  heap: EtaHeap[Due], overflow: collections.deque[Due], slots: dict[int, SlotState],
-                 wake: asyncio.Event, host: DispatchHost):
+                 wake: asyncio.Event, host: DispatchHost, stats: TaskStats | None = None):
         self._config = config
+        self._stats = stats
         self._store = store
         self._producer = producer
         self._executors = executors
@@ -283,6 +285,8 @@ class Dispatch:
             return
         await self._host.lose(stale)
         live = [d for d in items if d.slot not in stale]
+        if self._stats is not None and live:
+            self._count(live, writes, stale, now_ms)
         to_send = [retry_messages[d.task_id] for d in live if d.task_id in retry_messages]
         if to_send:
             errors = await self._producer.send(to_send)
@@ -292,6 +296,16 @@ class Dispatch:
                 await asyncio.to_thread(self._store.reroute_to_mysql, failed, now)
         for d in live:
             self._host.settle(d)
+
+    def _count(self, live: list[Due], writes: list[r.OutcomeWrite], stale: set[int], now_ms: int) -> None:
+        """The batch's recorded outcomes, for the console's figures (one call per batch)."""
+        assert self._stats is not None
+        recorded = [w.result for w in writes if w.slot not in stale]
+        succeeded = recorded.count(r.SUCCEEDED)
+        task = live[0].task
+        self._stats.executed(task.namespace, task.task_type, succeeded=succeeded, failed=len(recorded) - succeeded,
+                             dead_lettered=recorded.count(r.DEAD_LETTERED),
+                             duration_ms=now_ms - live[0].dispatched_ms, runs=len(recorded))
 
     async def _give_back(self, items: list[Due]) -> None:
         """Dispatched but never run (the lease ran out before the send, or before the

@@ -37,6 +37,7 @@ from dispatcher.recovery import RecoveryGuard
 from dispatcher.slot_table import SlotState
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.sweeper import Sweeper
+from dispatcher.task_stats import TaskStats
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ class Engine:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
                  intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
-                 on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None):
+                 on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
+                 stats: TaskStats | None = None):
         self._config = config
         self._store = store
         self._producer = producer
@@ -71,7 +73,8 @@ class Engine:
         self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
         self._dispatch = Dispatch(config=config, store=store, producer=producer, executors=executors,
                                   metrics=metrics, clock=self._clock, rng=self._rng, heap=self._heap,
-                                  overflow=self._overflow, slots=self._slots, wake=self._wake, host=self)
+                                  overflow=self._overflow, slots=self._slots, wake=self._wake, host=self,
+                                  stats=stats)
         self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
         self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)

@@ -35,6 +35,8 @@ from dispatcher.ops.wiring import Operations
 from dispatcher.retry import parse_retry_policies
 from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
+from dispatcher.store.shards import shards_of
+from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
@@ -59,6 +61,8 @@ class Node:
             self.clock, self.clock_sync = clock, None
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
+        # The console's figures, counted per batch and written every few seconds.
+        self.stats = TaskStats(shards=shards_of(self.store), node=config.node_id, clock=self.clock)
         self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
         self.producer = TaskProducer(config.kafka)
         self.engine = Engine(
@@ -68,18 +72,20 @@ class Node:
             executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
                                    now_ms=self.clock.now_ms,
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000),
-            metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send)
+            metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
+            stats=self.stats)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
         limits = limits or _limits(config)
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
-                           limits=limits, clock=self.clock, admission=self.admission)
+                           limits=limits, clock=self.clock, admission=self.admission, stats=self.stats)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
                                          limits=limits)
         self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock)
-        self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock)
+        self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
+                                     stats=self.stats)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
@@ -181,6 +187,7 @@ class Node:
         await self.ownership.start()
         self.materializer.start()
         self.operations.start()
+        self.stats.start()
         self._observer = asyncio.create_task(self._observe(), name="observe")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"))
@@ -214,6 +221,7 @@ class Node:
         await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))
         await step("cron materializer", self.materializer.stop)
         await step("operations", self.operations.stop)
+        await step("task stats", self.stats.stop)
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))

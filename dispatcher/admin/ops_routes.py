@@ -14,6 +14,7 @@ every action needs a `reason` and is audited.
     GET  /api/tasks/<id>                   a task: state, history, attempts
     GET  /api/tasks                        ?trace_id | ?namespace&unique_key | ?namespace&task_type&status&since&until
     GET  /api/audit                        ?target&actor&action&namespace&before&limit
+    GET  /api/stats                        ?hours&namespace&task_type: today per type, the last hours per minute
 
 Times in queries are RFC 3339 (`2026-12-01T03:00:00Z`) or unix milliseconds. A page's
 `next` is the cursor to pass as `before` for the next page.
@@ -35,6 +36,7 @@ from dispatcher.store.audit import AuditStore
 from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.store.search import MAX_PAGE, Query, SearchStore
+from dispatcher.task_stats import TaskStats
 from dispatcher.validation import parse_rfc3339
 
 _ID = r"(?P<task_id>[A-Za-z0-9._:-]{1,64})"
@@ -102,6 +104,7 @@ class OpsRoutes:
     search: SearchStore
     audit: AuditStore
     clock: Clock
+    stats: TaskStats
 
     def routes(self) -> list[rt.Route]:
         viewer, operator = Role.VIEWER, Role.OPERATOR
@@ -120,6 +123,7 @@ class OpsRoutes:
             rt.route("GET", f"/api/tasks/{_ID}", viewer, self.task),
             rt.route("GET", "/api/tasks", viewer, self.search_tasks),
             rt.route("GET", "/api/audit", viewer, self.audit_records),
+            rt.route("GET", "/api/stats", viewer, self.overview),
         ]
 
     @staticmethod
@@ -231,3 +235,13 @@ class OpsRoutes:
                                      before=parse_time(req.arg("before"), "before"),
                                      limit=_int(req.arg("limit"), "limit", 100, 1, 1000))
         return Response.of_json({"records": [rec.as_dict() for rec in records]})
+
+    # ---- figures (from the per-minute aggregates, dispatcher/task_stats.py) ----
+
+    def overview(self, req: Request) -> Response:
+        hours = _int(req.arg("hours"), "hours", 1, 1, 48)
+        now = self.clock.now()
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return Response.of_json(_shown(self.stats.overview(
+            since=today, series_since=now - dt.timedelta(hours=hours), namespace=req.arg("namespace") or "",
+            task_type=req.arg("task_type") or "")))

@@ -15,11 +15,13 @@ from dispatcher.store.mysql import TaskStore
 from dispatcher.store.search import SearchStore
 from dispatcher.store.sharded import ShardedTaskStore
 from dispatcher.store.shards import shards_of
+from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits
 
 
 class Operations:
-    def __init__(self, *, store: TaskStore | ShardedTaskStore, limits: Limits, node: str, clock: Clock):
+    def __init__(self, *, store: TaskStore | ShardedTaskStore, limits: Limits, node: str, clock: Clock,
+                 stats: TaskStats):
         shards = shards_of(store)
         self.audit = AuditStore(shards)
         self.dead_letter_store = DeadLetterStore(shards)
@@ -32,7 +34,8 @@ class Operations:
                                        node=node, clock=clock)
         self.search = SearchStore(shards)
         self._routes = OpsRoutes(tasks=store, dead_letters=self.dead_letter_store, ops=self.dead_letters,
-                                 bulk=self.bulk_replays, search=self.search, audit=self.audit, clock=clock)
+                                 bulk=self.bulk_replays, search=self.search, audit=self.audit, clock=clock,
+                                 stats=stats)
 
     def routes(self) -> list[rt.Route]:
         return self._routes.routes()

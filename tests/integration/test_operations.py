@@ -190,6 +190,19 @@ def test_dead_letters_grouped_shown_edited_replayed_and_deleted(node, payments, 
             with pytest.raises(pymysql.err.OperationalError, match="cannot be"):
                 taskring_env.sql(statement)
 
+        # The overview's figures, from the per-minute aggregates the node writes in batches.
+        def figures():
+            types = {(t["namespace"], t["task_type"]): t for t in ok(node, "GET", "/api/stats")["day"]["types"]}
+            c, sh = types.get((NS, "charge")), types.get((NS, "ship"))
+            if c and sh and c["dead_lettered"] >= 8 and c["succeeded"] >= 1 and sh["dead_lettered"] == 2:
+                return c, sh
+            return None
+        c, sh = wait_until(figures, 30, "the figures of both types")
+        assert (c["submitted"], sh["submitted"]) == (6, 2)
+        assert c["success_rate"] == pytest.approx(1 / 9, abs=0.01) and c["duration_p50_ms"] is not None
+        series = ok(node, "GET", "/api/stats?hours=1")["series"]
+        assert sum(m["submitted"] for m in series) >= 8
+
 
 def test_bulk_replay_at_a_rate_with_pause_and_a_kill_of_its_node(node, payments, taskring_env):
     with Client(node.target) as client:
