@@ -6,6 +6,7 @@
     taskring stack up|down|status        the local stack (deploy/local/stack.sh)
     taskring cron create|update|get|list|pause|resume|delete ...   cron rules (dispatcher/cron/cli.py)
     taskring submit NAMESPACE TYPE [--unique-key K] ... | taskring get ID   one task (submit_cli.py)
+    taskring task|dlq|audit|stats ...    operations: search, dead letters, replays, audit (ops/cli.py)
 """
 from __future__ import annotations
 
@@ -91,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     ring.set_defaults(run=_cmd_ring)
 
     from dispatcher.cron.cli import add_parser as add_cron
+    from dispatcher.ops.cli import add_parsers as add_ops
     from dispatcher.submit_cli import add_parsers as add_submit
     add_cron(sub)
     add_submit(sub)
+    add_ops(sub)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
