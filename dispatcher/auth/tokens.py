@@ -203,9 +203,11 @@ def new_token(name: str, namespaces: Sequence[str] | str, calls: Sequence[str] |
               admin_role: str | None = None) -> tuple[str, dict]:
     """A fresh secret and the file's entry for it (checked as the file would be)."""
     secret = "trk_" + secrets.token_urlsafe(32)
-    entry: dict = {"name": name, "sha256": hashlib.sha256(secret.encode()).hexdigest(),
-                   "namespaces": namespaces if namespaces == ANY else list(namespaces),
-                   "calls": calls if calls == ANY else list(calls)}
+    entry: dict = {"name": name, "sha256": hashlib.sha256(secret.encode()).hexdigest()}
+    if namespaces:  # an admin-only token has neither
+        entry["namespaces"] = namespaces if namespaces == ANY else list(namespaces)
+    if calls:
+        entry["calls"] = calls if calls == ANY else list(calls)
     if admin_role is not None:
         entry["admin_role"] = admin_role
     parse_tokens({"tokens": [entry]}, "the new token")
