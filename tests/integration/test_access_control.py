@@ -9,7 +9,10 @@ was produced: the row is written before the produce). Every denial is on /metric
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -17,7 +20,7 @@ import grpc
 import pytest
 
 from dispatcher.auth.tokens import new_token
-from harness.processes import NodeProcess
+from harness.processes import REPO, NodeProcess
 from taskring import Client, TaskSpec, TaskState
 from taskring.cron import CronRuleSpec
 from taskring.errors import PermissionDenied
@@ -161,3 +164,20 @@ def test_the_admin_endpoint_takes_the_viewer_token_of_the_file(node, secrets):
     assert get("/readyz", None) == 200                  # the probes stay open
     assert get("/ring", ADMIN) == 200                   # TASKRING_ADMIN_TOKEN: operator "admin"
 
+
+
+def test_the_shell_commands_send_the_token_of_their_environment(taskring_env, node, secrets):
+    def taskring(*args: str, token: str | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "TASKRING_TOKEN"}
+        env.update({"TASKRING_TARGET": node.target, **({"TASKRING_TOKEN": token} if token else {})})
+        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=60)
+    done = taskring("submit", "billing", "ok", "--delay", "3600", token=secrets["billing-rw"])
+    assert done.returncode == 0, done.stderr
+    task_id = json.loads(done.stdout)["task_id"]
+    assert taskring("get", task_id, token=secrets["billing-ro"]).returncode == 0
+    refused = taskring("submit", "billing", "ok", token=None)
+    assert refused.returncode == 1 and "UNAUTHENTICATED" in refused.stderr
+    listed = taskring("cron", "list", "billing", token=secrets["billing-rw"])
+    assert listed.returncode == 0 and listed.stdout == "", listed.stderr
+    assert taskring_env.sql("SELECT COUNT(*) FROM tasks") == [(1,)]

@@ -9,8 +9,10 @@ probes answer without a client certificate (Kubernetes shows none), its other ro
 """
 from __future__ import annotations
 
+import os
 import ssl
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -108,3 +110,15 @@ def test_tls_without_client_certificates(taskring_env, certs):
         assert str(admin_status(node, "/ring", https(certs, ca="other-ca"))).startswith("refused")
     finally:
         node.terminate()
+
+
+def test_the_shell_commands_take_tls_files_from_the_environment(mtls_node, certs):
+    def submit(**tls: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKRING_CA", "TASKRING_CLIENT"))}
+        env.update(TASKRING_TARGET=mtls_node.target, **tls)
+        return subprocess.run([sys.executable, "-m", "dispatcher.cli", "submit", "tests", "ok", "--delay", "3600"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    done = submit(TASKRING_CA_FILE=str(certs / "ca.pem"), TASKRING_CLIENT_CERT_FILE=str(certs / "client.pem"),
+                  TASKRING_CLIENT_KEY_FILE=str(certs / "client.key"))
+    assert done.returncode == 0, done.stderr
+    assert submit(TASKRING_CA_FILE=str(certs / "ca.pem")).returncode == 1   # no client certificate
