@@ -8,6 +8,7 @@ was produced: the row is written before the produce). Every denial is on /metric
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import pytest
 
 from dispatcher.auth.tokens import new_token
 from harness.processes import REPO, NodeProcess
-from taskring import Client, TaskSpec, TaskState
+from taskring import AsyncClient, Client, TaskSpec, TaskState
 from taskring.cron import CronRuleSpec
 from taskring.errors import PermissionDenied
 
@@ -181,3 +182,15 @@ def test_the_shell_commands_send_the_token_of_their_environment(taskring_env, no
     listed = taskring("cron", "list", "billing", token=secrets["billing-rw"])
     assert listed.returncode == 0 and listed.stdout == "", listed.stderr
     assert taskring_env.sql("SELECT COUNT(*) FROM tasks") == [(1,)]
+
+
+def test_the_async_client_sends_its_token_too(node, secrets):
+    async def run() -> tuple[TaskState, str]:
+        async with AsyncClient(node.target, token=secrets["billing-rw"], overload_retry_s=0) as client:
+            task = await client.submit("billing", "ok", delay=3600)
+            state = (await client.get(task.task_id)).state
+            with pytest.raises(PermissionDenied) as info:
+                await client.submit("payments", "ok")
+            return state, info.value.details
+    state, denial = asyncio.run(run())
+    assert state == TaskState.QUEUED and denial == "token 'billing-rw' may not submit in namespace 'payments'"
