@@ -84,7 +84,8 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def GetCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.get, *self._ref(request, context, calls.READ)))
+        namespace, name = self._ref(request, context, calls.READ)
+        return await self._view(await asyncio.to_thread(self._store.get, namespace, name))
 
     @_guarded
     async def ListCronRules(self, request: pb.ListCronRulesRequest, context) -> pb.ListCronRulesResponse:
@@ -97,14 +98,14 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def PauseCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.pause,
-                                                        *self._ref(request, context, calls.CRON_WRITE), self._now(),
+        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        return await self._view(await asyncio.to_thread(self._store.pause, namespace, name, self._now(),
                                                         self._config.node_id))
 
     @_guarded
     async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.resume,
-                                                        *self._ref(request, context, calls.CRON_WRITE), _new_uid(),
+        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        return await self._view(await asyncio.to_thread(self._store.resume, namespace, name, _new_uid(),
                                                         self._now(), self._config.node_id))
 
     @_guarded
