@@ -20,9 +20,17 @@ import grpc
 
 from cluster.slots import slot_of
 from dispatcher.admission import Admission
+from dispatcher.auth import tokens as calls
+from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
-from dispatcher.errors import RETRY_AFTER_KEY, InvalidArgument, Overloaded, TaskringError, bounded
+from dispatcher.errors import (
+    RETRY_AFTER_KEY,
+    InvalidArgument,
+    Overloaded,
+    TaskringError,
+    bounded,
+)
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
@@ -58,8 +66,10 @@ def _guarded(method):
 class TaskApi(pb_grpc.TaskServiceServicer):
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
-                 admission: Admission | None = None, stats: TaskStats | None = None):
+                 admission: Admission | None = None, auth: Authorizer | None = None,
+                 stats: TaskStats | None = None):
         self._config = config
+        self._auth = auth or Authorizer(None)
         self._stats = stats
         self._admission = admission
         self._store = store
@@ -83,17 +93,22 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     @_guarded
     async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:
         with self._submit_latency["Submit"].time():  # refusals too: what the caller waited
+            token = self._auth.token(context, calls.SUBMIT)
             self._admit()
             now_ms = self._clock.now_ms()
             valid = validate_task(request.task, now=_aware(now_ms), limits=self._limits)
+            self._auth.check_namespaces(token, calls.SUBMIT, (valid.namespace,))
             return (await self._accept([valid], now_ms))[0]
 
     @_guarded
     async def SubmitBatch(self, request: pb.SubmitBatchRequest, context) -> pb.SubmitBatchResponse:
         with self._submit_latency["SubmitBatch"].time():
+            token = self._auth.token(context, calls.SUBMIT)
             self._admit()
             now_ms = self._clock.now_ms()
             valid = validate_batch(request.tasks, now=_aware(now_ms), limits=self._limits)
+            # Every task's namespace, before any is written: a batch is all or nothing.
+            self._auth.check_namespaces(token, calls.SUBMIT, (v.namespace for v in valid))
             return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
 
     def _admit(self) -> None:
@@ -182,16 +197,25 @@ class TaskApi(pb_grpc.TaskServiceServicer):
 
     @_guarded
     async def Cancel(self, request: pb.CancelRequest, context) -> pb.CancelResponse:
+        token = self._auth.token(context, calls.CANCEL)
         if not request.task_id:
             raise InvalidArgument("task_id", "is required")
+        if token is not None and token.namespaces is not None:
+            # A task's namespace never changes: read it, and refuse before the cancel
+            # (NotFound for an unknown id, as the cancel itself would answer).
+            row, _events = await asyncio.to_thread(self._store.get_task, request.task_id)
+            self._auth.check_namespaces(token, calls.CANCEL, (row.namespace,))
         await asyncio.to_thread(self._store.cancel, request.task_id, self._config.node_id, self._clock.now())
         return pb.CancelResponse(task_id=request.task_id, state=pb.TASK_STATE_CANCELLED)
 
     @_guarded
     async def GetTask(self, request: pb.GetTaskRequest, context) -> pb.GetTaskResponse:
+        token = self._auth.token(context, calls.READ)
         if not request.task_id:
             raise InvalidArgument("task_id", "is required")
         row, events = await asyncio.to_thread(self._store.get_task, request.task_id)
+        # Refused on the stored namespace, before any other field of the task is answered.
+        self._auth.check_namespaces(token, calls.READ, (row.namespace,))
         task = pb.Task.FromString(row.envelope)
         task.retry_count = row.attempts
         return pb.GetTaskResponse(
@@ -206,12 +230,16 @@ def _aware(now_ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC)
 
 
-async def serve_api(api: TaskApi, host: str, port: int, *more: tuple[Any, str]) -> tuple[grpc.aio.Server, int]:
-    """The TaskService, and `more` (servicer, service name) pairs, e.g. the CronService."""
+async def serve_api(api: TaskApi, host: str, port: int, *more: tuple[Any, str],
+                    credentials: grpc.ServerCredentials | None = None) -> tuple[grpc.aio.Server, int]:
+    """The TaskService, and `more` (servicer, service name) pairs, e.g. the CronService;
+    over TLS when `credentials` are given (dispatcher/auth/tls.py), else in the clear."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
     server.add_generic_rpc_handlers(tuple(_service_handler(servicer, name)
                                           for servicer, name in ((api, "TaskService"), *more)))
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = (server.add_insecure_port(address) if credentials is None
+             else server.add_secure_port(address, credentials))
     await server.start()
     return server, bound
 
@@ -221,7 +249,8 @@ def _service_handler(servicer: Any, service_name: str) -> grpc.GenericRpcHandler
     that each takes its request as raw bytes (no request_deserializer) and parses it itself:
     grpc would answer a request that does not parse with UNKNOWN "Unexpected DecodeError",
     where we answer INVALID_ARGUMENT naming the field (validation.decode_request), before
-    anything is written. `servicer` has the methods and an `_abort(exc, context)`."""
+    anything is written. `servicer` has the methods, an `_abort(exc, context)` and an `_auth`
+    (grpc_auth.Authorizer)."""
     service = pb.DESCRIPTOR.services_by_name[service_name]
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in service.methods:
@@ -238,6 +267,12 @@ def _decoding(servicer: Any, call, request_type):
         try:
             request = decode_request(request_type, raw)
         except InvalidArgument as exc:
+            # The access check comes first, as in every method: a caller without a known
+            # token, or not allowed the call, learns nothing of what is wrong with its request.
+            try:
+                servicer._auth.token(context, calls.CALL_OF_RPC[call.__name__])
+            except TaskringError as denied:
+                return await servicer._abort(denied, context)
             return await servicer._abort(exc, context)  # abort raises: the method is not called
         return await call(request, context)
     handle.__name__ = call.__name__

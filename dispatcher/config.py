@@ -119,6 +119,42 @@ class ZooKeeperConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class TlsConfig:
+    """TLS of the gRPC API and the admin endpoint: PEM files, read at start (secrets live in
+    files or the environment, never in the repo)."""
+
+    cert_file: str
+    """The server's certificate chain (TASKRING_TLS_CERT_FILE)."""
+    key_file: str = dataclasses.field(repr=False)
+    """Its private key (TASKRING_TLS_KEY_FILE)."""
+    client_ca_file: str | None = None
+    """Set: mutual TLS, every gRPC client must show a certificate this CA signed, and so must
+    every admin caller but the probes (TASKRING_TLS_CLIENT_CA_FILE)."""
+
+    def __post_init__(self) -> None:
+        for name in ("cert_file", "key_file"):
+            if not getattr(self, name):
+                raise ValueError(f"TlsConfig.{name} must not be empty")
+        if self.client_ca_file == "":
+            raise ValueError("TlsConfig.client_ca_file must not be empty (None: no client certificates)")
+
+
+def parse_tls(cert: str | None, key: str | None, ca: str | None) -> TlsConfig | None:
+    """TASKRING_TLS_CERT_FILE and TASKRING_TLS_KEY_FILE together (or neither: no TLS);
+    TASKRING_TLS_CLIENT_CA_FILE only with them. Empty counts as unset."""
+    cert, key, ca = cert or None, key or None, ca or None
+    if cert is None and key is None:
+        if ca is not None:
+            raise ValueError("TASKRING_TLS_CLIENT_CA_FILE: needs TASKRING_TLS_CERT_FILE and TASKRING_TLS_KEY_FILE"
+                             " (mutual TLS is TLS first)")
+        return None
+    if cert is None or key is None:
+        missing = "TASKRING_TLS_CERT_FILE" if cert is None else "TASKRING_TLS_KEY_FILE"
+        raise ValueError(f"{missing}: is required with the other of TASKRING_TLS_CERT_FILE/KEY_FILE")
+    return TlsConfig(cert_file=cert, key_file=key, client_ca_file=ca)
+
+
+@dataclasses.dataclass(frozen=True)
 class NodeConfig:
     node_id: str = dataclasses.field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     grpc_host: str = "127.0.0.1"
@@ -126,6 +162,12 @@ class NodeConfig:
     grpc_port: int = 7070
     admin_port: int = 7080
     admin_token: str | None = dataclasses.field(default=None, repr=False)
+    """An operator's token for the admin endpoint, named "admin" (TASKRING_ADMIN_TOKEN)."""
+    tokens_file: str | None = None
+    """The tokens of the task API and the admin endpoint (TASKRING_TOKENS_FILE,
+    dispatcher/auth/tokens.py); None: the task API is open (local use only)."""
+    tls: TlsConfig | None = None
+    """TLS of the gRPC API and the admin endpoint; None: plain text."""
     slot_count: int = 16
     """P: the Kafka partition count of every task topic; fixed at cluster creation."""
     route_threshold_ms: int = 600_000
@@ -291,6 +333,10 @@ class NodeConfig:
             values["retry_policies_file"] = env["TASKRING_RETRY_POLICIES"]
         if "TASKRING_ADMIN_TOKEN" in env:
             values["admin_token"] = env["TASKRING_ADMIN_TOKEN"]
+        if env.get("TASKRING_TOKENS_FILE"):
+            values["tokens_file"] = env["TASKRING_TOKENS_FILE"]
+        values["tls"] = parse_tls(env.get("TASKRING_TLS_CERT_FILE"), env.get("TASKRING_TLS_KEY_FILE"),
+                                  env.get("TASKRING_TLS_CLIENT_CA_FILE"))
         for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),
                           ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
                           ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS"),

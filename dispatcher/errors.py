@@ -73,6 +73,30 @@ class Unavailable(TaskringError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
+class Unauthenticated(TaskringError):
+    """No token, or one the node does not know; nothing was read or written. The message
+    never repeats what was sent (it may be a secret with a typo)."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        super().__init__(f"authorization: {problem}")
+
+
+class PermissionDenied(TaskringError):
+    """A known token not allowed this call, or this call on this namespace; nothing was
+    written. Names the token (its name, never its secret), the call and the namespace."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+    def __init__(self, token_name: str, call: str, namespace: str | None = None, why: str | None = None):
+        self.token_name = token_name
+        self.call = call
+        self.namespace = namespace
+        where = "" if namespace is None else f" in namespace {quote(namespace)}"
+        super().__init__(f"token {quote(token_name)} may not {call}{where}" + (f": {why}" if why else ""))
+
 
 RETRY_AFTER_KEY = "retry-after-ms"
 """Trailing metadata of a RESOURCE_EXHAUSTED answer: how long to wait before retrying."""

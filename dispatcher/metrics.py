@@ -23,6 +23,9 @@ class NodeMetrics:
         self.rejected = Counter("taskring_submit_rejected", "Submits rejected as bad input", ["field"], registry=r)
         self.overloaded = Counter("taskring_submit_overloaded", "Submits refused because the node is behind"
                                   " (RESOURCE_EXHAUSTED)", registry=r)
+        self.auth_denied = Counter("taskring_auth_denied", "Task API calls refused by the access check"
+                                   " (reason: no_token, unknown_token, call, namespace)", ["reason", "call"],
+                                   registry=r)
         self.dispatched = Counter("taskring_tasks_dispatched", "Attempts handed to executors", registry=r)
         self.skipped = Counter("taskring_tasks_skipped", "Due tasks not dispatched (cancelled, done, re-routed)",
                                registry=r)

@@ -20,6 +20,10 @@ from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.admission import Admission
 from dispatcher.api import TaskApi, serve_api
+from dispatcher.auth.admin_auth import admin_authenticator
+from dispatcher.auth.grpc_auth import Authorizer
+from dispatcher.auth.tls import admin_ssl_context, grpc_server_credentials
+from dispatcher.auth.tokens import TokenSet, load_tokens
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
@@ -78,19 +82,29 @@ class Node:
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
         limits = limits or _limits(config)
+        # Access control: one tokens file for the task API and the admin endpoint, read
+        # (and checked, every field) before anything starts.
+        self.tokens: TokenSet | None = load_tokens(config.tokens_file) if config.tokens_file else None
+        self.auth = Authorizer(self.tokens, self.metrics)
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
-                           limits=limits, clock=self.clock, admission=self.admission, stats=self.stats)
+                           limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
+                           stats=self.stats)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
                                          limits=limits)
-        self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock)
+        self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
                                      stats=self.stats)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
-        self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, token=config.admin_token,
+        tls = config.tls
+        self._grpc_credentials = grpc_server_credentials(tls) if tls is not None else None
+        self.admin = AdminServer(host=config.grpc_host, port=config.admin_port,
+                                 authenticate=admin_authenticator(self.tokens, config.admin_token),
                                  ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
-                                 registry=self.metrics.registry, routes=self.operations.routes())
+                                 registry=self.metrics.registry, routes=self.operations.routes(),
+                                 ssl_context=admin_ssl_context(tls) if tls is not None else None,
+                                 require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
         self._observer: asyncio.Task | None = None
         self.grpc_port: int | None = None
@@ -189,8 +203,13 @@ class Node:
         self.operations.start()
         self.stats.start()
         self._observer = asyncio.create_task(self._observe(), name="observe")
+        if self.auth.open:
+            log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
+        if self.config.tls is None:
+            log.info("no TASKRING_TLS_CERT_FILE: the gRPC API and the admin endpoint are plain text")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
-                                                     (self.cron_api, "CronService"))
+                                                     (self.cron_api, "CronService"),
+                                                     credentials=self._grpc_credentials)
         self.admin.start()
         self._serving = True
         log.info("node %s serving on %s:%s", self.config.node_id, self.config.grpc_host, self.grpc_port)
@@ -259,7 +278,7 @@ async def run_node(config: NodeConfig) -> None:
     gc.freeze()
     gc.set_threshold(50_000, 50, 50)
     print(f"taskring node {config.node_id} ready: grpc {config.grpc_host}:{node.grpc_port}"
-          f" admin http://{config.grpc_host}:{node.admin.port}/", flush=True)
+          f" admin {'https' if config.tls else 'http'}://{config.grpc_host}:{node.admin.port}/", flush=True)
     await stop.wait()
     log.info("node %s stopping", config.node_id)
     await node.stop()

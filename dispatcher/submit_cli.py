@@ -4,7 +4,8 @@
                     [--unique-key K [--unique-ttl S]] [--max-retries N] [--priority low|normal|high]
     taskring get TASK_ID
 
---target (or TASKRING_TARGET) is the node's gRPC address. Output is JSON; an error prints
+--target (or TASKRING_TARGET) is the node's gRPC address; TASKRING_TOKEN and TLS files come
+from the environment (dispatcher/shell_client.py). Output is JSON; an error prints
 the server's message (naming the field) and exits 1. A submit whose unique key another
 live task holds prints that task's id with "duplicate": true.
 """
@@ -57,10 +58,10 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _call(target: str, what: str, call) -> int:
-    from taskring import Client
+    from dispatcher.shell_client import shell_client
     from taskring.errors import TaskringError
     try:
-        with Client(target) as client:
+        with shell_client(target) as client:
             result = call(client)
     except TaskringError as exc:
         print(f"taskring {what}: {exc}", file=sys.stderr)

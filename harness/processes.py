@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -164,10 +165,12 @@ class NodeProcess(ChildProcess):
     def __init__(self, world: World, node_id: str, *, single: bool = False, grpc_port: int | None = None,
                  admin_port: int | None = None, admin_token: str | None = None, log_path: Path | None = None,
                  python_args: Sequence[str] = (), new_session: bool = False, append: bool = True,
-                 **extra_env: str):
+                 admin_ssl_context: ssl.SSLContext | None = None, **extra_env: str):
         """admin_token None: the node serves its admin endpoint without a token (--no-admin-token);
         else it takes the token from its environment and we send it. python_args go before
-        `-m dispatcher.cli` (e.g. `-m cProfile -o FILE`)."""
+        `-m dispatcher.cli` (e.g. `-m cProfile -o FILE`). admin_ssl_context: the admin
+        endpoint is HTTPS (the node has TASKRING_TLS_* in `extra_env`), reached with it."""
+        self.admin_ssl_context = admin_ssl_context
         self.world = world
         self.node_id = node_id
         self.single = single
@@ -191,13 +194,13 @@ class NodeProcess(ChildProcess):
 
     @property
     def admin(self) -> str:
-        return f"http://127.0.0.1:{self.admin_port}"
+        return f"{'https' if self.admin_ssl_context else 'http'}://127.0.0.1:{self.admin_port}"
 
     def get_bytes(self, path: str, timeout_s: float = 3.0) -> bytes:
         request = urllib.request.Request(self.admin + path)
         if self.admin_token:
             request.add_header("Authorization", f"Bearer {self.admin_token}")
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=self.admin_ssl_context) as response:
             return response.read()
 
     def get(self, path: str, timeout_s: float = 3.0):

@@ -77,11 +77,16 @@ class AdminServer:
     def __init__(self, *, host: str, port: int, token: str | None = None, ring: Callable[[], dict],
                  ready: Callable[[], tuple[bool, str]], alive: Callable[[], tuple[bool, str]],
                  registry: CollectorRegistry, routes: Sequence[rt.Route] = (),
-                 authenticate: Authenticate | None = None, ssl_context: ssl.SSLContext | None = None):
+                 authenticate: Authenticate | None = None, ssl_context: ssl.SSLContext | None = None,
+                 require_client_cert: bool = False):
+        """require_client_cert (mutual TLS): every route but the probes wants a client
+        certificate that `ssl_context` verified; the probes stay open to a caller without
+        one (a Kubernetes HTTPS probe shows none)."""
         self._host, self._port = host, port
         self._ring, self._ready, self._alive, self._registry = ring, ready, alive, registry
         self._authenticate = authenticate or token_authenticator(token)
         self._ssl_context = ssl_context
+        self._require_client_cert = require_client_cert
         self._routes: list[rt.Route] = [
             rt.route("GET", "/ring", Role.VIEWER, lambda req: rt.Response.of_json(self._ring())),
             rt.route("GET", "/ring.html", Role.VIEWER, lambda req: rt.Response.of_html(render_page(self._ring()))),
@@ -101,7 +106,10 @@ class AdminServer:
         self._server = ThreadingHTTPServer((self._host, self._port), self._handler_class())
         self._server.daemon_threads = True
         if self._ssl_context is not None:
-            self._server.socket = self._ssl_context.wrap_socket(self._server.socket, server_side=True)
+            # The handshake runs in the request's thread (Handler.handle), not in accept():
+            # a client that connects and stalls must not hold up the probes.
+            self._server.socket = self._ssl_context.wrap_socket(self._server.socket, server_side=True,
+                                                                do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="admin-http", daemon=True)
         self._thread.start()
@@ -114,13 +122,15 @@ class AdminServer:
         self._server = None
 
     def handle(self, method: str, raw_path: str, headers: Headers, body: bytes,
-               address: str) -> rt.Response:
+               address: str, client_cert: bool = False) -> rt.Response:
         """One request, start to end: probes, authentication, the route's role, the handler."""
         url = urllib.parse.urlparse(raw_path)
         query = urllib.parse.parse_qs(url.query)
         if url.path in ("/healthz", "/readyz") and method == "GET":
             ok, why = (self._alive if url.path == "/healthz" else self._ready)()
             return rt.Response.of_json({"ok": ok, "reason": why}, 200 if ok else 503)
+        if self._require_client_cert and not client_cert:
+            return rt.Response.of_json({"error": "a client certificate is required (mutual TLS)"}, 401)
         identity = self._authenticate(headers, query)
         if identity is None:
             return rt.Response.of_json({"error": "a token is required (Authorization: Bearer <token>)"}, 401)
@@ -150,8 +160,24 @@ class AdminServer:
         admin = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 30  # a stalled client (or TLS handshake) gives its thread back
+
             def log_message(self, *args):  # quiet: probes hit this every few seconds
                 pass
+
+            def handle(self) -> None:
+                if isinstance(self.connection, ssl.SSLSocket):
+                    try:
+                        self.connection.do_handshake()
+                    except (ssl.SSLError, OSError) as exc:
+                        # No certificate this CA signed, a client trusting another CA, plain
+                        # HTTP on the TLS port: refused, at debug level (scanners do this).
+                        log.debug("admin TLS handshake from %s failed: %s", self.client_address[0], exc)
+                        return
+                super().handle()
+
+            def _client_cert(self) -> bool:
+                return isinstance(self.connection, ssl.SSLSocket) and bool(self.connection.getpeercert())
 
             def _serve(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -159,7 +185,8 @@ class AdminServer:
                     response = rt.Response.of_json({"error": f"body: more than {MAX_BODY_BYTES} bytes"}, 413)
                 else:
                     body = self.rfile.read(length) if length else b""
-                    response = admin.handle(method, self.path, self.headers, body, self.client_address[0])
+                    response = admin.handle(method, self.path, self.headers, body, self.client_address[0],
+                                            self._client_cert())
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.content_type)
                 self.send_header("Content-Length", str(len(response.body)))

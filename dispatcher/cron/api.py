@@ -12,6 +12,8 @@ import uuid
 
 from cluster.slots import slot_of
 from dispatcher.api import _guarded, api_state
+from dispatcher.auth import tokens as calls
+from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules, schedule
@@ -22,8 +24,10 @@ from taskring.wire import pb, pb_grpc
 
 
 class CronApi(pb_grpc.CronServiceServicer):
-    def __init__(self, *, config: NodeConfig, store: CronStore, limits: Limits, clock: Clock | None = None):
+    def __init__(self, *, config: NodeConfig, store: CronStore, limits: Limits, clock: Clock | None = None,
+                 auth: Authorizer | None = None):
         self._config = config
+        self._auth = auth or Authorizer(None)
         self._store = store
         self._limits = limits
         self._clock = clock or Clock()
@@ -45,9 +49,22 @@ class CronApi(pb_grpc.CronServiceServicer):
             return task.payload_json
         return rules.validate_rule(request.rule, payload)
 
+    def _ref(self, request: pb.CronRuleRef, context, call: str) -> tuple[str, str]:
+        """The rule's (namespace, name), once the caller may `call` on its namespace."""
+        token = self._auth.token(context, call)
+        ref = _ref(request)
+        self._auth.check_namespaces(token, call, (ref[0],))
+        return ref
+
+    def _allowed_rule(self, request: pb.PutCronRuleRequest, context) -> rules.ValidRule:
+        token = self._auth.token(context, calls.CRON_WRITE)
+        rule = self._valid(request)
+        self._auth.check_namespaces(token, calls.CRON_WRITE, (rule.namespace,))
+        return rule
+
     @_guarded
     async def CreateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
-        rule = self._valid(request)
+        rule = self._allowed_rule(request, context)
         slot = slot_of(rule.namespace, rule.task_type, self._config.slot_count)
         stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, _new_uid(), slot,
                                          rule.task_type, rule.message.SerializeToString(), self._now())
@@ -55,7 +72,7 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def UpdateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
-        rule = self._valid(request)
+        rule = self._allowed_rule(request, context)
         current = await asyncio.to_thread(self._store.get, rule.namespace, rule.name)
         if rules.parsed_rule(current.message()).task_type != rule.task_type:
             raise InvalidArgument("rule.task_type", "cannot change (it decides the rule's slot): delete the rule"
@@ -67,26 +84,34 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def GetCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.get, *_ref(request)))
+        namespace, name = self._ref(request, context, calls.READ)
+        return await self._view(await asyncio.to_thread(self._store.get, namespace, name))
 
     @_guarded
     async def ListCronRules(self, request: pb.ListCronRulesRequest, context) -> pb.ListCronRulesResponse:
+        token = self._auth.token(context, calls.READ)
+        # "" lists every namespace: only a token for "*" may (the rules of the others are
+        # neither shown nor silently left out).
+        self._auth.check_namespaces(token, calls.READ, (request.namespace or calls.ANY,))
         stored = await asyncio.to_thread(self._store.all, request.namespace)
         return pb.ListCronRulesResponse(rules=[await self._view(s) for s in stored])
 
     @_guarded
     async def PauseCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.pause, *_ref(request), self._now(),
+        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        return await self._view(await asyncio.to_thread(self._store.pause, namespace, name, self._now(),
                                                         self._config.node_id))
 
     @_guarded
     async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        return await self._view(await asyncio.to_thread(self._store.resume, *_ref(request), _new_uid(),
+        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        return await self._view(await asyncio.to_thread(self._store.resume, namespace, name, _new_uid(),
                                                         self._now(), self._config.node_id))
 
     @_guarded
     async def DeleteCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        stored = await asyncio.to_thread(self._store.delete, *_ref(request), self._now(), self._config.node_id)
+        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        stored = await asyncio.to_thread(self._store.delete, namespace, name, self._now(), self._config.node_id)
         view = await self._view(stored, last_fire=False)
         view.next_fire_time = ""
         return view

@@ -6,7 +6,8 @@
     taskring cron get|pause|resume|delete NAMESPACE NAME
     taskring cron list [NAMESPACE]
 
---target (or TASKRING_TARGET) is the node's gRPC address. Output is JSON, one rule per
+--target (or TASKRING_TARGET) is the node's gRPC address; TASKRING_TOKEN and TLS files come
+from the environment (dispatcher/shell_client.py). Output is JSON, one rule per
 line for `list`; an error prints the server's message (naming the field) and exits 1.
 """
 from __future__ import annotations
@@ -49,11 +50,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from taskring import Client
+    from dispatcher.shell_client import shell_client
     from taskring.cron import CronRuleSpec
     from taskring.errors import TaskringError
     try:
-        with Client(args.target) as client:
+        with shell_client(args.target) as client:
             if args.action in ("create", "update"):
                 try:
                     payload = json.loads(args.payload)

@@ -72,3 +72,15 @@ def test_an_explicit_slot_map_is_parsed_and_printed_back_the_same():
 def test_a_bad_store_shard_setting_is_refused_naming_it(env, message):
     with pytest.raises(ValueError, match=message):
         NodeConfig.from_env(env)
+
+
+def test_tls_and_tokens_settings():
+    assert NodeConfig.from_env({}).tls is None and NodeConfig.from_env({}).tokens_file is None
+    config = NodeConfig.from_env({"TASKRING_TLS_CERT_FILE": "s.pem", "TASKRING_TLS_KEY_FILE": "s.key",
+                                  "TASKRING_TLS_CLIENT_CA_FILE": "ca.pem", "TASKRING_TOKENS_FILE": "t.json"})
+    assert config.tls is not None and config.tls.client_ca_file == "ca.pem" and config.tokens_file == "t.json"
+    assert "s.key" not in repr(config)
+    with pytest.raises(ValueError, match="TASKRING_TLS_KEY_FILE: is required"):
+        NodeConfig.from_env({"TASKRING_TLS_CERT_FILE": "s.pem"})
+    with pytest.raises(ValueError, match="TASKRING_TLS_CLIENT_CA_FILE: needs"):
+        NodeConfig.from_env({"TASKRING_TLS_CLIENT_CA_FILE": "ca.pem"})

@@ -6,6 +6,7 @@ names below are the public API; everything in a module starting with ``_`` is
 private and may change.
 """
 from taskring import errors
+from taskring._auth import tls_credentials
 from taskring.client import AsyncClient, Client
 from taskring.context import TaskContext
 from taskring.errors import NonRetryableError, RetryableError, TaskringError
@@ -36,4 +37,5 @@ __all__ = [
     "TaskState",
     "TaskringError",
     "errors",
+    "tls_credentials",
 ]

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 
 from taskring import _envelope
+from taskring._auth import AsyncBearerToken, BearerToken
 from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
 from taskring.task import (
@@ -141,20 +142,22 @@ class Client:
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
         overload_retry_s: float = 30.0,
+        token: str | None = None,
     ) -> None:
         """Connect (lazily) to `target`, a gRPC target such as ``"127.0.0.1:7070"``.
 
         `rpc_timeout_s` bounds every call (None: no bound); `credentials` selects
-        TLS; `options` are extra gRPC channel options. A submit whose tasks all have
+        TLS (`taskring.tls_credentials`); `token` is sent on every call as
+        ``authorization: Bearer <token>`` (docs/security.md; read it from a file or the
+        environment, never from code); `options` are extra gRPC channel options. A submit whose tasks all have
         a task_id is retried for up to `overload_retry_s` while the server refuses it
         as overloaded (`ResourceExhausted`, waiting as the server says); 0: never.
         """
         self._overload_retry_s = overload_retry_s
         opts = _channel_options(options)
-        if credentials is None:
-            self._channel = grpc.insecure_channel(target, options=opts)
-        else:
-            self._channel = grpc.secure_channel(target, credentials, options=opts)
+        channel = (grpc.insecure_channel(target, options=opts) if credentials is None
+                   else grpc.secure_channel(target, credentials, options=opts))
+        self._channel = channel if token is None else grpc.intercept_channel(channel, BearerToken(token))
         self._stub = pb_grpc.TaskServiceStub(self._channel)
         self._timeout = rpc_timeout_s
         self.cron = CronRules(self._channel, rpc_timeout_s)
@@ -256,13 +259,15 @@ class AsyncClient:
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
         overload_retry_s: float = 30.0,
+        token: str | None = None,
     ) -> None:
         self._overload_retry_s = overload_retry_s
         opts = _channel_options(options)
+        interceptors = [AsyncBearerToken(token)] if token is not None else None
         if credentials is None:
-            self._channel = grpc.aio.insecure_channel(target, options=opts)
+            self._channel = grpc.aio.insecure_channel(target, options=opts, interceptors=interceptors)
         else:
-            self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
+            self._channel = grpc.aio.secure_channel(target, credentials, options=opts, interceptors=interceptors)
         self._stub = pb_grpc.TaskServiceStub(self._channel)
         self._timeout = rpc_timeout_s
 

@@ -18,6 +18,7 @@ PUBLIC = {
     "TaskState",
     "TaskringError",
     "errors",
+    "tls_credentials",
 }
 
 ERRORS = {
