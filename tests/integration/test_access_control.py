@@ -167,6 +167,32 @@ def test_the_admin_endpoint_takes_the_viewer_token_of_the_file(node, secrets):
 
 
 
+def test_only_an_operator_acts_on_dead_letters(node, secrets):
+    def call(method: str, path: str, secret: str | None, body: dict | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(node.admin + path, method=method,
+                                         data=json.dumps(body).encode() if body is not None else None)
+        if secret:
+            request.add_header("Authorization", f"Bearer {secret}")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+    # A viewer reads the dead letters and the audit trail, and may not act: 403, nothing done.
+    assert call("GET", "/api/dead-letters/groups", secrets["sre-view"])[0] == 200
+    assert call("GET", "/api/audit", secrets["sre-view"])[0] == 200
+    status, answer = call("POST", "/api/bulk-replays", secrets["sre-view"],
+                          {"reason": "x", "filter": {"namespace": "billing"}})
+    assert status == 403 and "needs the operator role" in answer["error"], answer
+    assert call("POST", "/api/dead-letters/t-1/replay", None, {"reason": "x"})[0] == 401
+    # The operator is let through to the action itself, which answers that there is nothing
+    # to replay; a refused or empty action leaves no audit record.
+    status, answer = call("POST", "/api/bulk-replays", ADMIN, {"reason": "x", "filter": {"namespace": "billing"}})
+    assert status == 400 and answer["error"].startswith("filter: matches no dead letter"), answer
+    assert call("GET", "/api/audit", secrets["sre-view"])[1]["records"] == []
+
+
+
 def test_the_shell_commands_send_the_token_of_their_environment(taskring_env, node, secrets):
     def taskring(*args: str, token: str | None) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k != "TASKRING_TOKEN"}
