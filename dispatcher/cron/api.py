@@ -10,15 +10,19 @@ import asyncio
 import datetime as dt
 import uuid
 
+from google.protobuf import json_format
+
 from cluster.slots import slot_of
 from dispatcher.api import _guarded, api_state
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
+from dispatcher.auth.tokens import Token
 from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules, schedule
 from dispatcher.errors import InvalidArgument, TaskringError, bounded
-from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.store import audit
+from dispatcher.store.cron import Audit, CronStore, StoredRule
 from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb, pb_grpc
 
@@ -51,35 +55,53 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     def _ref(self, request: pb.CronRuleRef, context, call: str) -> tuple[str, str]:
         """The rule's (namespace, name), once the caller may `call` on its namespace."""
+        return self._allowed_ref(request, context, call)[0]
+
+    def _allowed_ref(self, request: pb.CronRuleRef, context, call: str) -> tuple[tuple[str, str], Token | None]:
         token = self._auth.token(context, call)
         ref = _ref(request)
         self._auth.check_namespaces(token, call, (ref[0],))
-        return ref
+        return ref, token
 
-    def _allowed_rule(self, request: pb.PutCronRuleRequest, context) -> rules.ValidRule:
+    def _allowed_rule(self, request: pb.PutCronRuleRequest, context) -> tuple[rules.ValidRule, Token | None]:
         token = self._auth.token(context, calls.CRON_WRITE)
         rule = self._valid(request)
         self._auth.check_namespaces(token, calls.CRON_WRITE, (rule.namespace,))
-        return rule
+        return rule, token
+
+    def _record(self, context, token: Token | None, action: str, namespace: str, name: str) -> Audit:
+        """Every change of a rule is a manual action: audited with who (the token's name) and
+        from where (the call's peer), the rule before and after."""
+        at = self._now()
+        peer = context.peer() if context is not None else ""
+
+        def record(before: StoredRule | None, after: StoredRule | None) -> audit.AuditRecord:
+            return audit.AuditRecord(at=at, actor=token.name if token is not None else "anonymous",
+                                     address=_address(peer), action=f"cron.{action}",
+                                     target=f"cron:{namespace}/{name}", namespace=namespace,
+                                     before=_shown_rule(before), after=_shown_rule(after))
+        return record
 
     @_guarded
     async def CreateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
-        rule = self._allowed_rule(request, context)
+        rule, token = self._allowed_rule(request, context)
         slot = slot_of(rule.namespace, rule.task_type, self._config.slot_count)
         stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, _new_uid(), slot,
-                                         rule.task_type, rule.message.SerializeToString(), self._now())
+                                         rule.task_type, rule.message.SerializeToString(), self._now(),
+                                         self._record(context, token, "create", rule.namespace, rule.name))
         return pb.PutCronRuleResponse(rule=await self._view(stored))
 
     @_guarded
     async def UpdateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
-        rule = self._allowed_rule(request, context)
+        rule, token = self._allowed_rule(request, context)
         current = await asyncio.to_thread(self._store.get, rule.namespace, rule.name)
         if rules.parsed_rule(current.message()).task_type != rule.task_type:
             raise InvalidArgument("rule.task_type", "cannot change (it decides the rule's slot): delete the rule"
                                                     " and create it again")
         stored = await asyncio.to_thread(self._store.update, rule.namespace, rule.name,
                                          rule.message.SerializeToString(), _new_uid(), self._now(),
-                                         self._config.node_id)
+                                         self._config.node_id,
+                                         self._record(context, token, "update", rule.namespace, rule.name))
         return pb.PutCronRuleResponse(rule=await self._view(stored))
 
     @_guarded
@@ -98,20 +120,23 @@ class CronApi(pb_grpc.CronServiceServicer):
 
     @_guarded
     async def PauseCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
         return await self._view(await asyncio.to_thread(self._store.pause, namespace, name, self._now(),
-                                                        self._config.node_id))
+                                                        self._config.node_id,
+                                                        self._record(context, token, "pause", namespace, name)))
 
     @_guarded
     async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        namespace, name = self._ref(request, context, calls.CRON_WRITE)
+        (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
         return await self._view(await asyncio.to_thread(self._store.resume, namespace, name, _new_uid(),
-                                                        self._now(), self._config.node_id))
+                                                        self._now(), self._config.node_id,
+                                                        self._record(context, token, "resume", namespace, name)))
 
     @_guarded
     async def DeleteCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
-        namespace, name = self._ref(request, context, calls.CRON_WRITE)
-        stored = await asyncio.to_thread(self._store.delete, namespace, name, self._now(), self._config.node_id)
+        (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
+        stored = await asyncio.to_thread(self._store.delete, namespace, name, self._now(), self._config.node_id,
+                                         self._record(context, token, "delete", namespace, name))
         view = await self._view(stored, last_fire=False)
         view.next_fire_time = ""
         return view
@@ -150,3 +175,21 @@ def _ref(request: pb.CronRuleRef) -> tuple[str, str]:
             raise InvalidArgument(field, "is required")
     return request.namespace, request.name
 
+
+
+def _address(peer: str) -> str:
+    """A gRPC peer (`ipv4:127.0.0.1:5431`, `ipv6:[::1]:5431`) as the caller's address."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]")
+    return peer
+
+
+def _shown_rule(rule: StoredRule | None) -> dict | None:
+    if rule is None:
+        return None
+    shown = json_format.MessageToDict(rule.message(), preserving_proto_field_name=True)
+    shown["paused"] = rule.paused
+    return shown

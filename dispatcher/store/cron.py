@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import grpc
 
 from dispatcher.errors import TaskringError, quote
+from dispatcher.store import audit
 from dispatcher.store import records as r
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.sharded import ShardedTaskStore
@@ -28,6 +29,10 @@ from taskring.wire import pb
 
 _COLUMNS = ("namespace, name, rule_uid, slot, spec, paused, planned_until, last_task_id, skipped, version,"
             " created_at, updated_at")
+
+
+Audit = Callable[["StoredRule | None", "StoredRule | None"], audit.AuditRecord]
+"""The audit record of a change, from the rule before and after it (written in its transaction)."""
 
 
 class RuleNotFound(TaskringError):
@@ -94,7 +99,7 @@ class CronStore:
     # ---- the API's writes (unfenced; conditional on the rule's row) ----
 
     def create(self, namespace: str, name: str, rule_uid: str, slot: int, task_type: str, spec: bytes,
-               now: dt.datetime) -> StoredRule:
+               now: dt.datetime, record: Audit | None = None) -> StoredRule:
         """A new rule, planned from `now`. RuleExists when the name is taken on any shard."""
         key = f"{namespace}/{name}"
         for shard in self._shards:
@@ -109,27 +114,33 @@ class CronStore:
                 (namespace, name, rule_uid, slot, task_type, spec, now, now, now))
             if not inserted:
                 raise RuleExists(key)
-            return self._select(cur, namespace, name)
+            created = self._select(cur, namespace, name)
+            if record is not None:
+                audit.append(cur, record(None, created))
+            return created
         return self._shard_of(slot).run(body)
 
     def update(self, namespace: str, name: str, spec: bytes, rule_uid: str, now: dt.datetime,
-               node: str) -> StoredRule:
+               node: str, record: Audit | None = None) -> StoredRule:
         """A new spec: the rule's fires not yet handed to an executor are cancelled and it is
         planned again from `now` under the new spec and a new `rule_uid` (its fires are new
         tasks, not the cancelled ones of the same fire times)."""
         return self._change(namespace, name, now, node, "spec = %s, rule_uid = %s, planned_until = %s",
-                            (spec, rule_uid, now), "rule updated")
+                            (spec, rule_uid, now), "rule updated", record)
 
-    def pause(self, namespace: str, name: str, now: dt.datetime, node: str) -> StoredRule:
-        return self._change(namespace, name, now, node, "paused = 1", (), "rule paused")
+    def pause(self, namespace: str, name: str, now: dt.datetime, node: str,
+              record: Audit | None = None) -> StoredRule:
+        return self._change(namespace, name, now, node, "paused = 1", (), "rule paused", record)
 
-    def resume(self, namespace: str, name: str, rule_uid: str, now: dt.datetime, node: str) -> StoredRule:
+    def resume(self, namespace: str, name: str, rule_uid: str, now: dt.datetime, node: str,
+               record: Audit | None = None) -> StoredRule:
         """Planned again from `now`, under a new `rule_uid` (the pause cancelled the fires it
         had planned ahead): what fell due while paused is not caught up."""
         return self._change(namespace, name, now, node, "paused = 0, rule_uid = %s, planned_until = %s",
-                            (rule_uid, now), None)
+                            (rule_uid, now), None, record)
 
-    def delete(self, namespace: str, name: str, now: dt.datetime, node: str) -> StoredRule:
+    def delete(self, namespace: str, name: str, now: dt.datetime, node: str,
+               record: Audit | None = None) -> StoredRule:
         shard, rule = self._find(namespace, name)
 
         def body(cur):
@@ -138,11 +149,13 @@ class CronStore:
                 raise RuleNotFound(rule.key)
             self._cancel_unstarted(cur, found, now, node, "rule deleted")
             cur.execute("DELETE FROM cron_rules WHERE namespace = %s AND name = %s", (namespace, name))
+            if record is not None:
+                audit.append(cur, record(found, None))
             return found
         return shard.run(body)
 
     def _change(self, namespace: str, name: str, now: dt.datetime, node: str, assignments: str, args: tuple,
-                cancel_reason: str | None) -> StoredRule:
+                cancel_reason: str | None, record: Audit | None) -> StoredRule:
         shard, rule = self._find(namespace, name)
 
         def body(cur):
@@ -153,7 +166,10 @@ class CronStore:
                 self._cancel_unstarted(cur, found, now, node, cancel_reason)
             cur.execute(f"UPDATE cron_rules SET {assignments}, version = version + 1, updated_at = %s"
                         " WHERE namespace = %s AND name = %s", (*args, now, namespace, name))
-            return self._select(cur, namespace, name)
+            changed = self._select(cur, namespace, name)
+            if record is not None:
+                audit.append(cur, record(found, changed))
+            return changed
         return shard.run(body)
 
     @staticmethod

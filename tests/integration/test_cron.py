@@ -3,6 +3,7 @@ validation naming the field, and fires materialized once each, on time, by the o
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from typing import Any
 
@@ -153,6 +154,16 @@ def test_rules_are_created_read_listed_updated_paused_resumed_and_deleted(client
     with pytest.raises(NotFound):
         client.cron.get("tests", "fast")
     assert [r.spec.name for r in client.cron.list()] == ["sgt-midnight"]
+    # Every change is in the audit trail, with the rule before and after, in order.
+    trail = taskring_env.sql_all("SELECT action, actor, address, before_json, after_json FROM audit_log"
+                                 " WHERE target = %s ORDER BY id", ("cron:tests/fast",))
+    assert [row[0] for row in trail] == ["cron.create", "cron.update", "cron.pause", "cron.resume", "cron.delete"]
+    assert {row[1] for row in trail} == {"anonymous"} and {row[2] for row in trail} == {"127.0.0.1"}
+    create, update, pause = trail[0], trail[1], trail[2]
+    assert create[3] is None and json.loads(create[4])["name"] == "fast"
+    assert json.loads(update[3])["payload_json"] != json.loads(update[4])["payload_json"]
+    assert (json.loads(pause[3])["paused"], json.loads(pause[4])["paused"]) == (False, True)
+    assert trail[4][4] is None
 
 
 def cron_runs(executor) -> int:
