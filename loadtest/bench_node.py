@@ -64,6 +64,7 @@ from harness.demo import stop_nodes, wait_settled  # noqa: E402
 from harness.processes import NodeProcess  # noqa: E402
 from harness.world import World  # noqa: E402
 from loadtest.bench import report  # noqa: E402
+from loadtest.bench.console import ConsoleRefresher  # noqa: E402
 from loadtest.bench.env import (  # noqa: E402
     NAMESPACE,
     SLOTS,
@@ -127,7 +128,8 @@ class NodeBench:
                 "timing_immediate": a.timing_immediate, "timing_batch": a.timing_batch,
                 "kafka_delay_s": a.kafka_delay, "mysql_delay_s": a.mysql_delay, "timing_spread_s": a.timing_spread_s,
                 "profile": a.profile, "profile_rate_hz": a.profile_rate, "raw_n": a.raw_n or a.n,
-                "task_types": len(self.task_types), "slots": SLOTS, "node_log_level": a.node_log_level}
+                "task_types": len(self.task_types), "slots": SLOTS, "node_log_level": a.node_log_level,
+                "console_refresh_s": a.console_refresh_s}
 
     @property
     def node(self) -> NodeProcess:
@@ -146,10 +148,16 @@ class NodeBench:
             if args.serve:
                 self.serve()
                 return result
+            if args.console_refresh_s:
+                # An SRE with the console open for the whole run (loadtest/bench/console.py).
+                console = ConsoleRefresher(self.node.admin, args.console_refresh_s).start()
+                self.env.on_stop("console refresher", console.stop)   # if a phase fails
             expected = self.warm_up(executors)
             a, threads = self.phase_a(executors, expected)
             expected += len(a["accepted"])
             b = self.phase_b(executors, expected)
+            if args.console_refresh_s:
+                result["console"] = console.stop()
             # The store's view of phases A and B (before Locust adds its own tasks).
             facts = store_facts(self.env.world)
             envelope = facts.pop("sample_envelope")
@@ -651,6 +659,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second (50)")
     p.add_argument("--raw-n", type=int, default=None, help="raw parts N (default: --n)")
     p.add_argument("--no-raw", action="store_true", help="skip the raw parts")
+    p.add_argument("--console-refresh-s", type=float, default=0.0, metavar="SECONDS",
+                   help="poll the console's endpoints every SECONDS during the run, as an open console (0: no)")
     p.add_argument("--locust-s", type=int, default=0, help="also run locustfile.py for this many seconds (0: no)")
     p.add_argument("--locust-users", type=int, default=4)
     p.add_argument("--serve", type=int, default=0, metavar="SECONDS",
