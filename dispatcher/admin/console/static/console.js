@@ -268,7 +268,8 @@
     async refresh() {
       const where = dlqFilter();
       const data = await api("GET", "/api/dead-letters/groups" + query(where));
-      $("dlq-summary").textContent = `${data.total} dead letters in ${data.groups.length} groups`;
+      const n = data.groups.length;
+      $("dlq-summary").textContent = `${data.total} dead letters in ${n} group${n === 1 ? "" : "s"}`;
       fill(tbody($("dlq-groups")), data.groups.map(g => el("tr", {
         class: "link" + (g.error_group === this.group ? " active" : ""), testid: "dlq-group",
         "data-group": g.error_group, onclick: () => { location.hash = "#failures/" + encodeURIComponent(g.error_group); }},
