@@ -175,6 +175,20 @@
     }
   }
 
+  // The series has only the minutes in which something happened: spread it over every minute
+  // of the last `hours` hours up to the node's now (its clock, not the browser's), zeros between.
+  function perMinute(series, hours, nowSeconds) {
+    const byMinute = new Map(series.map(p => [Math.floor(Date.parse(p.minute) / 60000), p]));
+    const end = nowSeconds ? Math.floor(nowSeconds / 60) : Math.max(...byMinute.keys());
+    if (!Number.isFinite(end)) return [];
+    const dense = [];
+    for (let m = end - hours * 60 + 1; m <= end; m++) {
+      dense.push(byMinute.get(m) || {minute: new Date(m * 60000).toISOString().replace(".000Z", "Z"),
+                                      submitted: 0, succeeded: 0, failed: 0, dead_lettered: 0});
+    }
+    return dense;
+  }
+
   function noStats() { return el("p", {class: "muted", testid: "stats-missing"}, "no statistics yet"); }
 
   // ---------------------------------------------------------------- Overview
@@ -204,7 +218,7 @@
                                               "dead-lettered", "success rate", "p50 ms", "p99 ms"]
                                               .map(h => el("th", {}, h)))),
               el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", {colspan: 9}, "nothing today")))));
-      const series = stats.series || [];
+      const series = perMinute(stats.series || [], 1, live.generated_at);
       const labels = series.map(p => shortTime(p.minute).slice(11, 16));
       fill($("overview-charts"),
            barChart("submitted per minute", series.map(p => p.submitted || 0), labels, COLORS.submitted,
@@ -219,7 +233,7 @@
     async refresh() {
       const [data, stats] = await Promise.all([api("GET", "/api/live"), loadStats(1)]);
       const me = data.this_node || {};
-      const series = stats && stats.series ? stats.series.slice(-15) : [];
+      const series = stats && stats.series ? perMinute(stats.series, 1, data.generated_at).slice(-15) : [];
       const last = series.length ? series[series.length - 1] : null;
       fill($("live-cards"),
            card("Kafka path: lag", data.totals.kafka_lag, "live-kafka-lag"),
