@@ -266,6 +266,11 @@ class Engine:
     def in_flight_ids(self) -> set[str]:
         return set(self._dispatch.in_flight_ids)
 
+    def in_flight_count(self) -> int:
+        """For the admin threads: len() of the set reads it whole, where copying it from another
+        thread while the loop changes it could fail."""
+        return len(self._dispatch.in_flight_ids)
+
     async def lose(self, slots: set[int]) -> None:
         await self._lose(slots)
 

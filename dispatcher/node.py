@@ -16,6 +16,7 @@ import grpc
 from cluster.coordinator import ClusterOwnership
 from cluster.interface import Ownership
 from cluster.static import StaticOwnership
+from dispatcher.admin.console.routes import console_routes
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.admission import Admission
@@ -102,7 +103,10 @@ class Node:
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port,
                                  authenticate=admin_authenticator(self.tokens, config.admin_token),
                                  ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
-                                 registry=self.metrics.registry, routes=self.operations.routes(),
+                                 registry=self.metrics.registry,
+                                 # The console first, so that `/` is the console (the ring page stays at /ring.html).
+                                 routes=[*console_routes(self.ring_view.snapshot, self._status),
+                                         *self.operations.routes()],
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
@@ -159,7 +163,7 @@ class Node:
     def _status(self) -> dict:
         return {"node_id": self.config.node_id, "grpc_port": self.grpc_port, "held": self.engine.held,
                 "owned_slots": sorted(self.engine.owned()), "heap_size": self.engine.heap_size(),
-                "serving": self._serving,
+                "in_flight": self.engine.in_flight_count(), "serving": self._serving,
                 "last_claimed_at": dict(self.engine.last_claimed_at),
                 "last_consumed_at": dict(self.engine.last_consumed_at),
                 "ownership_moves": list(getattr(self.ownership, "moves", []))[-200:]}

@@ -65,12 +65,12 @@ def fill(store: TaskStore, rows: int, dead: int, chunk: int = 500_000) -> dict:
         cur.execute(
             "INSERT INTO dead_letters (task_id, slot, namespace, task_type, envelope, attempts, last_error,"
             " error_class, error_shape, error_group, dead_lettered_at)"
-            " SELECT CONCAT('t-', LPAD(seq, 9, '0')), seq %% 16, CONCAT('ns', (seq DIV {step}) %% 10),"
-            " CONCAT('type', (seq DIV {step}) %% 50), x'0a0474657374', 3,"
-            " CONCAT('ValueError: failure ', (seq DIV {step}) %% 23, ' of order ', seq), 'ValueError',"
-            " CONCAT('failure ', (seq DIV {step}) %% 23, ' of order <n>'), LPAD(HEX((seq DIV {step}) %% 23), 16, '0'),"
-            " %s + INTERVAL seq * 1000 MICROSECOND"
-            " FROM seq_0_to_{last}_step_{step}".format(step=step, last=rows - 1), (BASE,))
+            f" SELECT CONCAT('t-', LPAD(seq, 9, '0')), seq %% 16, CONCAT('ns', (seq DIV {step}) %% 10),"
+            f" CONCAT('type', (seq DIV {step}) %% 50), x'0a0474657374', 3,"
+            f" CONCAT('ValueError: failure ', (seq DIV {step}) %% 23, ' of order ', seq), 'ValueError',"
+            f" CONCAT('failure ', (seq DIV {step}) %% 23, ' of order <n>'),"
+            f" LPAD(HEX((seq DIV {step}) %% 23), 16, '0'), %s + INTERVAL seq * 1000 MICROSECOND"
+            f" FROM seq_0_to_{rows - 1}_step_{step}", (BASE,))
     store.run(dead_letters)
     store.run(lambda cur: cur.execute("ANALYZE TABLE tasks, dead_letters"))
     return {"fill_s": round(filled_s, 1), "total_s": round(time.perf_counter() - t0, 1)}

@@ -8,7 +8,8 @@
 # that the Python version and both pyproject.toml files are unchanged since the last install,
 # so a second run downloads nothing. TASKRING_PYTHON picks another interpreter for the venv.
 # It also links promtool (Prometheus' rule checker, for the rules test) into .venv/bin: see
-# ensure_promtool.
+# ensure_promtool. And it installs Debian's chromium and chromium-driver, which the console's
+# browser tests drive: see ensure_chromium.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -64,6 +65,35 @@ ensure_promtool() {
     echo "bootstrap: promtool: $("$VENV/bin/promtool" --version 2>&1 | head -1)"
 }
 ensure_promtool
+
+# tests/integration/test_console.py drives a real headless Chromium through chromedriver.
+# Debian's packages are the only browser build this machine can install (nothing may be
+# downloaded from elsewhere), so they are installed as packages. Skipped when both binaries
+# exist. A failure only warns: the console tests then skip, except under CI, where they fail.
+ensure_chromium() {
+    if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then return 0; fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "bootstrap: WARNING: no chromium and no apt-get to install it; the console tests will skip" >&2
+        return 0
+    fi
+    if ! apt-cache policy chromium-driver 2>/dev/null | grep -q 'Candidate: [^(]'; then
+        echo "bootstrap: apt-get update (chromium-driver, for the console tests, was not in the lists)"
+        apt-get -o DPkg::Lock::Timeout=600 update -qq || true
+    fi
+    echo "bootstrap: installing chromium and chromium-driver (Debian) for the console tests"
+    local log
+    log="$(mktemp)"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+            chromium chromium-driver > "$log" 2>&1; then
+        tail -20 "$log" >&2 || true
+        rm -f "$log"
+        echo "bootstrap: WARNING: could not install chromium; the console tests will skip" >&2
+        return 0
+    fi
+    rm -f "$log"
+    echo "bootstrap: $(/usr/bin/chromium --version 2>/dev/null | head -1)"
+}
+ensure_chromium
 
 want="$( { "$VENV/bin/python" -c 'import sys; print(sys.version)'; cat pyproject.toml sdk/python/pyproject.toml; } | sha256sum | cut -d' ' -f1)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then

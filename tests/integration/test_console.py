@@ -1,0 +1,341 @@
+"""The web console in a real headless Chromium, against a real node and a real executor:
+every page shows what the node knows, a dead letter is fixed by editing its payload (diff
+first, then confirm) and followed to success on the Task page, a bulk replay is paused,
+resumed and watched to its end. Against a stand-in endpoint: the overview draws the
+statistics as GET /api/stats documents them, and a viewer's action shows the 403's message.
+
+Needs Debian's chromium and chromium-driver (deploy/local/bootstrap.sh installs them): the
+tests skip without them, except under CI=true, where they fail. Each page is saved as a PNG;
+TASKRING_UPDATE_SCREENSHOTS=1 writes them to docs/screenshots/ (the README shows them).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from dispatcher.admin import routes as rt
+from dispatcher.admin.console.routes import console_routes
+from dispatcher.admin.server import AdminServer
+from dispatcher.auth.identity import Identity, Role
+from harness.processes import NodeProcess
+from harness.wait import wait_until
+from taskring import Client, TaskState
+from tests.integration.conftest import PARTITIONS
+from tests.integration.test_operations import NS, Payments, charge, dead_letter
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+UPDATE_SCREENSHOTS = os.environ.get("TASKRING_UPDATE_SCREENSHOTS") == "1"
+"""The README's screenshots are rewritten only when asked (TASKRING_UPDATE_SCREENSHOTS=1), so a
+test run leaves the work tree as it was; otherwise they go to the test's own directory."""
+MAX_SCREENSHOT_BYTES = 300_000
+TOKEN = "console-test-token"
+WAIT_S = 30
+
+
+def _missing_browser() -> str | None:
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        return f"no {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver; bootstrap.sh does)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "no selenium (a dev extra: bash deploy/local/bootstrap.sh)"
+    return None
+
+
+@pytest.fixture
+def browser(tmp_path) -> Iterator:
+    missing = _missing_browser()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the console tests: {missing}", pytrace=False)
+        pytest.skip(missing)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # This machine has no internet: every background fetch of Chromium's is turned off.
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--window-size=1280,900", f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.set_window_size(1280, 900)
+        # The screenshots show the page at 1280x900 itself, whatever the window's frame takes.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(tmp_path / "chromium", ignore_errors=True)
+
+
+@pytest.fixture
+def node(taskring_env) -> Iterator[NodeProcess]:
+    n = NodeProcess(taskring_env, "console-1", single=True, admin_token=TOKEN, TASKRING_ADMIN_TOKEN=TOKEN).start()
+    try:
+        n.wait_ready()
+        yield n
+    finally:
+        n.terminate()
+
+
+@pytest.fixture
+def payments(taskring_env) -> Iterator[Payments]:
+    p = Payments(taskring_env.zk_hosts)
+    p.executor.start()
+    yield p
+    p.executor.stop(grace_s=2)
+
+
+# ---------------------------------------------------------------- driving the page
+
+class Page:
+    """The console in one browser tab: by data-testid, waiting on conditions, never sleeping."""
+
+    def __init__(self, driver, base: str, scratch: Path):
+        from selenium.webdriver.support.ui import WebDriverWait
+        self.driver = driver
+        self.base = base
+        self.failure_png = scratch / "failure.png"
+        self.screenshots = DOCS_SCREENSHOTS if UPDATE_SCREENSHOTS else scratch / "screenshots"
+        self.wait = WebDriverWait(driver, WAIT_S)
+
+    def open(self, hash_: str) -> None:
+        self.driver.get(f"{self.base}/?token={TOKEN}#{hash_}")
+
+    def go(self, hash_: str) -> None:
+        self.driver.execute_script("location.hash = arguments[0]", hash_)
+
+    def find(self, testid: str, within=None):
+        from selenium.webdriver.common.by import By
+        return (within or self.driver).find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+    def all(self, testid: str) -> list:
+        from selenium.webdriver.common.by import By
+        return self.driver.find_elements(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+    def until(self, condition, what: str):
+        """Wait for `condition()` to be truthy (exceptions count as not yet); its value."""
+        def check(_driver):
+            try:
+                return condition()
+            except Exception:
+                return False
+        from selenium.common.exceptions import TimeoutException
+        try:
+            return self.wait.until(check)
+        except TimeoutException:
+            # What the console said (an API error shows there), where it was, and what it looked like.
+            self.driver.save_screenshot(str(self.failure_png))
+            said = self.driver.execute_script(
+                "const m = document.getElementById('message'); return m ? m.textContent : ''")
+            raise AssertionError(f"the console did not show {what} within {WAIT_S} s; at"
+                                 f" {self.driver.current_url}, it said: {said!r}"
+                                 f" (screenshot {self.failure_png})") from None
+
+    def text(self, testid: str) -> str:
+        return self.find(testid).text
+
+    def until_text(self, testid: str, wanted: str) -> str:
+        return self.until(lambda: wanted in self.text(testid) and self.text(testid), f"{wanted!r} in {testid}")
+
+    def type(self, testid: str, text: str) -> None:
+        field = self.find(testid)
+        field.clear()
+        field.send_keys(text)
+
+    def click(self, testid: str) -> None:
+        self.find(testid).click()
+
+    def shot(self, name: str) -> None:
+        self.screenshots.mkdir(parents=True, exist_ok=True)
+        path = self.screenshots / f"{name}.png"
+        assert self.driver.save_screenshot(str(path))
+        assert path.stat().st_size < MAX_SCREENSHOT_BYTES, (path, path.stat().st_size)
+
+
+# ---------------------------------------------------------------- the tests
+
+def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser, tmp_path):
+    with Client(node.target) as client:
+        ids = dead_letter(client, [charge(3000 + i) for i in range(6)])
+    target, rest = ids[0], ids[1:]
+    page = Page(browser, node.admin, tmp_path)
+
+    # Overview: the dead letters now, and the statistics (or that there are none yet).
+    page.open("overview")
+    page.until_text("card-dead-letters", "6")
+    page.until(lambda: page.all("stats-missing") or page.all("stats-table"), "statistics or their absence")
+    assert "Overview" in page.text("page-overview")
+    page.shot("overview")
+
+    # Live: this node, every slot it owns, queue depth per path and what is in flight.
+    page.go("live")
+    page.until(lambda: len(page.all("live-slot")) == PARTITIONS, f"{PARTITIONS} slots")
+    [line] = page.all("live-node")
+    assert line.get_attribute("data-node") == "console-1"
+    assert [s.get_attribute("data-slot") for s in page.all("live-slot")] == [str(i) for i in range(PARTITIONS)]
+    assert "0, 1, 2" in line.text and "Kafka path" in page.text("live-cards")
+    assert "in flight here" in page.text("live-in-flight")
+    page.shot("live")
+
+    # Ring: the ring page, in its frame.
+    page.go("ring")
+    frame = page.until(lambda: page.find("ring-frame").get_attribute("src") and page.find("ring-frame"), "the ring")
+    browser.switch_to.frame(frame)
+    try:
+        page.until(lambda: "console-1" in browser.find_element("tag name", "body").text
+                   and "taskring ring" in browser.find_element("tag name", "h1").text, "the ring page")
+    finally:
+        browser.switch_to.default_content()
+    page.shot("ring")
+
+    # Failures: one line for the six, then the group's dead letters, then one of them.
+    page.go("failures")
+    group = page.until(lambda: page.all("dlq-group")[0], "the failure group")
+    assert group.find_elements("css selector", "td")[0].text == "6"
+    assert "card declined for order <n>" in group.text and "ValueError" in group.text
+    group.click()
+    page.until(lambda: len(page.all("dlq-row")) == 6, "the group's six dead letters")
+    page.shot("failures")
+    next(r for r in page.all("dlq-row") if r.get_attribute("data-task-id") == target).click()
+    trace = page.until(lambda: page.all("stack-trace")[0], "the stack trace")
+    assert "Traceback" in trace.text and "ValueError: card declined for order 3000" in trace.text
+    assert '"card": "bad"' in page.find("dl-payload").get_attribute("value")
+
+    # Edit: the diff first (nothing written), then confirm with its digest.
+    page.type("dl-reason", "customer updated the card")
+    page.type("dl-payload", '{"order": 3000, "card": "good"}')
+    page.click("dl-preview")
+    diff = page.until_text("dl-diff", '+  "card": "good"')
+    assert '-  "card": "bad"' in diff, diff
+    assert page.find("dl-confirm").is_enabled()
+    page.shot("dead-letter")
+    page.click("dl-confirm")
+    page.until_text("message", "payload edited and replayed")
+
+    # Task: found by its id, followed until it succeeds; the replay is in its history.
+    page.go("task")
+    page.type("task-id", target)
+    page.click("task-go")
+    page.until(lambda: page.text("kv-state") == "succeeded", "the edited task to succeed")
+    entries = [e.text for e in page.all("history-entry")]
+    assert any("payload edited and replayed by admin" in e and "customer updated the card" in e for e in entries), \
+        entries
+    assert "dlq.edit" in page.text("task-audit")
+    page.shot("task")
+
+    # Bulk replay of the current filter, paused and resumed, watched to done.
+    payments.fixed.set()   # the card processor is back
+    page.go("failures")
+    page.type("dlq-namespace", NS)
+    page.type("dlq-task-type", "charge")
+    page.click("dlq-apply")
+    page.until_text("dlq-summary", "5 dead letters in 1 group")
+    page.until_text("bulk-filter", "namespace=shop, task_type=charge")
+    page.type("bulk-rate", "1")
+    page.type("bulk-reason", "card processor is back")
+    page.click("bulk-start")
+    page.until_text("bulk-progress", "of 5")
+    page.click("bulk-pause")
+    page.until_text("bulk-progress", "paused")
+    assert not page.find("bulk-pause").is_enabled() and page.find("bulk-resume").is_enabled()
+    page.click("bulk-resume")
+    page.until(lambda: page.find("bulk-progress").get_attribute("data-state") == "done", "the bulk replay done")
+    assert "5 of 5" in page.text("bulk-progress")
+    with Client(node.target) as client:
+        wait_until(lambda: all(client.get(i).state == TaskState.SUCCEEDED for i in rest), 60,
+                   "every bulk-replayed task to succeed")
+
+    # Audit: every action, with who and why.
+    page.go("audit")
+    page.until(lambda: {"dlq.edit", "bulk_replay.start", "bulk_replay.pause", "bulk_replay.resume"}
+               <= {r.get_attribute("data-action") for r in page.all("audit-row")}, "the audit records")
+    assert "customer updated the card" in page.text("audit-records")
+    page.type("audit-action", "dlq.edit")
+    page.click("audit-apply")
+    page.until(lambda: {r.get_attribute("data-action") for r in page.all("audit-row")} == {"dlq.edit"},
+               "only the edit")
+    page.type("audit-action", "")
+    page.click("audit-apply")
+    page.until(lambda: len(page.all("audit-row")) >= 4, "every record again")
+    page.shot("audit")
+
+
+# ---------------------------------------------------------------- against a stand-in endpoint
+
+STATS = {"day": {"since": "2026-12-01T00:00:00Z", "types": [
+            {"namespace": NS, "task_type": "charge", "submitted": 40, "succeeded": 30, "failed": 6,
+             "dead_lettered": 4, "success_rate": 0.75, "duration_p50_ms": 12, "duration_p99_ms": 180},
+            {"namespace": NS, "task_type": "ship", "submitted": 0, "succeeded": 0, "failed": 0,
+             "dead_lettered": 0, "success_rate": None, "duration_p50_ms": None, "duration_p99_ms": None}]},
+         "series": [{"minute": f"2026-12-01T10:{m:02d}:00Z", "submitted": m, "succeeded": m // 2, "failed": 1,
+                     "dead_lettered": 0} for m in range(0, 60, 2)]}
+"""The statistics as GET /api/stats?hours=1 answers them: minutes without events are left out."""
+
+
+@pytest.fixture
+def stand_in() -> Iterator[str]:
+    """An admin endpoint with the console and canned answers: a viewer calls it, so every
+    action is refused by the endpoint's own role check (403 with a JSON `error`)."""
+    detail = {"dead_letter": {"namespace": NS, "task_type": "charge", "slot": 0, "attempts": 1,
+                              "error_class": "ValueError", "last_error": "card declined",
+                              "first_attempt_at": None, "dead_lettered_at": "2026-12-01T00:00:00Z"},
+              "envelope": {"payload": {"card": "<b>bad</b>"}}, "attempts": [], "history": [], "digest": "d"}
+    canned = [
+        rt.route("GET", "/api/stats", Role.VIEWER, lambda req: rt.Response.of_json(STATS)),
+        rt.route("GET", "/api/dead-letters/groups", Role.VIEWER,
+                 lambda req: rt.Response.of_json({"groups": [], "total": 0, "filter": {}})),
+        rt.route("GET", "/api/dead-letters/t1", Role.VIEWER, lambda req: rt.Response.of_json(detail)),
+        rt.route("POST", "/api/dead-letters/t1/replay", Role.OPERATOR,
+                 lambda req: rt.Response.of_json({"replayed": True})),
+    ]
+    ring = {"node": "n1", "members": {"n1": {}}, "slots": []}
+    server = AdminServer(host="127.0.0.1", port=0, ring=lambda: ring, ready=lambda: (True, "ready"),
+                         alive=lambda: (True, "serving"), registry=CollectorRegistry(),
+                         routes=[*console_routes(lambda: ring, dict), *canned],
+                         authenticate=lambda headers, query: Identity("vera", Role.VIEWER))
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.stop()
+
+
+def test_the_overview_draws_the_statistics(stand_in, browser, tmp_path):
+    page = Page(browser, stand_in, tmp_path)
+    page.open("overview")
+    rows = page.until(lambda: len(page.all("stats-row")) == 2 and page.all("stats-row"), "two lines of statistics")
+    assert [c.text for c in rows[0].find_elements("css selector", "td")] == [
+        NS, "charge", "40", "30", "6", "4", "75.0 %", "12", "180"]
+    assert "–" in rows[1].text   # no rate when nothing ran
+    bars = page.find("chart-submitted").find_elements("css selector", "rect")
+    assert len(bars) == 60   # every minute of the hour, the empty ones too
+    assert len(page.find("chart-outcomes").find_elements("css selector", "polyline")) == 3
+    page.go("live")
+    page.until(lambda: page.find("chart-throughput"), "the throughput chart")
+    assert page.text("live-throughput-now").startswith("30")   # the last minute: 29 succeeded, 1 failed
+
+
+def test_a_viewer_sees_why_an_action_is_refused(stand_in, browser, tmp_path):
+    page = Page(browser, stand_in, tmp_path)
+    page.open("dead-letter/t1")
+    page.until_text("kv-error", "card declined")
+    # Data is shown as text: markup in a payload stays characters.
+    assert "<b>bad</b>" in page.find("dl-payload").get_attribute("value")
+    assert not browser.find_elements("css selector", "#page-dead-letter b")
+    page.type("dl-reason", "let me")
+    page.click("dl-replay")
+    message = page.until_text("message", "needs the operator role")
+    assert "vera is a viewer" in message
+    assert "error" in (page.find("message").get_attribute("class") or "")
