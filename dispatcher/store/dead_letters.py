@@ -24,7 +24,7 @@ from collections.abc import Callable
 import grpc
 
 from dispatcher.errors import TaskNotFound, TaskringError, quote
-from dispatcher.store import audit
+from dispatcher.store import audit, failure_groups
 from dispatcher.store import records as r
 from dispatcher.store.shards import Shards
 from taskring.task import TaskState
@@ -159,7 +159,11 @@ class DeadLetterStore:
         return sum(shard.run(lambda cur: _one(cur, sql, args)) for shard in self._shards.all)
 
     def groups(self, where: DeadLetterFilter, limit: int = 100) -> list[FailureGroup]:
-        """One line per (namespace, task type, failure group), the largest first."""
+        """One line per (namespace, task type, failure group), the largest first: from the
+        groups' counts (migrations/010), or, for a filter by time or error class, from the
+        dead letters in that range."""
+        if where.since is None and where.until is None and not where.error_class:
+            return self._counted_groups(where, limit)
         clauses, args = where.where()
         sql = ("SELECT namespace, task_type, COALESCE(error_group, ''), MIN(COALESCE(error_class, '')),"
                " MIN(COALESCE(error_shape, '')), COUNT(*), MIN(dead_lettered_at), MAX(dead_lettered_at),"
@@ -180,6 +184,30 @@ class DeadLetterStore:
                                                 last_at=max(seen.last_at, group.last_at))
                 merged[key] = group
         return sorted(merged.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
+
+    def _counted_groups(self, where: DeadLetterFilter, limit: int) -> list[FailureGroup]:
+        clauses, args = ["dead > 0"], []
+        for column, value in (("namespace", where.namespace), ("task_type", where.task_type),
+                              ("error_group", where.error_group)):
+            if value:
+                clauses.append(f"{column} = %s")
+                args.append(value)
+        sql = ("SELECT namespace, task_type, error_group, error_class, error_shape, dead, first_at, last_at,"
+               f" sample_task_id, sample_error FROM dead_letter_groups {_where_sql(clauses)}"
+               " ORDER BY dead DESC LIMIT %s")
+        found: dict[tuple[str, str, str], FailureGroup] = {}
+        for shard in self._shards.all:
+            def body(cur):
+                cur.execute(sql, (*args, limit))
+                return cur.fetchall()
+            for row in shard.run(body):
+                group = FailureGroup(*row)
+                key = (group.namespace, group.task_type, group.error_group)
+                seen = found.get(key)
+                found[key] = group if seen is None else dataclasses.replace(
+                    seen, count=seen.count + group.count, first_at=min(seen.first_at, group.first_at),
+                    last_at=max(seen.last_at, group.last_at))
+        return sorted(found.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def get(self, task_id: str) -> tuple[DeadLetter, str | None]:
         """The entry and its last stack trace; TaskNotFound when no shard has it."""
@@ -209,8 +237,9 @@ class DeadLetterStore:
             if row is None:
                 return None
             status, attempts, envelope, namespace = row
-            cur.execute("SELECT 1 FROM dead_letters WHERE task_id = %s FOR UPDATE", (task_id,))
-            if status != r.DEAD_LETTERED or cur.fetchone() is None:
+            cur.execute("SELECT task_type, error_group FROM dead_letters WHERE task_id = %s FOR UPDATE", (task_id,))
+            listed = cur.fetchone()
+            if status != r.DEAD_LETTERED or listed is None:
                 shown = "dead-lettered, and deleted from the dead letters" if status == r.DEAD_LETTERED else status
                 raise NotDeadLettered(task_id, shown)
             if expect_digest is not None and envelope_digest(envelope) != expect_digest:
@@ -219,6 +248,7 @@ class DeadLetterStore:
             cur.execute("UPDATE tasks SET status = %s, trigger_at = %s, envelope = %s, updated_at = %s"
                         " WHERE task_id = %s", (r.PENDING, now, after, now, task_id))
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
+            failure_groups.remove(cur, namespace, *listed)
             _append_event(cur, r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail))
             replayed = Replayed(task_id, namespace, envelope, after, attempts)
             audit.append(cur, record(replayed))
@@ -235,6 +265,7 @@ class DeadLetterStore:
                 return None
             entry = DeadLetter(*row[:-1])
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
+            failure_groups.remove(cur, entry.namespace, entry.task_type, entry.error_group)
             audit.append(cur, record(entry, row[-1]))
             return entry
         return self._on_its_shard(task_id, body)

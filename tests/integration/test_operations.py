@@ -175,6 +175,15 @@ def test_dead_letters_grouped_shown_edited_replayed_and_deleted(node, payments, 
         assert status == 409 and "not a dead letter" in answer["error"]
         assert call(node, "POST", "/api/dead-letters/no-such-task/replay", {"reason": "x"})[0] == 404
 
+        # The groups' counts, kept in each change's transaction, agree with the dead letters
+        # themselves (a time range reads those): one charge succeeded, one ship was deleted.
+        def lines_of(query: str) -> dict:
+            return {(g["task_type"], g["error_group"]): g["count"]
+                    for g in ok(node, "GET", f"/api/dead-letters/groups?namespace={NS}{query}")["groups"]}
+        counted = lines_of("")
+        assert sorted(counted.values()) == [1, 5], counted
+        assert lines_of("&since=2000-01-01T00:00:00Z") == counted
+
         # The audit trail: who, when, from where, what, before and after; unchangeable.
         records = ok(node, "GET", f"/api/audit?namespace={NS}")["records"]
         actions = [rec["action"] for rec in records]
