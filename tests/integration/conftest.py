@@ -10,6 +10,7 @@ from kazoo.client import KazooClient
 
 from harness.executors import RecordingExecutor
 from harness.world import World, private_world
+from tests.integration.payments import Payments
 from tests.integration.service_proc import service_database
 
 PARTITIONS = 16
@@ -68,3 +69,12 @@ def connect(stack, service_db) -> Iterator[Callable[[], pymysql.Connection]]:
             conn.close()
         except Exception:
             pass
+
+
+@pytest.fixture
+def payments(taskring_env) -> Iterator[Payments]:
+    """The operations tests' payments service (tests/integration/payments.py), running."""
+    p = Payments(taskring_env.zk_hosts)
+    p.executor.start()
+    yield p
+    p.executor.stop(grace_s=2)

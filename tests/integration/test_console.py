@@ -26,7 +26,7 @@ from harness.processes import NodeProcess
 from harness.wait import wait_until
 from taskring import Client, TaskState
 from tests.integration.conftest import PARTITIONS
-from tests.integration.test_operations import NS, Payments, charge, dead_letter
+from tests.integration.payments import NS, charge, dead_letter
 
 pytestmark = pytest.mark.integration
 
@@ -87,14 +87,6 @@ def node(taskring_env) -> Iterator[NodeProcess]:
         yield n
     finally:
         n.terminate()
-
-
-@pytest.fixture
-def payments(taskring_env) -> Iterator[Payments]:
-    p = Payments(taskring_env.zk_hosts)
-    p.executor.start()
-    yield p
-    p.executor.stop(grace_s=2)
 
 
 # ---------------------------------------------------------------- driving the page

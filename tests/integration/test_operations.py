@@ -5,7 +5,6 @@ which EXPLAIN shows reading an index."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -16,32 +15,10 @@ import pytest
 from dispatcher.store import records as r
 from harness.processes import NodeProcess
 from harness.wait import wait_until
-from taskring import Client, Executor, TaskSpec, TaskState
-from taskring.errors import NonRetryableError
+from taskring import Client, TaskSpec, TaskState
+from tests.integration.payments import NS, charge, dead_letter
 
 pytestmark = pytest.mark.integration
-
-NS = "shop"
-
-
-class Payments:
-    """`charge` declines a card of "bad" until `fixed`; `ship` always fails for good."""
-
-    def __init__(self, zk_hosts: str):
-        self.fixed = threading.Event()
-        self.runs: dict[str, int] = {}
-        self.executor = Executor(NS, zk_hosts=zk_hosts)
-        self.executor.add_handler("charge", self._charge)
-        self.executor.add_handler("ship", self._ship)
-
-    def _charge(self, ctx) -> None:
-        self.runs[ctx.task_id] = self.runs.get(ctx.task_id, 0) + 1
-        if ctx.payload.get("card") == "bad" and not self.fixed.is_set():
-            raise ValueError(f"card declined for order {ctx.payload['order']}")
-
-    def _ship(self, ctx) -> None:
-        raise NonRetryableError(f"no carrier for zone {ctx.payload['zone']}")
-
 
 @pytest.fixture
 def node(taskring_env):
@@ -51,14 +28,6 @@ def node(taskring_env):
         yield n
     finally:
         n.terminate()
-
-
-@pytest.fixture
-def payments(taskring_env):
-    p = Payments(taskring_env.zk_hosts)
-    p.executor.start()
-    yield p
-    p.executor.stop(grace_s=2)
 
 
 def call(node: NodeProcess, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -75,17 +44,6 @@ def ok(node: NodeProcess, method: str, path: str, body: dict | None = None) -> d
     status, answer = call(node, method, path, body)
     assert status in (200, 201), (status, answer)
     return answer
-
-
-def dead_letter(client: Client, specs: list[TaskSpec], timeout_s: float = 60) -> list[str]:
-    ids = [res.task_id for res in client.submit_batch(specs)]
-    wait_until(lambda: all(client.get(i).state == TaskState.DEAD_LETTERED for i in ids), timeout_s,
-               f"{len(ids)} tasks to be dead-lettered")
-    return ids
-
-
-def charge(order: int, card: str = "bad", **kw) -> TaskSpec:
-    return TaskSpec(NS, "charge", {"order": order, "card": card}, max_retries=0, **kw)
 
 
 def history_of(client: Client, task_id: str) -> list:

@@ -11,7 +11,7 @@ import pytest
 from harness.processes import NodeProcess
 from harness.wait import wait_until
 from taskring import Client, TaskSpec, TaskState
-from tests.integration.test_operations import NS, Payments, charge, dead_letter
+from tests.integration.payments import NS, charge, dead_letter
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +24,6 @@ def node(taskring_env):
         yield n
     finally:
         n.terminate()
-
-
-@pytest.fixture
-def payments(taskring_env):
-    p = Payments(taskring_env.zk_hosts)
-    p.executor.start()
-    yield p
-    p.executor.stop(grace_s=2)
 
 
 def taskring(node: NodeProcess, *args: str) -> subprocess.CompletedProcess:
