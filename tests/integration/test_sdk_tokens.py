@@ -114,7 +114,8 @@ def test_go_java_node_clis_over_mutual_tls_with_a_token(taskring_env, tmp_path, 
     admin.load_cert_chain(certs / "client.pem", certs / "client.key")
     node = NodeProcess(taskring_env, "tok-tls-1", single=True, admin_ssl_context=admin,
                        TASKRING_TOKENS_FILE=str(tmp_path / "tokens.json"),
-                       TASKRING_TLS_CERT_FILE=str(certs / "server.pem"), TASKRING_TLS_KEY_FILE=str(certs / "server.key"),
+                       TASKRING_TLS_CERT_FILE=str(certs / "server.pem"),
+                       TASKRING_TLS_KEY_FILE=str(certs / "server.key"),
                        TASKRING_TLS_CLIENT_CA_FILE=str(certs / "ca.pem")).start()
     log = taskring_env.logs / "cli-tls.log"
     try:
@@ -126,7 +127,8 @@ def test_go_java_node_clis_over_mutual_tls_with_a_token(taskring_env, tmp_path, 
             submit_and_get(tools, language, node, log, tls)
         # The token alone, in plain text, does not reach a TLS node.
         plain = run_cli(cli(tools, "go")("submit", "--nodes", node.target, "--namespace", NS, "--type", "ok",
-                                         "--rpc-timeout", "5s"), log, env=env_with(TASKRING_TOKEN=secrets["billing-api"]))
+                                         "--rpc-timeout", "5s"),
+                        log, env=env_with(TASKRING_TOKEN=secrets["billing-api"]))
         assert plain.returncode != 0 and secrets["billing-api"] not in plain.stderr, plain.describe()
         assert len(taskring_env.sql_all("SELECT task_id FROM tasks")) == len(LANGUAGES)
     finally:
