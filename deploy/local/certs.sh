@@ -3,7 +3,7 @@
 #
 #   bash deploy/local/certs.sh [dir]     # default <repo>/.stack/certs (git-ignored)
 #
-# Writes, as PEM (EC P-256 keys, valid 825 days):
+# Writes, as PEM (EC P-256 keys in PKCS#8, valid 825 days):
 #   ca.pem ca.key                  the local CA
 #   server.pem server.key          the node's certificate, for 127.0.0.1 and localhost (SAN)
 #   client.pem client.key          a client certificate the CA signed (mutual TLS)
@@ -21,7 +21,9 @@ cd "$DIR"
 umask 077   # the keys are secrets, even local ones
 DAYS=825
 
-key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1.key" 2>/dev/null; }
+# PKCS#8 ("BEGIN PRIVATE KEY"), not the SEC1 "BEGIN EC PRIVATE KEY" of `openssl ecparam`:
+# grpc-java's TlsChannelCredentials (netty) reads only PKCS#8; Python, Go and Node read both.
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
 
 ca() {  # name subject
     key "$1"

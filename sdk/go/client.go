@@ -25,11 +25,16 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	if len(cfg.nodes) == 0 {
 		return nil, errors.New("taskring: NewClient needs at least one node (WithNodes)")
 	}
+	security, err := securityOptions(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	dial := []grpc.DialOption{
-		// First, so a WithDialOptions(grpc.WithTransportCredentials(tls)) overrides it.
+		// First, so WithTLS or a WithDialOptions(grpc.WithTransportCredentials(tls)) overrides it.
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
 	}
+	dial = append(dial, security...)
 	n, err := dialNodes(cfg.nodes, append(dial, cfg.dial...))
 	if err != nil {
 		return nil, err

@@ -13,6 +13,10 @@ type clientConfig struct {
 	nodes   []string
 	timeout time.Duration
 	dial    []grpc.DialOption
+
+	token    string // WithToken (client_auth.go)
+	tokenSet bool
+	tls      *tlsFiles // WithTLS
 }
 
 // maxMessageBytes: batches of thousands of tasks exceed gRPC's 4 MiB default

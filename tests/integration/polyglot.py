@@ -136,11 +136,13 @@ class CliResult:
             raise AssertionError(f"not one JSON line; {self.describe()}") from None
 
 
-def run_cli(args: Sequence[str], log: Path, timeout_s: float = 60.0, cwd: Path = REPO) -> CliResult:
-    """Run a CLI to completion; its command line and output are appended to `log`."""
+def run_cli(args: Sequence[str], log: Path, timeout_s: float = 60.0, cwd: Path = REPO,
+            env: dict[str, str] | None = None) -> CliResult:
+    """Run a CLI to completion; its command line and output are appended to `log` (never
+    `env`, which may hold a token). env None: this process's environment."""
     args = list(args)
     try:
-        proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, env=env)
         result = CliResult(args, proc.returncode, proc.stdout, proc.stderr)
     except subprocess.TimeoutExpired as exc:
         def text(b):

@@ -11,6 +11,7 @@
  * (the server assigns a UUIDv7), so neither does this one: a submit without a
  * taskId is never retried, since the retry could create a second task.
  */
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { ProtocolError, fromRpcError } from './errors';
 import { specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
@@ -31,7 +32,13 @@ export interface ClientOptions {
   nodes: string | readonly string[];
   /** Bound on every call, ms (default 10 000); null for none. */
   rpcTimeoutMs?: number | null;
-  /** Default: insecure (plain TCP), as the Python SDK's default. */
+  /**
+   * A token of the node's tokens file (docs/security.md): sent as the metadata
+   * `authorization: Bearer <token>` on every call, on plaintext and TLS alike.
+   * Never logged nor put in an error.
+   */
+  token?: string;
+  /** Default: insecure (plain TCP), as the Python SDK's default; `tlsCredentials(...)` for TLS. */
   credentials?: grpc.ChannelCredentials;
   /** Extra gRPC channel options. */
   channelOptions?: grpc.ChannelOptions;
@@ -46,9 +53,26 @@ function splitNodes(nodes: string | readonly string[]): string[] {
   return list;
 }
 
+/**
+ * TLS credentials for `ClientOptions.credentials` (Python: `taskring.tls_credentials`):
+ * verify the node against the CA in `caFile` (PEM); with `certFile` and `keyFile`
+ * (PEM, both or neither) show a client certificate too (mutual TLS).
+ */
+export function tlsCredentials(caFile: string, certFile?: string, keyFile?: string): grpc.ChannelCredentials {
+  if (!caFile) throw new RangeError('tlsCredentials: a CA file is required');
+  if (Boolean(certFile) !== Boolean(keyFile)) {
+    throw new RangeError('tlsCredentials: give both a client certificate and its key, or neither');
+  }
+  const ca = readFileSync(caFile);
+  return certFile && keyFile
+    ? grpc.credentials.createSsl(ca, readFileSync(keyFile), readFileSync(certFile))
+    : grpc.credentials.createSsl(ca);
+}
+
 /** One unary call on one stub; `done` is grpc-js's callback. */
 type Invoke<Res> = (
   stub: TaskServiceClient,
+  metadata: grpc.Metadata,
   options: grpc.CallOptions,
   done: (err: grpc.ServiceError | null, value?: Res) => void,
 ) => void;
@@ -56,8 +80,14 @@ type Invoke<Res> = (
 export class Client {
   private readonly nodes: NodeList<TaskServiceClient>;
   private readonly timeoutMs: number | null;
+  /** `authorization: Bearer ...` (a #private field: util.inspect and JSON do not show it). */
+  readonly #authorization: string | null;
 
   constructor(options: ClientOptions) {
+    if (options.token !== undefined && (typeof options.token !== 'string' || options.token === '')) {
+      throw new RangeError('token: must be a non-empty string');
+    }
+    this.#authorization = options.token === undefined ? null : `Bearer ${options.token}`;
     const wire = loadWire();
     const credentials = options.credentials ?? grpc.credentials.createInsecure();
     const channelOptions: grpc.ChannelOptions = {
@@ -74,7 +104,7 @@ export class Client {
   /** Submit one task. */
   async submit(spec: TaskSpec): Promise<SubmitResult> {
     const task = specToWire(spec);
-    const resp = await this.call<SubmitResponse__Output>(Boolean(task.task_id), (s, o, done) => s.Submit({ task }, o, done));
+    const resp = await this.call<SubmitResponse__Output>(Boolean(task.task_id), (s, m, o, done) => s.Submit({ task }, m, o, done));
     return submitResultFromWire(resp);
   }
 
@@ -87,7 +117,7 @@ export class Client {
     if (specs.length === 0) return [];
     const tasks = specs.map((s, i) => specToWire(s, `tasks[${i}].`));
     const idempotent = tasks.every((t) => Boolean(t.task_id));
-    const resp = await this.call<SubmitBatchResponse__Output>(idempotent, (s, o, done) => s.SubmitBatch({ tasks }, o, done));
+    const resp = await this.call<SubmitBatchResponse__Output>(idempotent, (s, m, o, done) => s.SubmitBatch({ tasks }, m, o, done));
     if (resp.results.length !== specs.length) {
       throw new ProtocolError(`SubmitBatch returned ${resp.results.length} results for ${specs.length} tasks`);
     }
@@ -100,13 +130,13 @@ export class Client {
    * when the task is past the point where it can be stopped.
    */
   async cancel(taskId: string): Promise<TaskState> {
-    const resp = await this.call<CancelResponse__Output>(true, (s, o, done) => s.Cancel({ task_id: taskId }, o, done));
+    const resp = await this.call<CancelResponse__Output>(true, (s, m, o, done) => s.Cancel({ task_id: taskId }, m, o, done));
     return stateFromWire(resp.state);
   }
 
   /** The task as stored: state, attempts, last error and its history. */
   async get(taskId: string): Promise<TaskInfo> {
-    const resp = await this.call<GetTaskResponse__Output>(true, (s, o, done) => s.GetTask({ task_id: taskId }, o, done));
+    const resp = await this.call<GetTaskResponse__Output>(true, (s, m, o, done) => s.GetTask({ task_id: taskId }, m, o, done));
     return taskInfoFromWire(resp);
   }
 
@@ -118,7 +148,9 @@ export class Client {
   private call<Res>(idempotent: boolean, invoke: Invoke<Res>): Promise<Res> {
     return this.nodes.run(idempotent, (stub) => new Promise<Res>((resolve, reject) => {
       const options: grpc.CallOptions = this.timeoutMs === null ? {} : { deadline: Date.now() + this.timeoutMs };
-      invoke(stub, options, (err, value) => {
+      const metadata = new grpc.Metadata();
+      if (this.#authorization !== null) metadata.set('authorization', this.#authorization);
+      invoke(stub, metadata, options, (err, value) => {
         if (err) reject(err); // mapped below, after the node list had its chance to retry
         else if (value === undefined) reject(new ProtocolError('empty response'));
         else resolve(value);

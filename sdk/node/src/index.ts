@@ -2,7 +2,7 @@
  * taskring for Node.js: submit tasks with `Client`; run them with an
  * `Executor` and handlers that take a `TaskContext`.
  */
-export { Client, type ClientOptions } from './client';
+export { Client, tlsCredentials, type ClientOptions } from './client';
 export type { TaskContext } from './context';
 export {
   AlreadyExistsError,

@@ -86,11 +86,11 @@ function encodeProto3Json(typeName, json) {
 // ---- gRPC on loopback ----
 
 /** Start a server with `services` [[definition, impl]], on 127.0.0.1:<free>; resolves { port, close }. */
-function serve(services) {
+function serve(services, credentials = grpc.ServerCredentials.createInsecure()) {
   const server = new grpc.Server();
   for (const [definition, impl] of services) server.addService(definition, impl);
   return new Promise((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+    server.bindAsync('127.0.0.1:0', credentials, (err, port) => {
       if (err) return reject(err);
       resolve({
         port,
@@ -103,13 +103,13 @@ function serve(services) {
 }
 
 /** A fake dispatcher: `handlers` override TaskService methods; every call is recorded. */
-async function fakeDispatcher(name, handlers = {}) {
+async function fakeDispatcher(name, handlers = {}, credentials = undefined) {
   const wire = loadWire();
   const calls = [];
   const impl = {};
   for (const method of ['Submit', 'SubmitBatch', 'Cancel', 'GetTask']) {
     impl[method] = (call, callback) => {
-      calls.push({ method, request: call.request, node: name });
+      calls.push({ method, request: call.request, node: name, authorization: call.metadata.get('authorization') });
       const h = handlers[method];
       if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
       Promise.resolve()
@@ -117,7 +117,7 @@ async function fakeDispatcher(name, handlers = {}) {
         .then((resp) => callback(null, resp), (err) => callback(err));
     };
   }
-  const s = await serve([[wire.TaskService.service, impl]]);
+  const s = await serve([[wire.TaskService.service, impl]], credentials);
   return { ...s, calls, name };
 }
 

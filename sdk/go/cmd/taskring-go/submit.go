@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +68,9 @@ func runSubmit(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	client, err := taskring.NewClient(taskring.WithNodes(a.nodes...), taskring.WithTimeout(a.rpcTimeout))
+	opts := append([]taskring.ClientOption{taskring.WithNodes(a.nodes...), taskring.WithTimeout(a.rpcTimeout)},
+		securityFromEnv(os.Getenv)...)
+	client, err := taskring.NewClient(opts...)
 	if err != nil {
 		return err
 	}

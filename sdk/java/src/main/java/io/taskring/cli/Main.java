@@ -6,11 +6,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.taskring.Instants;
 import io.taskring.TaskState;
 import io.taskring.client.TaskEvent;
+import io.taskring.client.SubmitResult;
 import io.taskring.client.TaskInfo;
+import io.taskring.client.TaskSpec;
 import io.taskring.client.TaskringClient;
 import io.taskring.errors.RpcException;
 import io.taskring.errors.TaskringException;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -21,7 +24,14 @@ import java.util.Map;
  * <pre>
  *   get    --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]   one JSON line: state and history
  *   cancel --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]   the resulting state, e.g. cancelled
+ *   submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID]
+ *          [--delay-ms N] [--timeout-ms N]                                   the task_id
  * </pre>
+ *
+ * <p>Like the Python commands, it reads the token and TLS files from the environment only
+ * (arguments show in {@code ps}): {@code TASKRING_TOKEN}, sent as {@code authorization: Bearer
+ * ...}; {@code TASKRING_CA_FILE} for TLS, plus {@code TASKRING_CLIENT_CERT_FILE} and
+ * {@code TASKRING_CLIENT_KEY_FILE} (PKCS#8) for mutual TLS.
  *
  * Exit status: 0 done, 1 the server refused (the error's class and message on stderr), 2 bad usage.
  */
@@ -32,10 +42,15 @@ public final class Main {
         System.exit(run(args, System.out, System.err));
     }
 
-    /** The whole CLI without System.exit (tests, embedding). */
+    /** The whole CLI without System.exit (tests, embedding), with the process's environment. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel"))) {
-            return usage(err, "give a mode: get or cancel");
+        return run(args, System.getenv(), out, err);
+    }
+
+    /** The whole CLI, reading TASKRING_TOKEN and the TLS files from {@code env}. */
+    public static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+        if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel") || args[0].equals("submit"))) {
+            return usage(err, "give a mode: get, cancel or submit");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
@@ -46,12 +61,25 @@ public final class Main {
         }
         String nodes = opts.get("nodes");
         String taskId = opts.get("task-id");
-        if (nodes == null || taskId == null) {
-            return usage(err, "--nodes and --task-id are required");
+        boolean submit = args[0].equals("submit");
+        if (submit ? nodes == null || opts.get("namespace") == null || opts.get("type") == null
+                : nodes == null || taskId == null) {
+            return usage(err, submit ? "--nodes, --namespace and --type are required" : "--nodes and --task-id are required");
         }
         Duration timeout = Duration.ofMillis(Long.parseLong(opts.getOrDefault("timeout-ms", "10000")));
-        try (TaskringClient client = TaskringClient.builder().nodes(nodes).rpcTimeout(timeout).build()) {
-            if (args[0].equals("get")) {
+        try (TaskringClient client = security(TaskringClient.builder(), env).nodes(nodes).rpcTimeout(timeout).build()) {
+            if (submit) {
+                TaskSpec.Builder spec = TaskSpec.builder(opts.get("namespace"), opts.get("type"))
+                        .payloadJson(opts.getOrDefault("payload", "{}"));
+                if (taskId != null) {
+                    spec.taskId(taskId);
+                }
+                if (opts.containsKey("delay-ms")) {
+                    spec.delay(Duration.ofMillis(Long.parseLong(opts.get("delay-ms"))));
+                }
+                SubmitResult r = client.blocking().submit(spec.build());
+                out.println(r.taskId());
+            } else if (args[0].equals("get")) {
                 out.println(new ObjectMapper().writeValueAsString(toJson(client.blocking().get(taskId))));
             } else {
                 TaskState state = client.blocking().cancel(taskId);
@@ -68,6 +96,22 @@ public final class Main {
             err.println(e);
             return 1;
         }
+    }
+
+    /** TASKRING_TOKEN and TASKRING_CA_FILE / _CLIENT_CERT_FILE / _CLIENT_KEY_FILE, when set. */
+    static TaskringClient.Builder security(TaskringClient.Builder b, Map<String, String> env) {
+        String token = env.get("TASKRING_TOKEN");
+        if (token != null && !token.isEmpty()) {
+            b.token(token);
+        }
+        String ca = env.get("TASKRING_CA_FILE");
+        if (ca != null && !ca.isEmpty()) {
+            String cert = env.get("TASKRING_CLIENT_CERT_FILE");
+            String key = env.get("TASKRING_CLIENT_KEY_FILE");
+            b.tls(Path.of(ca), cert == null || cert.isEmpty() ? null : Path.of(cert),
+                    key == null || key.isEmpty() ? null : Path.of(key));
+        }
+        return b;
     }
 
     /** The state and the history, in the Python SDK's names (states lower case, times RFC 3339). */
@@ -93,6 +137,7 @@ public final class Main {
     private static int usage(PrintStream err, String problem) {
         err.println("taskring: " + problem);
         err.println("usage: get|cancel --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]");
+        err.println("       submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]");
         return 2;
     }
 }

@@ -2,16 +2,22 @@ package io.taskring.client;
 
 import io.grpc.CallOptions;
 import io.grpc.Channel;
+import io.grpc.ChannelCredentials;
+import io.grpc.ClientInterceptors;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
 import io.taskring.TaskState;
 import io.taskring.errors.GrpcErrors;
 import io.taskring.errors.RpcException;
 import io.taskring.errors.UnavailableException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -155,16 +161,55 @@ public final class TaskringClient implements AutoCloseable {
         return e;
     }
 
-    /** Configures a client. Give {@link #nodes} (plaintext) or {@link #channels} (anything else). */
+    /**
+     * Configures a client. Give {@link #nodes} (plaintext, or TLS with {@link #tls}) or
+     * {@link #channels} (anything else); {@link #token} applies to both.
+     */
     public static final class Builder {
         private final List<String> addresses = new ArrayList<>();
         private final List<Channel> channels = new ArrayList<>();
         private Duration rpcTimeout = Duration.ofSeconds(10);
         private int maxMessageBytes = 64 * 1024 * 1024;
+        private BearerToken token;
+        private Path caFile;
+        private Path certFile;
+        private Path keyFile;
 
         private Builder() {}
 
-        /** {@code "host:port,host:port"}: dispatcher nodes, each reached over plaintext gRPC. */
+        /**
+         * A token of the node's tokens file (docs/security.md): every call, on {@link #nodes}
+         * and {@link #channels} alike, carries {@code authorization: Bearer <secret>}. Works on
+         * plaintext too, where the token is readable on the network: use {@link #tls} beyond
+         * the machine. The secret is never logged nor put in an exception. Null: no token.
+         */
+        public Builder token(String secret) {
+            this.token = secret == null ? null : new BearerToken(secret);
+            return this;
+        }
+
+        /** TLS to the {@link #nodes}: verify each against the CA certificate(s) in {@code caFile} (PEM). */
+        public Builder tls(Path caFile) {
+            return tls(caFile, null, null);
+        }
+
+        /**
+         * Mutual TLS to the {@link #nodes}: as {@link #tls(Path)}, showing the client
+         * certificate {@code certFile} with its key {@code keyFile} (PEM; the key PKCS#8, as
+         * deploy/local/certs.sh writes it: grpc-java does not read SEC1 "EC PRIVATE KEY").
+         * Both or neither. The files are read by {@link #build}.
+         */
+        public Builder tls(Path caFile, Path certFile, Path keyFile) {
+            if ((certFile == null) != (keyFile == null)) {
+                throw new IllegalArgumentException("tls: give both a client certificate and its key, or neither");
+            }
+            this.caFile = Objects.requireNonNull(caFile, "tls: caFile");
+            this.certFile = certFile;
+            this.keyFile = keyFile;
+            return this;
+        }
+
+        /** {@code "host:port,host:port"}: dispatcher nodes, each reached over plaintext gRPC (or {@link #tls}). */
         public Builder nodes(String commaSeparated) {
             Arrays.stream(commaSeparated.split(",")).map(String::trim).filter(s -> !s.isEmpty()).forEach(addresses::add);
             return this;
@@ -197,19 +242,40 @@ public final class TaskringClient implements AutoCloseable {
             List<String> names = new ArrayList<>();
             List<Channel> all = new ArrayList<>();
             List<ManagedChannel> owned = new ArrayList<>();
+            ChannelCredentials credentials = addresses.isEmpty() ? null : credentials();
             for (String a : addresses) {
-                ManagedChannel c = Grpc.newChannelBuilder(Objects.requireNonNull(a), InsecureChannelCredentials.create())
+                ManagedChannel c = Grpc.newChannelBuilder(Objects.requireNonNull(a), credentials)
                         .maxInboundMessageSize(maxMessageBytes)
                         .build();
                 names.add(a);
-                all.add(c);
+                all.add(withToken(c));
                 owned.add(c);
             }
             for (Channel c : channels) {
                 names.add(c.authority());
-                all.add(c);
+                all.add(withToken(c));
             }
             return new TaskringClient(new NodeList(names, all, owned), rpcTimeout);
+        }
+
+        private Channel withToken(Channel c) {
+            return token == null ? c : ClientInterceptors.intercept(c, token);
+        }
+
+        private ChannelCredentials credentials() {
+            if (caFile == null) {
+                return InsecureChannelCredentials.create();
+            }
+            try {
+                TlsChannelCredentials.Builder tls = TlsChannelCredentials.newBuilder().trustManager(caFile.toFile());
+                if (certFile != null) {
+                    tls.keyManager(certFile.toFile(), keyFile.toFile());
+                }
+                return tls.build();
+            } catch (IOException e) {
+                throw new UncheckedIOException("tls: cannot use " + caFile
+                        + (certFile == null ? "" : " / " + certFile + " / " + keyFile) + ": " + e.getMessage(), e);
+            }
         }
     }
 }
