@@ -22,7 +22,7 @@ from cluster.slots import slot_of
 from dispatcher.admission import Admission
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
-from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
+from dispatcher.clock import Clock, datetime_to_ms, ms_to_aware, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.errors import (
     RETRY_AFTER_KEY,
@@ -96,7 +96,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             token = self._auth.token(context, calls.SUBMIT)
             self._admit()
             now_ms = self._clock.now_ms()
-            valid = validate_task(request.task, now=_aware(now_ms), limits=self._limits)
+            valid = validate_task(request.task, now=ms_to_aware(now_ms), limits=self._limits)
             self._auth.check_namespaces(token, calls.SUBMIT, (valid.namespace,))
             return (await self._accept([valid], now_ms))[0]
 
@@ -106,7 +106,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             token = self._auth.token(context, calls.SUBMIT)
             self._admit()
             now_ms = self._clock.now_ms()
-            valid = validate_batch(request.tasks, now=_aware(now_ms), limits=self._limits)
+            valid = validate_batch(request.tasks, now=ms_to_aware(now_ms), limits=self._limits)
             # Every task's namespace, before any is written: a batch is all or nothing.
             self._auth.check_namespaces(token, calls.SUBMIT, (v.namespace for v in valid))
             return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
@@ -224,10 +224,6 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             last_error=row.last_error or "", last_stack_trace=row.last_stack_trace or "",
             history=[pb.TaskEvent(state=STATE_TO_PB[e.state], at=rfc3339(e.at), node=e.node, attempt=e.attempt,
                                   detail=e.detail or "") for e in events])
-
-
-def _aware(now_ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC)
 
 
 async def serve_api(api: TaskApi, host: str, port: int, *more: tuple[Any, str],

@@ -13,6 +13,11 @@ class Clock:
         return ms_to_datetime(self.now_ms())
 
 
+def ms_to_aware(ms: int) -> dt.datetime:
+    """Unix ms as an aware UTC datetime (what validation takes as `now`)."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
 def ms_to_datetime(ms: int) -> dt.datetime:
     """UTC, naive (as stored in DATETIME(3) columns), millisecond precision."""
     return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)

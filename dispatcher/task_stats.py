@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.loop_task import LoopTask
 from dispatcher.store.shards import Shards
+from dispatcher.store.sql_literals import equalities
 
 log = logging.getLogger(__name__)
 
@@ -155,12 +156,9 @@ class TaskStats:
     def overview(self, *, since: dt.datetime, series_since: dt.datetime, namespace: str = "",
                  task_type: str = "") -> dict:
         """Per type since `since` (today), and per minute since `series_since`, from the rows."""
-        where: list[str] = ["minute >= %s"]
-        args: list[object] = [min(since, series_since)]
-        for column, value in (("namespace", namespace), ("task_type", task_type)):
-            if value:
-                where.append(f"{column} = %s")
-                args.append(value)
+        where, args = equalities((("namespace", namespace), ("task_type", task_type)))
+        where.append("minute >= %s")
+        args.append(min(since, series_since))
 
         def body(cur):
             cur.execute("SELECT minute, namespace, task_type, submitted, succeeded, failed, dead_lettered,"

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from google.protobuf import json_format
 
 from dispatcher.auth.identity import Identity
-from dispatcher.clock import Clock
+from dispatcher.clock import Clock, ms_to_aware
 from dispatcher.errors import InvalidArgument
 from dispatcher.store import audit
 from dispatcher.store import records as r
@@ -173,13 +173,9 @@ class DeadLetterOps:
         check = pb.Task()
         check.CopyFrom(task)
         check.ClearField("max_retries")  # a replayed envelope's count may exceed a submit's limit
-        valid = validate_task(check, now=_aware(self._clock.now_ms()), limits=self._limits, field_prefix="edit")
+        valid = validate_task(check, now=ms_to_aware(self._clock.now_ms()), limits=self._limits, field_prefix="edit")
         task.payload_json = valid.payload_json  # canonical, as stored at submit
         return task
-
-
-def _aware(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
 def _with_budget(envelope: bytes, attempts: int, retries: int) -> bytes:

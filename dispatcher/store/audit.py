@@ -13,6 +13,7 @@ import heapq
 import json
 
 from dispatcher.store.shards import Shards
+from dispatcher.store.sql_literals import equalities
 
 _COLUMNS = "id, at, actor, address, action, target, namespace, reason, before_json, after_json"
 
@@ -70,12 +71,8 @@ class AuditStore:
                 before: dt.datetime | None = None, limit: int = 100) -> list[AuditRecord]:
         """Newest first, at most `limit`, strictly older than `before` when given. Each
         condition is an equality the indexes serve (target) or a filter on the newest rows."""
-        where: list[str] = []
-        args: list[object] = []
-        for column, value in (("target", target), ("actor", actor), ("action", action), ("namespace", namespace)):
-            if value:
-                where.append(f"{column} = %s")
-                args.append(value)
+        where, args = equalities((("target", target), ("actor", actor), ("action", action),
+                                  ("namespace", namespace)))
         if before is not None:
             where.append("at < %s")
             args.append(before)

@@ -24,9 +24,11 @@ from collections.abc import Callable
 import grpc
 
 from dispatcher.errors import TaskNotFound, TaskringError, quote
-from dispatcher.store import audit, failure_groups
+from dispatcher.store import audit, dead_lettering
 from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
 from dispatcher.store.shards import Shards
+from dispatcher.store.sql_literals import equalities
 from taskring.task import TaskState
 
 _SUMMARY = ("task_id, slot, namespace, task_type, attempts, last_error, error_class, error_shape, error_group,"
@@ -68,13 +70,8 @@ class DeadLetterFilter:
     """Dead-lettered before."""
 
     def where(self) -> tuple[list[str], list[object]]:
-        clauses: list[str] = []
-        args: list[object] = []
-        for column, value in (("namespace", self.namespace), ("task_type", self.task_type),
-                              ("error_class", self.error_class), ("error_group", self.error_group)):
-            if value:
-                clauses.append(f"{column} = %s")
-                args.append(value)
+        clauses, args = equalities((("namespace", self.namespace), ("task_type", self.task_type),
+                                    ("error_class", self.error_class), ("error_group", self.error_group)))
         if self.since is not None:
             clauses.append("dead_lettered_at >= %s")
             args.append(self.since)
@@ -186,12 +183,9 @@ class DeadLetterStore:
         return sorted(merged.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def _counted_groups(self, where: DeadLetterFilter, limit: int) -> list[FailureGroup]:
-        clauses, args = ["dead > 0"], []
-        for column, value in (("namespace", where.namespace), ("task_type", where.task_type),
-                              ("error_group", where.error_group)):
-            if value:
-                clauses.append(f"{column} = %s")
-                args.append(value)
+        clauses, args = equalities((("namespace", where.namespace), ("task_type", where.task_type),
+                                    ("error_group", where.error_group)))
+        clauses.append("dead > 0")
         sql = ("SELECT namespace, task_type, error_group, error_class, error_shape, dead, first_at, last_at,"
                f" sample_task_id, sample_error FROM dead_letter_groups {_where_sql(clauses)}"
                " ORDER BY dead DESC LIMIT %s")
@@ -248,8 +242,8 @@ class DeadLetterStore:
             cur.execute("UPDATE tasks SET status = %s, trigger_at = %s, envelope = %s, updated_at = %s"
                         " WHERE task_id = %s", (r.PENDING, now, after, now, task_id))
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
-            failure_groups.remove(cur, namespace, *listed)
-            _append_event(cur, r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail))
+            dead_lettering.leave(cur, namespace, *listed)
+            TaskStore._append_events(cur, [r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail)])
             replayed = Replayed(task_id, namespace, envelope, after, attempts)
             audit.append(cur, record(replayed))
             return replayed
@@ -265,7 +259,7 @@ class DeadLetterStore:
                 return None
             entry = DeadLetter(*row[:-1])
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
-            failure_groups.remove(cur, entry.namespace, entry.task_type, entry.error_group)
+            dead_lettering.leave(cur, entry.namespace, entry.task_type, entry.error_group)
             audit.append(cur, record(entry, row[-1]))
             return entry
         return self._on_its_shard(task_id, body)
@@ -290,8 +284,3 @@ def _fetch(cur, sql: str, args) -> list[DeadLetter]:
 def _one(cur, sql: str, args) -> int:
     cur.execute(sql, args)
     return int(cur.fetchone()[0])
-
-
-def _append_event(cur, event: r.Event) -> None:
-    cur.execute("INSERT INTO task_events (task_id, state, at, node, attempt, detail) VALUES (%s, %s, %s, %s, %s, %s)",
-                (event.task_id, event.state, event.at, event.node, event.attempt, event.detail))

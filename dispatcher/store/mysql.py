@@ -25,8 +25,7 @@ import pymysql
 
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
-from dispatcher.failures import classify
-from dispatcher.store import failure_groups
+from dispatcher.store import dead_lettering
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
@@ -513,27 +512,7 @@ class TaskStore:
                 cur.executemany("UPDATE tasks SET status = %s, last_error = %s, last_stack_trace = %s,"
                                 " updated_at = %s WHERE task_id = %s",
                                 [(r.DEAD_LETTERED, w.error, w.stack_trace, now, w.task_id) for w in dead])
-                ids = [w.task_id for w in dead]
-                cur.execute(f"SELECT task_id FROM dead_letters WHERE task_id IN ({marks(len(ids))})", ids)
-                listed = {row[0] for row in cur.fetchall()}   # kept as they are (INSERT IGNORE)
-                cur.execute(
-                    "INSERT IGNORE INTO dead_letters (task_id, slot, namespace, task_type, envelope, attempts,"
-                    " last_error, last_stack_trace, first_attempt_at, dead_lettered_at)"
-                    " SELECT t.task_id, t.slot, t.namespace, t.task_type, t.envelope, t.attempts, t.last_error,"
-                    " t.last_stack_trace, (SELECT MIN(e.at) FROM task_events e WHERE e.task_id = t.task_id"
-                    "  AND e.state = 'dispatched'), %s"
-                    f" FROM tasks t WHERE t.task_id IN ({marks(len(ids))})", [now, *ids])
-                # Grouped by failure (dispatcher/failures.py), for the dead-letter views, and
-                # counted per group in the same transaction.
-                fresh = [(w, classify(w.error, "failure")) for w in dead if w.task_id not in listed]
-                cur.executemany("UPDATE dead_letters SET error_class = %s, error_shape = %s, error_group = %s"
-                                " WHERE task_id = %s", [(f.error_class, f.shape, f.group, w.task_id) for w, f in fresh])
-                if fresh:
-                    cur.execute("SELECT task_id, namespace, task_type FROM dead_letters"
-                                f" WHERE task_id IN ({marks(len(fresh))})", [w.task_id for w, _ in fresh])
-                    names_of = {row[0]: (row[1], row[2]) for row in cur.fetchall()}
-                    failure_groups.add(cur, [failure_groups.Counted(*names_of[w.task_id], w.task_id, w.error, f)
-                                             for w, f in fresh], now)
+                dead_lettering.enter(cur, dead, now)
             return stale
         return self.run(body)
 

@@ -14,6 +14,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 
+def equalities(pairs: Iterable[tuple[str, object]]) -> tuple[list[str], list[object]]:
+    """`column = %s` clauses and their arguments for the (column, value) pairs whose value is
+    given (not "" or None): an optional filter's conditions. Columns are the caller's names."""
+    given = [(column, value) for column, value in pairs if value not in ("", None)]
+    return [f"{column} = %s" for column, _ in given], [value for _, value in given]
+
+
 def marks(n: int) -> str:
     return ",".join(["%s"] * n)
 
