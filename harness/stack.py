@@ -142,3 +142,38 @@ def stack_problems(ep: StackEndpoints) -> list[str]:
         except Exception as exc:
             problems.append(f"{name} is not reachable at {where}: {type(exc).__name__}: {exc}")
     return problems
+
+
+# ---------------------------------------------------------------- put back what a test left down
+
+STACK_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "deploy", "local", "stack.sh")
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def servers_down(ep: StackEndpoints) -> list[str]:
+    """The stack.sh names of the servers whose port refuses a connection (a cheap check, one
+    connect each: a server that was stopped or killed and not started again)."""
+    ports = {"zookeeper": ep.zk_port, "kafka": ep.kafka_port, "mariadb": ep.mysql_port,
+             "mariadb2": ep.mysql_shard2_port}
+    return [name for name, port in ports.items() if not _accepts(ep.host, port)]
+
+
+def start_servers(names: list[str], timeout_s: float = 300.0) -> list[str]:
+    """`stack.sh start NAME` for each (idempotent); returns one line per server that would not
+    start, with the script's own error (which ends with the server's log)."""
+    import subprocess
+
+    failures = []
+    for name in names:
+        out = subprocess.run(["bash", STACK_SCRIPT, "start", name], capture_output=True, text=True,
+                             timeout=timeout_s)
+        if out.returncode != 0:
+            failures.append(f"{name}: {out.stderr.strip() or out.stdout.strip()}")
+    return failures

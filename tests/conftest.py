@@ -6,9 +6,12 @@ TASKRING_MYSQL_PASSWORD).
 
 A server that cannot be reached fails the test that needs it, naming the server: an
 integration test is never skipped. Nothing here is autouse, so unit tests (tests/unit) do not
-touch the stack. Each run gets its own ZooKeeper chroot, MySQL database and Kafka topics,
-all removed at the end (harness/world.py), so runs by several engineers against one stack
-do not collide.
+touch the stack, except for one guard that acts only around tests that use `stack`: a test that
+leaves a server down (a fault test that failed between its stop and its start) fails in its
+own teardown, naming the server, and the guard starts the server again, so that one failure
+stays one failure instead of erroring every test after it. Each run gets its own ZooKeeper
+chroot, MySQL database and Kafka topics, all removed at the end (harness/world.py), so runs
+by several engineers against one stack do not collide.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from harness.stack import START_HINT, StackEndpoints, stack_problems
+from harness.stack import START_HINT, StackEndpoints, servers_down, stack_problems, start_servers
 from harness.world import (
     create_chroot,
     create_database,
@@ -38,6 +41,20 @@ def stack() -> StackEndpoints:
     if problems:
         pytest.fail("; ".join(problems) + f"; {START_HINT}", pytrace=False)
     return ep
+
+
+@pytest.fixture(autouse=True)
+def _stack_left_up(request) -> Iterator[None]:
+    """After a test that used the stack: every server of it still accepts connections."""
+    yield
+    if "stack" not in request.fixturenames:
+        return
+    ep = request.getfixturevalue("stack")
+    down = servers_down(ep)
+    if down:
+        failures = start_servers(down)
+        pytest.fail(f"this test left {', '.join(down)} down; started again"
+                    + ("" if not failures else ", except: " + "; ".join(failures)), pytrace=False)
 
 
 # ---------------------------------------------------------------- ZooKeeper

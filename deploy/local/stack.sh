@@ -175,12 +175,21 @@ install_all() {
 
 # ---------------------------------------------------------------- start
 
+# A server of ours that has just exited (a restart, a fault test's kill) may hold its port for a
+# moment while the kernel tears its sockets down: allow it a few seconds before calling the port
+# taken, since a restart that dies here leaves the server down for every test after it.
 check_port_free() {
-    local name="$1" port="$2" var="$3"
-    if port_open "$port"; then
-        die "$name: port $port on 127.0.0.1 is taken by a process this stack did not start; stop it or set $var"
-    fi
+    local name="$1" port="$2" var="$3" deadline=$(( $(date +%s) + 10 ))
+    while port_open "$port"; do
+        if (( $(date +%s) > deadline )); then
+            die "$name: port $port on 127.0.0.1 is taken by a process this stack did not start; stop it or set $var"
+        fi
+        sleep 0.1
+    done
 }
+
+# The last lines of a server's log, for an error that says it did not start.
+log_tail() { echo "--- last 30 lines of $(log_of "$1"):" >&2; tail -n 30 "$(log_of "$1")" >&2 || true; }
 
 # spawn NAME CMD...: run a server in a session of its own (setsid), logging to its log and
 # writing its PID to its pidfile. Its own session, because whoever ran this script may be a
@@ -445,7 +454,7 @@ start_zookeeper_now() {
     start_zookeeper
     STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" \
         "$PY" "$HERE/stackctl.py" wait --servers zookeeper --timeout "$READY_TIMEOUT" \
-        || die "zookeeper did not become ready (see above)"
+        || { log_tail zookeeper; die "zookeeper did not become ready (see above)"; }
 }
 
 cmd_stop_zookeeper() {
@@ -538,7 +547,7 @@ cmd_start() {
     "start_$name"
     STACK_ZOOKEEPER_PID="$(pidfile_of zookeeper)" STACK_KAFKA_PID="$(pidfile_of kafka)" STACK_MARIADB_PID="$(pidfile_of mariadb)" STACK_MARIADB2_PID="$(pidfile_of mariadb2)" \
     STACK_ZOOKEEPER_LOG="$(log_of zookeeper)" STACK_KAFKA_LOG="$(log_of kafka)" STACK_MARIADB_LOG="$(log_of mariadb)" STACK_MARIADB2_LOG="$(log_of mariadb2)" \
-        "$PY" "$HERE/stackctl.py" wait --servers "$name" --timeout "$READY_TIMEOUT" || die "$name did not become ready (see above)"
+        "$PY" "$HERE/stackctl.py" wait --servers "$name" --timeout "$READY_TIMEOUT" || { log_tail "$name"; die "$name did not become ready (see above)"; }
     say "$name started (pid $(cat "$(pidfile_of "$name")")), answering after $(secs "$t0" "$(now)")s"
     echo "$(date -Is) start $name" >> "$STACK_DIR/timings.log"
 }

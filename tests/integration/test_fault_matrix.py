@@ -267,7 +267,7 @@ def test_row6_an_executors_connections_dropped_mid_call(cluster, taskring_env, r
 def stack(*args: str) -> None:
     import subprocess
     out = subprocess.run(["bash", "deploy/local/stack.sh", *args], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

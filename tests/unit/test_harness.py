@@ -10,7 +10,7 @@ import pytest
 
 from cluster.ring import desired_owners
 from harness.ringcheck import ring_problems, settled_owners, zk_ring_view
-from harness.stack import StackEndpoints
+from harness.stack import StackEndpoints, servers_down
 from harness.wait import WaitTimeout, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +31,25 @@ def test_the_shell_defaults_agree_with_the_python_ones():
     assert shell["TASKRING_KAFKA_PORT"] == defaults.kafka_port
     assert shell["TASKRING_MYSQL_PORT"] == defaults.mysql_port
     assert shell["TASKRING_MYSQL_SHARD2_PORT"] == defaults.mysql_shard2_port
+
+
+def test_servers_down_names_each_server_whose_port_refuses_a_connection():
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: a connect is refused
+    up, down = listening.getsockname()[1], closed.getsockname()[1]
+    try:
+        ep = StackEndpoints(host="127.0.0.1", zk_port=up, kafka_port=down, mysql_port=up, mysql_shard2_port=down)
+        assert servers_down(ep) == ["kafka", "mariadb2"]
+        assert servers_down(StackEndpoints(host="127.0.0.1", zk_port=up, kafka_port=up, mysql_port=up,
+                                           mysql_shard2_port=up)) == []
+    finally:
+        listening.close()
+        closed.close()
 
 
 def test_the_environment_overrides_the_stack_defaults():
