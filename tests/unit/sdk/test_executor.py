@@ -440,13 +440,20 @@ def test_serve_forever_returns_after_stop_from_another_thread(make_executor):
     assert not t.is_alive()
 
 
+# The address is printed only once serve_forever has put its SIGTERM handler in place: a
+# SIGTERM sent between start() and serve_forever() would meet Python's default handler and
+# kill the process, which is not what this test is about.
 SERVE_SCRIPT = """
-import sys
+import signal, threading, time
 from taskring import Executor
 ex = Executor("shop", zk_hosts=None)
 ex.add_handler("t", lambda ctx: None)
 ex.start()
-print(ex.address, flush=True)
+def announce():
+    while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        time.sleep(0.005)
+    print(ex.address, flush=True)
+threading.Thread(target=announce, daemon=True).start()
 ex.serve_forever(grace_s=1)
 print("stopped", flush=True)
 """
