@@ -92,7 +92,7 @@ class Node:
                            stats=self.stats)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
-                                         limits=limits)
+                                         limits=limits, stats=self.stats)
         self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
                                      stats=self.stats)

@@ -21,6 +21,7 @@ from dispatcher.loop_task import LoopTask
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
 
@@ -28,8 +29,12 @@ log = logging.getLogger(__name__)
 
 
 class Materializer:
-    def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits):
+    def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
+                 stats: TaskStats | None = None):
+        """stats: where a written fire counts as submitted (the console's overview), as a
+        task the API accepts does; a fire is submitted when it is written, ahead of its time."""
         self._config = config
+        self._stats = stats
         self._store = store
         self._clock = clock
         self._slots = slots
@@ -90,6 +95,8 @@ class Materializer:
         if done is False:
             return 0  # the rule changed since it was read: planned again next tick
         self.materialized += len(fires)
+        if self._stats is not None and fires:
+            self._stats.submitted([((rule.namespace, rule.task_type), len(fires))])
         return len(fires)
 
     def _fire_task(self, stored: StoredRule, rule: rules.ValidRule, fire: dt.datetime, now: dt.datetime) -> r.NewTask:
