@@ -63,6 +63,8 @@ class Response:
     status: int
     body: bytes
     content_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+    """More headers (Set-Cookie of a console sign-in)."""
 
     @staticmethod
     def of_json(data: object, status: int = 200) -> Response:

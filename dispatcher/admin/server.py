@@ -10,15 +10,22 @@
     ... and the routes given in (dispatcher/admin/routes.py): the operations API and
     the console, each naming the role it needs.
 
-Everything but the probes requires a caller the `authenticate` callable knows
-(`Authorization: Bearer <token>`, or `?token=` for a browser's first visit); only
-operators act. A stdlib threading server keeps it independent of the node's event
+    POST /api/session    sign a browser in: the Bearer token for a session     any token
+                         cookie (dispatcher/admin/sessions.py)
+    GET /api/session     who the caller is (name, role)                         viewer
+    DELETE /api/session  sign out                                               open
+
+Everything but the probes and the console's shell requires a caller the `authenticate`
+callable knows (`Authorization: Bearer <token>`, `?token=` for a script's one link, or the
+console's session cookie); only operators act. A stdlib threading server keeps it independent of the node's event
 loop, so a busy loop never makes the probes time out. The node decides what alive
 and ready mean (dispatcher/node.py); this module only serves the answers.
 """
 from __future__ import annotations
 
+import dataclasses
 import hmac
+import json
 import logging
 import ssl
 import threading
@@ -31,8 +38,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from dispatcher.admin import routes as rt
+from dispatcher.admin import sessions as ss
 from dispatcher.admin.ring_page import render_page
-from dispatcher.auth.identity import LOCAL_OPERATOR, Identity, Role
+from dispatcher.auth.identity import ANONYMOUS, LOCAL_OPERATOR, Identity, Role
 from dispatcher.errors import TaskringError, bounded
 
 log = logging.getLogger(__name__)
@@ -78,11 +86,13 @@ class AdminServer:
                  ready: Callable[[], tuple[bool, str]], alive: Callable[[], tuple[bool, str]],
                  registry: CollectorRegistry, routes: Sequence[rt.Route] = (),
                  authenticate: Authenticate | None = None, ssl_context: ssl.SSLContext | None = None,
-                 require_client_cert: bool = False):
+                 require_client_cert: bool = False, sessions: ss.Sessions | None = None):
         """require_client_cert (mutual TLS): every route but the probes wants a client
         certificate that `ssl_context` verified; the probes stay open to a caller without
         one (a Kubernetes HTTPS probe shows none)."""
         self._host, self._port = host, port
+        self.sessions = sessions or ss.Sessions()
+        self._cookie: str | None = None   # named after the bound port (start)
         self._ring, self._ready, self._alive, self._registry = ring, ready, alive, registry
         self._authenticate = authenticate or token_authenticator(token)
         self._ssl_context = ssl_context
@@ -111,6 +121,7 @@ class AdminServer:
             self._server.socket = self._ssl_context.wrap_socket(self._server.socket, server_side=True,
                                                                 do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
+        self._cookie = ss.cookie_name(self.port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="admin-http", daemon=True)
         self._thread.start()
 
@@ -131,16 +142,24 @@ class AdminServer:
             return rt.Response.of_json({"ok": ok, "reason": why}, 200 if ok else 503)
         if self._require_client_cert and not client_cert:
             return rt.Response.of_json({"error": "a client certificate is required (mutual TLS)"}, 401)
-        identity = self._authenticate(headers, query)
-        if identity is None:
-            return rt.Response.of_json({"error": "a token is required (Authorization: Bearer <token>)"}, 401)
+        if url.path == "/api/session":
+            return self._session(method, headers, query)
         found = rt.find(self._routes, method, url.path)
-        if found is None:
-            return rt.Response.of_json({"error": f"no such path {url.path}"}, 404)
-        if found == "method":
+        if found is None or isinstance(found, str):
+            # Said only to a known caller: paths are not a map for strangers.
+            if self._identify(method, headers, query)[0] is None:
+                return _unauthenticated()
+            if found is None:
+                return rt.Response.of_json({"error": f"no such path {url.path}"}, 404)
             return rt.Response.of_json({"error": f"{method} is not allowed on {url.path}"}, 405)
-        assert not isinstance(found, str)
         route, params = found
+        identity: Identity | None = ANONYMOUS
+        if route.role is not Role.PUBLIC:
+            identity, refusal = self._identify(method, headers, query)
+            if refusal is not None:
+                return refusal
+        if identity is None:
+            return _unauthenticated()
         if not identity.may(route.role):
             return rt.Response.of_json(
                 {"error": f"{identity.name} is a {identity.role.name.lower()}; {method} {url.path} needs the"
@@ -155,6 +174,48 @@ class AdminServer:
         except Exception as exc:  # the admin view must not take the node down
             log.exception("admin %s %s failed", method, url.path)
             return rt.Response.of_json({"error": bounded(f"{type(exc).__name__}: {exc}")}, 500)
+
+    # ---- who calls: a Bearer token, or the console's session cookie ----
+
+    def _identify(self, method: str, headers: Headers,
+                  query: dict[str, list[str]]) -> tuple[Identity | None, rt.Response | None]:
+        """(identity, None), (None, None) for a stranger, or (None, a refusal)."""
+        if bearer_token(headers, query) is None and self._cookie is not None:
+            session_id = ss.session_id_from(headers.get("Cookie"), self._cookie)
+            if session_id is not None:
+                identity = self.sessions.find(session_id)
+                if identity is not None:
+                    if method != "GET" and not headers.get(ss.CSRF_HEADER):
+                        return None, rt.Response.of_json(
+                            {"error": f"a {method} by the console's session needs the {ss.CSRF_HEADER} header"}, 403)
+                    return identity, None
+        # An expired session is no session: the caller is whoever the endpoint takes them for.
+        return self._authenticate(headers, query), None
+
+    def _session(self, method: str, headers: Headers, query: dict[str, list[str]]) -> rt.Response:
+        secure = self._ssl_context is not None
+        assert self._cookie is not None  # started
+        if method == "POST":
+            # Only a token signs in (a session does not beget sessions), and only by header:
+            # a sign-in link is exactly the token-in-a-URL this exists to end.
+            given = headers.get("Authorization") or ""
+            identity = self._authenticate(headers, {}) if given.startswith("Bearer ") else None
+            if identity is None:
+                return _unauthenticated()
+            cookie = ss.set_cookie(self._cookie, self.sessions.create(identity), max_age_s=self.sessions.ttl_s,
+                                   secure=secure)
+            return dataclasses.replace(_whoami(identity), headers=(("Set-Cookie", cookie),))
+        if method == "DELETE":
+            session_id = ss.session_id_from(headers.get("Cookie"), self._cookie)
+            ended = session_id is not None and self.sessions.end(session_id)
+            return rt.Response(200, json.dumps({"signed_out": ended}).encode(), "application/json",
+                               (("Set-Cookie", ss.clear_cookie(self._cookie, secure=secure)),))
+        if method == "GET":
+            identity, refusal = self._identify(method, headers, query)
+            if refusal is not None:
+                return refusal
+            return _whoami(identity) if identity is not None else _unauthenticated()
+        return rt.Response.of_json({"error": f"{method} is not allowed on /api/session"}, 405)
 
     def _handler_class(self):
         admin = self
@@ -191,6 +252,8 @@ class AdminServer:
                 self.send_header("Content-Type", response.content_type)
                 self.send_header("Content-Length", str(len(response.body)))
                 self.send_header("Cache-Control", "no-store")
+                for name, value in response.headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(response.body)
 
@@ -204,3 +267,11 @@ class AdminServer:
                 self._serve("DELETE")
 
         return Handler
+
+
+def _unauthenticated() -> rt.Response:
+    return rt.Response.of_json({"error": "a token is required (Authorization: Bearer <token>)"}, 401)
+
+
+def _whoami(identity: Identity) -> rt.Response:
+    return rt.Response.of_json({"name": identity.name, "role": identity.role.name.lower()})

@@ -13,6 +13,9 @@ import enum
 class Role(enum.IntEnum):
     """Ordered: a role may do everything the roles below it may."""
 
+    PUBLIC = 0
+    """Needed by nothing but the console's shell and its static files: they carry no data, and
+    a browser must load them before it can sign in."""
     VIEWER = 1
     OPERATOR = 2
 
@@ -27,5 +30,7 @@ class Identity:
         return self.role >= needed
 
 
+ANONYMOUS = Identity("anonymous", Role.PUBLIC)
+"""A caller not (yet) known, on a route that needs no role."""
 LOCAL_OPERATOR = Identity("anonymous", Role.OPERATOR)
 """The caller of an endpoint started without any token (local use only)."""

@@ -307,6 +307,44 @@ def stand_in() -> Iterator[str]:
         server.stop()
 
 
+def test_the_console_signs_in_on_a_cookie_and_leaves_the_token_nowhere(node, browser, tmp_path):
+    page = Page(browser, node.admin, tmp_path)
+    # Without a session the shell loads and asks for a token; the data routes answer 401.
+    browser.get(f"{node.admin}/#overview")
+    page.until(lambda: page.find("signin").is_displayed(), "the sign-in form")
+    page.shot("signin")
+    page.type("signin-token", "not-the-token")
+    page.click("signin-go")
+    page.until_text("message", "that token is not known here")
+    page.type("signin-token", TOKEN)
+    page.click("signin-go")
+    page.until_text("who", "admin (operator)")
+    assert not page.find("signin").is_displayed() and page.find("signout").is_displayed()
+    page.until_text("node-name", "console-1")
+    [cookie] = browser.get_cookies()
+    port = node.admin.rsplit(":", 1)[1]
+    assert cookie["name"] == f"taskring_session_{port}" and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert TOKEN not in cookie["value"]
+    # The ring frame loads on the cookie too: no token in its address.
+    page.go("ring")
+    frame = page.until(lambda: page.find("ring-frame").get_attribute("src") and page.find("ring-frame"), "the ring")
+    assert TOKEN not in frame.get_attribute("src") and TOKEN not in page.find("ring-link").get_attribute("href")
+    browser.switch_to.frame(frame)
+    try:
+        page.until(lambda: "console-1" in browser.find_element("tag name", "body").text, "the ring page")
+    finally:
+        browser.switch_to.default_content()
+    # Signed out: the node forgets the session, and the page asks again.
+    page.click("signout")
+    page.until(lambda: page.find("signin").is_displayed(), "the sign-in form again")
+    page.until(lambda: browser.get_cookies() == [], "the cookie cleared")
+    # A link with ?token= signs in once and is then taken out of the address bar and history.
+    page.open("audit")
+    page.until_text("who", "admin (operator)")
+    assert "token" not in browser.current_url and browser.current_url.endswith("/#audit")
+    assert browser.execute_script("return document.body.innerHTML.includes(arguments[0])", TOKEN) is False
+
+
 def test_the_overview_draws_the_statistics(stand_in, browser, tmp_path):
     page = Page(browser, stand_in, tmp_path)
     page.open("overview")

@@ -1,13 +1,12 @@
 """The console's routes: the shell at `/`, its static files under /console/, and /api/live.
 
-The browser loads the shell and its files without an Authorization header, so the token
-comes in the query (`?token=`) on those requests; the shell passes it on to the script and
-stylesheet URLs, and the script sends it as a Bearer header on every API call."""
+The shell and its files carry no data and need no role: a browser loads them first, and the
+script then signs in (POST /api/session with the token the operator pastes, or with the
+`?token=` of a link, which it then takes out of the address bar) and works on the session
+cookie from there on (dispatcher/admin/sessions.py)."""
 from __future__ import annotations
 
-import html
 import importlib.resources
-import urllib.parse
 from collections.abc import Callable
 
 from dispatcher.admin import routes as rt
@@ -29,9 +28,7 @@ def console_routes(ring: Callable[[], dict], node_status: Callable[[], dict]) ->
     shell = _read("index.html").decode()
 
     def page(req: Request) -> Response:
-        token = req.arg("token")
-        suffix = "?" + urllib.parse.urlencode({"token": token}) if token else ""
-        return Response.of_html(shell.replace("{{asset_query}}", html.escape(suffix, quote=True)))
+        return Response.of_html(shell)
 
     def asset(req: Request) -> Response:
         name = req.params["asset"]
@@ -42,7 +39,7 @@ def console_routes(ring: Callable[[], dict], node_status: Callable[[], dict]) ->
 
     names = "|".join(n.replace(".", r"\.") for n in ASSETS)
     return [
-        rt.route("GET", "/", Role.VIEWER, page),
-        rt.route("GET", f"/console/(?P<asset>{names})", Role.VIEWER, asset),
+        rt.route("GET", "/", Role.PUBLIC, page),
+        rt.route("GET", f"/console/(?P<asset>{names})", Role.PUBLIC, asset),
         rt.route("GET", "/api/live", Role.VIEWER, live),
     ]

@@ -7,27 +7,29 @@
 (function () {
   const REFRESH_MS = 4000;          // 3-5 s: live enough, light on the node
   const PAGE_SIZE = 20;
-  const TOKEN_KEY = "taskring.console.token";
   const SVG = "http://www.w3.org/2000/svg";
 
   // ---------------------------------------------------------------- the token and the API
 
-  // Taken from ?token= on the first load and kept for the tab; sent as a Bearer header so
-  // API URLs (and the node's logs of them) never carry it.
-  function initToken() {
-    const given = new URLSearchParams(location.search).get("token");
-    if (given) sessionStorage.setItem(TOKEN_KEY, given);
-    return sessionStorage.getItem(TOKEN_KEY) || "";
+  // The console works on a session cookie (HttpOnly: this script never holds the token).
+  // A token comes from the sign-in form, or from the ?token= of a link, which is traded for
+  // the cookie and then taken out of the address bar, the history and any bookmark.
+  const CSRF = {"X-Requested-By": "taskring-console"};
+
+  async function signIn(token) {
+    const response = await fetch("/api/session", {method: "POST", cache: "no-store",
+                                                   headers: {"Authorization": "Bearer " + token}});
+    if (!response.ok) throw new ApiError(response.status, response.status === 401 ? "that token is not known here"
+                                                                                  : response.status + " " + response.statusText);
+    return response.json();
   }
-  const token = initToken();
 
   class ApiError extends Error {
     constructor(status, message) { super(message); this.status = status; }
   }
 
   async function api(method, path, body) {
-    const headers = {};
-    if (token) headers["Authorization"] = "Bearer " + token;
+    const headers = {...CSRF};
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, {method, headers, cache: "no-store",
                                         body: body === undefined ? undefined : JSON.stringify(body)});
@@ -35,6 +37,7 @@
     try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
       const why = data && data.error ? data.error : response.status + " " + response.statusText;
+      if (response.status === 401) showSignIn(true);
       throw new ApiError(response.status, why);
     }
     return data;
@@ -502,8 +505,8 @@
 
   const ring = {
     enter() {
-      // A frame is loaded by the browser, which sends no Authorization header: the token goes in its query.
-      const src = "/ring.html" + query({token});
+      // The frame is loaded with the session cookie, as every other request of the console.
+      const src = "/ring.html";
       $("ring-link").setAttribute("href", src);
       if ($("ring-frame").getAttribute("src") !== src) $("ring-frame").setAttribute("src", src);
     },
@@ -565,13 +568,49 @@
     setInterval(refresh, REFRESH_MS);
   }
 
+  // ---------------------------------------------------------------- signing in and out
+
+  function showSignIn(shown) {
+    $("signin").hidden = !shown;
+    $("signout").hidden = shown;
+    if (shown) { $("who").textContent = ""; $("signin-token").focus(); }
+  }
+
+  async function whoAmI() {
+    const response = await fetch("/api/session", {cache: "no-store", headers: CSRF});
+    if (response.status === 401) { showSignIn(true); return null; }
+    if (!response.ok) throw new ApiError(response.status, response.status + " " + response.statusText);
+    const me = await response.json();
+    showSignIn(false);
+    $("who").textContent = me.name + " (" + me.role + ")";
+    return me;
+  }
+
+  async function signedIn() {
+    if (!await whoAmI()) return;
+    const live = await api("GET", "/api/live");
+    $("node-name").textContent = "node " + live.node;
+    await route();
+  }
+
   async function start() {
     wire();
-    try {
-      const me = await api("GET", "/api/live");
-      $("node-name").textContent = "node " + me.node;
-    } catch (err) { sayError(err); }
-    await route();
+    on("signin", "submit", async () => {
+      const token = $("signin-token").value.trim();
+      $("signin-token").value = "";
+      await signIn(token);
+      await signedIn();
+    });
+    on("signout", "click", async () => {
+      await fetch("/api/session", {method: "DELETE", cache: "no-store", headers: CSRF});
+      showSignIn(true);
+    });
+    const given = new URLSearchParams(location.search).get("token");
+    if (given) {
+      history.replaceState(null, "", location.pathname + location.hash);
+      await run(() => signIn(given));
+    }
+    await run(signedIn);
   }
 
   start();
