@@ -26,6 +26,9 @@ class NodeMetrics:
         self.auth_denied = Counter("taskring_auth_denied", "Task API calls refused by the access check"
                                    " (reason: no_token, unknown_token, call, namespace)", ["reason", "call"],
                                    registry=r)
+        self.tokens_reloads = Counter("taskring_tokens_reloads", "Reads of the tokens file after it changed"
+                                      " (result: loaded, failed: the tokens in use were kept)", ["result"],
+                                      registry=r)
         self.dispatched = Counter("taskring_tasks_dispatched", "Attempts handed to executors", registry=r)
         self.skipped = Counter("taskring_tasks_skipped", "Due tasks not dispatched (cancelled, done, re-routed)",
                                registry=r)

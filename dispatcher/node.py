@@ -23,8 +23,8 @@ from dispatcher.admission import Admission
 from dispatcher.api import TaskApi, serve_api
 from dispatcher.auth.admin_auth import admin_authenticator
 from dispatcher.auth.grpc_auth import Authorizer
+from dispatcher.auth.reload import ReloadingTokens
 from dispatcher.auth.tls import admin_ssl_context, grpc_server_credentials
-from dispatcher.auth.tokens import TokenSet, load_tokens
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
@@ -84,8 +84,14 @@ class Node:
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
         limits = limits or _limits(config)
         # Access control: one tokens file for the task API and the admin endpoint, read
-        # (and checked, every field) before anything starts.
-        self.tokens: TokenSet | None = load_tokens(config.tokens_file) if config.tokens_file else None
+        # (and checked, every field) before anything starts, then followed: a changed file
+        # is read again without a restart, and ends the console's sessions.
+        self.tokens: ReloadingTokens | None = None
+        if config.tokens_file:
+            self.tokens = ReloadingTokens(
+                config.tokens_file, interval_s=config.tokens_reload_ms / 1000,
+                on_reload=lambda result: self.metrics.tokens_reloads.labels(result).inc(),
+                on_change=lambda: log.info("tokens changed: %d console sessions ended", self.admin.sessions.clear()))
         self.auth = Authorizer(self.tokens, self.metrics)
         self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
@@ -206,6 +212,8 @@ class Node:
         self.materializer.start()
         self.operations.start()
         self.stats.start()
+        if self.tokens is not None:
+            self.tokens.start()
         self._observer = asyncio.create_task(self._observe(), name="observe")
         if self.auth.open:
             log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
@@ -245,6 +253,8 @@ class Node:
         await step("cron materializer", self.materializer.stop)
         await step("operations", self.operations.stop)
         await step("task stats", self.stats.stop)
+        if self.tokens is not None:
+            await step("tokens reload", lambda: asyncio.to_thread(self.tokens.stop))
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))

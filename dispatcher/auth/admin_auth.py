@@ -7,13 +7,12 @@ import hmac
 
 from dispatcher.admin.server import Authenticate, Headers, bearer_token, token_authenticator
 from dispatcher.auth.identity import Identity, Role
-from dispatcher.auth.tokens import TokenSet
+from dispatcher.auth.tokens import TokenLookup
 
 
-def admin_authenticator(tokens: TokenSet | None, admin_token: str | None) -> Authenticate:
+def admin_authenticator(tokens: TokenLookup | None, admin_token: str | None) -> Authenticate:
     if tokens is None:
         return token_authenticator(admin_token)
-    identities = {t.digest: Identity(t.name, t.admin_role) for t in tokens.tokens if t.admin_role is not None}
 
     def authenticate(headers: Headers, query: dict[str, list[str]]) -> Identity | None:
         given = bearer_token(headers, query)
@@ -21,7 +20,10 @@ def admin_authenticator(tokens: TokenSet | None, admin_token: str | None) -> Aut
             return None
         if admin_token is not None and hmac.compare_digest(given.encode(), admin_token.encode()):
             return Identity("admin", Role.OPERATOR)
+        # Looked up at each call: the tokens may have been read again since (auth/reload.py).
         token = tokens.find(given)
         # A token of the task API without an admin_role is not known here (401).
-        return identities.get(token.digest) if token is not None else None
+        if token is None or token.admin_role is None:
+            return None
+        return Identity(token.name, token.admin_role)
     return authenticate

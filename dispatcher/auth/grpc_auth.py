@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from dispatcher.auth.tokens import Token, TokenSet
+from dispatcher.auth.tokens import Token, TokenLookup
 from dispatcher.errors import PermissionDenied, Unauthenticated
 from dispatcher.metrics import NodeMetrics
 
@@ -47,7 +47,7 @@ class _Throttled:
 
 
 class Authorizer:
-    def __init__(self, tokens: TokenSet | None, metrics: NodeMetrics | None = None, *,
+    def __init__(self, tokens: TokenLookup | None, metrics: NodeMetrics | None = None, *,
                  log_interval_s: float = 1.0, monotonic: Callable[[], float] = time.monotonic):
         """tokens None: the API is open to every caller."""
         self._tokens = tokens

@@ -27,6 +27,7 @@ import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from dispatcher.auth.identity import Role
 
@@ -80,6 +81,16 @@ class Token:
 
     def may_use(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
+
+
+class TokenLookup(Protocol):
+    """What the access checks need of the tokens: a TokenSet, or one that follows its file
+    (dispatcher/auth/reload.py)."""
+
+    @property
+    def tokens(self) -> Sequence[Token]: ...
+
+    def find(self, secret: str) -> Token | None: ...
 
 
 class TokenSet:

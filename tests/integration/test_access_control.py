@@ -220,3 +220,61 @@ def test_the_async_client_sends_its_token_too(node, secrets):
             return state, info.value.details
     state, denial = asyncio.run(run())
     assert state == TaskState.QUEUED and denial == "token 'billing-rw' may not submit in namespace 'payments'"
+
+
+def test_a_changed_tokens_file_takes_effect_without_a_restart(taskring_env, tmp_path, secrets):
+    from harness.wait import wait_until
+    from taskring.errors import TaskringError
+
+    path = tmp_path / "tokens.json"
+    n = NodeProcess(taskring_env, "acl-2", single=True, admin_token=secrets["sre-view"],
+                    TASKRING_TOKENS_FILE=str(path), TASKRING_TOKENS_RELOAD_MS="200").start()
+    try:
+        n.wait_ready()
+
+        def lists(secret: str) -> str:
+            """"ok", or the status code of the refusal."""
+            with Client(n.target, token=secret, overload_retry_s=0) as c:
+                try:
+                    c.cron.list("billing")
+                    return "ok"
+                except TaskringError as exc:
+                    return exc.code.name
+
+        def reloads(result: str) -> float:
+            m = re.search(rf'^taskring_tokens_reloads_total\{{result="{result}"\}} (\S+)$',
+                          n.get_bytes("/metrics").decode(), re.M)
+            return float(m.group(1)) if m else 0.0
+
+        def session_status(cookie: str) -> int:
+            request = urllib.request.Request(n.admin + "/api/session", headers={"Cookie": cookie})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    return response.status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        assert lists(secrets["billing-ro"]) == "ok"
+        signin = urllib.request.Request(n.admin + "/api/session", method="POST",
+                                        headers={"Authorization": f"Bearer {secrets['sre-view']}"})
+        with urllib.request.urlopen(signin, timeout=5) as response:
+            cookie = response.headers["Set-Cookie"].split(";")[0]
+        assert session_status(cookie) == 200
+
+        # Rotation: billing-ro revoked, a new token added, the viewer kept.
+        entries = json.loads(path.read_text())["tokens"]
+        late_secret, late = new_token("late", ["billing"], ["read"])
+        path.write_text(json.dumps({"tokens": [e for e in entries if e["name"] != "billing-ro"] + [late]}))
+        wait_until(lambda: lists(late_secret) == "ok", 15, "the new token in use")
+        assert lists(secrets["billing-ro"]) == "UNAUTHENTICATED"
+        assert lists(secrets["billing-rw"]) == "ok"
+        assert reloads("loaded") == 1
+        assert session_status(cookie) == 401   # the console signs in again after a change
+
+        # A file that does not parse changes nothing, and says so.
+        path.write_text('{"tokens": [{"name": "half"}]}')
+        wait_until(lambda: reloads("failed") == 1, 15, "the refused read counted")
+        assert lists(late_secret) == "ok" and lists(secrets["billing-ro"]) == "UNAUTHENTICATED"
+        assert "tokens file changed but cannot be used" in n.log_path.read_text()
+    finally:
+        n.terminate()
