@@ -34,10 +34,11 @@ from dispatcher.errors import (
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
 from dispatcher.metrics import NodeMetrics
+from dispatcher.request_decoding import decode_request
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.task_stats import TaskStats
-from dispatcher.validation import Limits, ValidTask, decode_request, validate_batch, validate_task
+from dispatcher.validation import Limits, ValidTask, validate_batch, validate_task
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
 log = logging.getLogger(__name__)

@@ -8,26 +8,22 @@ fix the request without reading our logs. `validate_batch` checks a whole batch
 before returning, so a batch is accepted whole or not at all (DESIGN.md, "Bad input").
 
 Pure: no I/O, no clock; the only randomness is the task id generator, which is
-injectable. `decode_request` parses a request's bytes the same way: a bad one is an
-InvalidArgument naming the field (not valid UTF-8) or the message (not protobuf).
+injectable. The payload's canonical form is payload_json.py's; a request's bytes are
+parsed by request_decoding.py, in the same spirit (a bad one names the field).
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import functools
-import json
-import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
-
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import DecodeError, Message
+from typing import cast
 
 from dispatcher.clock import rfc3339
 from dispatcher.errors import InvalidArgument, quote
 from dispatcher.ids import new_task_id
+from dispatcher.payload_json import canonical_payload, parse_canonical
 from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
 from taskring.wire import pb
 
@@ -159,7 +155,8 @@ def validate_task(
 
     namespace = _named(task.namespace, NAMESPACE_RE, f"{p}.namespace")
     task_type = _named(task.task_type, TASK_TYPE_RE, f"{p}.task_type")
-    payload_json = _canonical_payload(task.payload_json, limits, f"{p}.payload_json")
+    payload_json = canonical_payload(task.payload_json, max_bytes=limits.max_payload_bytes,
+                                     max_depth=limits.max_payload_depth, field=f"{p}.payload_json")
     due_at = _due_at(task, now, limits, p)
 
     priority = task.priority
@@ -241,7 +238,7 @@ def _unique_key(task: pb.Task, namespace: str, task_type: str, payload_json: str
     ttl_ms = rule.ttl_ms if rule is not None else 0
     if not key and rule is not None:
         # The canonical text parses back to the same object; only typed rules pay this.
-        key = rule.render(_PAYLOAD_DECODER.decode(payload_json), f"{p}.payload_json")
+        key = rule.render(parse_canonical(payload_json), f"{p}.payload_json")
     if task.HasField("unique_ttl_ms"):
         ttl_ms = task.unique_ttl_ms
         if not key:
@@ -348,102 +345,6 @@ def _named(value: str, pattern: re.Pattern[str], field: str) -> str:
 _show = quote
 
 
-# ---- Payload ----
-
-class _BadPayload(Exception):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _BadPayload(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _BadPayload(f"number {text[:40]} is out of range")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _BadPayload(f"duplicate key {_show(key, 40)}")
-            seen.add(key)
-    return obj
-
-
-# Built once: json.loads and json.dumps with options build a decoder and an encoder
-# on every call, which cost more than the parse of a small payload.
-_PAYLOAD_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_reject_constant,
-                                    parse_float=_finite_float)
-_PAYLOAD_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
-
-
-def _canonical_payload(text: str, limits: Limits, field: str) -> str:
-    if not text:
-        return "{}"
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidArgument(field, "is not valid UTF-8") from None
-    if size > limits.max_payload_bytes:
-        raise InvalidArgument(field, f"is {size} bytes, more than the maximum {limits.max_payload_bytes}")
-    try:
-        obj = _PAYLOAD_DECODER.decode(text)
-    except RecursionError:
-        # The C decoder recurses per level; thousands of levels end here.
-        raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)") from None
-    except _BadPayload as e:
-        raise InvalidArgument(field, f"is not valid JSON: {e}") from None
-    except ValueError as e:  # JSONDecodeError, and over-long integers
-        raise InvalidArgument(field, f"is not valid JSON: {e}") from None
-    if not isinstance(obj, dict):
-        raise InvalidArgument(field, f"must be a JSON object, got a JSON {_json_kind(obj)}")
-    # Every level opens with '{' or '['; when there are not enough of them in the
-    # whole text, no walk is needed (the common case on the hot path).
-    if text.count("{") + text.count("[") > limits.max_payload_depth and _too_deep(obj, limits.max_payload_depth):
-        raise InvalidArgument(field, f"is nested too deep (more than {limits.max_payload_depth} levels)")
-    canonical = _PAYLOAD_ENCODER.encode(obj)
-    try:
-        size = len(canonical.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidArgument(field, "contains a string with an unpaired surrogate (\\ud800-\\udfff)") from None
-    if size > limits.max_payload_bytes:
-        raise InvalidArgument(field,
-                              f"is {size} bytes once canonicalised, more than the maximum {limits.max_payload_bytes}")
-    return canonical
-
-
-def _too_deep(obj: Any, limit: int) -> bool:
-    """True when containers nest more than `limit` levels; iterative, stops early."""
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        for child in children:
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
-    return False
-
-
-def _json_kind(obj: Any) -> str:
-    if isinstance(obj, list):
-        return "array"
-    if isinstance(obj, str):
-        return "string"
-    if isinstance(obj, bool):
-        return "boolean"
-    if obj is None:
-        return "null"
-    return "number"
-
-
 # ---- Retry policy ----
 
 def _retry_policy(task: pb.Task, namespace: str, task_type: str, limits: Limits, p: str) -> RetryPolicy:
@@ -473,104 +374,3 @@ def _retry_policy(task: pb.Task, namespace: str, task_type: str, limits: Limits,
 # request is an InvalidArgument naming the field, like any other bad input.
 # protobuf's own error names no field ("String field had bad UTF-8"), so on failure
 # the bytes are walked once more, by hand, to find the first field at fault.
-
-_T = TypeVar("_T", bound=Message)
-
-
-def decode_request(message_type: type[_T], data: bytes) -> _T:
-    """Parse `data` as `message_type`; raise InvalidArgument naming the first bad field."""
-    try:
-        return message_type.FromString(data)
-    except DecodeError:
-        field, problem = _wire_problem(message_type.DESCRIPTOR, data, "") or (
-            "request", f"is not a valid {message_type.DESCRIPTOR.full_name} message")
-        raise InvalidArgument(field, problem) from None
-
-
-class _Corrupt(Exception):
-    pass
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    for i in range(pos, min(pos + 10, len(data))):  # a varint has at most 10 bytes
-        value |= (data[i] & 0x7F) << shift
-        if not data[i] & 0x80:
-            return value, i + 1
-        shift += 7
-    raise _Corrupt(f"a varint at byte {pos} is truncated or longer than 10 bytes")
-
-
-def _skip_group(data: bytes, pos: int, number: int) -> int:
-    """Past the end-group tag of the (deprecated, but valid) group `number` opened before `pos`."""
-    while pos < len(data):
-        at = pos
-        key, pos = _varint(data, pos)
-        if key & 7 == 4:
-            if key >> 3 != number:
-                raise _Corrupt(f"an end-group tag at byte {at} closes no open group")
-            return pos
-        pos = _skip(data, pos, key, at)
-    raise _Corrupt(f"group {number} is not closed")
-
-
-def _skip(data: bytes, pos: int, key: int, at: int) -> int:
-    wire_type = key & 7
-    if wire_type == 0:
-        return _varint(data, pos)[1]
-    if wire_type in (1, 5):
-        end = pos + (8 if wire_type == 1 else 4)
-    elif wire_type == 2:
-        length, pos = _varint(data, pos)
-        end = pos + length
-    elif wire_type == 3:
-        return _skip_group(data, pos, key >> 3)
-    else:
-        raise _Corrupt(f"the tag at byte {at} has wire type {wire_type}, which does not exist")
-    if end > len(data):
-        raise _Corrupt(f"the field at byte {at} runs past the end of the message")
-    return end
-
-
-def _wire_problem(descriptor: Any, data: bytes, prefix: str) -> tuple[str, str] | None:
-    """(field path, problem) of the first fault in `data` read as `descriptor`, or None."""
-    seen: dict[int, int] = {}
-    pos = 0
-    try:
-        while pos < len(data):
-            at = pos
-            key, pos = _varint(data, pos)
-            if key >> 3 == 0:
-                raise _Corrupt(f"the tag at byte {at} has field number 0")
-            if key & 7 == 4:
-                raise _Corrupt(f"an end-group tag at byte {at} closes no open group")
-            field = descriptor.fields_by_number.get(key >> 3)
-            if field is None or key & 7 != 2:
-                # Unknown fields, and known ones sent with another wire type, are kept
-                # as unknown fields by protobuf: only their framing can be at fault.
-                pos = _skip(data, pos, key, at)
-                continue
-            length, start = _varint(data, pos)
-            pos = start + length
-            if pos > len(data):
-                raise _Corrupt(f"the field at byte {at} runs past the end of the message")
-            index = seen[field.number] = seen.get(field.number, -1) + 1
-            name = f"{prefix}{field.name}" + (f"[{index}]" if _repeated(field) else "")
-            if field.type == FieldDescriptor.TYPE_STRING:
-                try:
-                    data[start:pos].decode("utf-8")
-                except UnicodeDecodeError as e:
-                    return name, f"is not valid UTF-8 (byte {e.start} of the string)"
-            elif field.type == FieldDescriptor.TYPE_MESSAGE:
-                found = _wire_problem(field.message_type, data[start:pos], name + ".")
-                if found is not None:
-                    return found
-    except _Corrupt as e:
-        return prefix.rstrip(".") or "request", f"is not a valid protobuf message: {e}"
-    return None
-
-
-def _repeated(field: Any) -> bool:
-    # FieldDescriptor.label is deprecated in newer protobuf releases; is_repeated replaces it.
-    repeated = getattr(field, "is_repeated", None)
-    return bool(repeated) if repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED
