@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 import grpc
 
 from dispatcher.errors import TaskringError, quote
-from dispatcher.store import audit
+from dispatcher.store import audit, fenced
 from dispatcher.store import records as r
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.sharded import ShardedTaskStore
@@ -252,7 +252,7 @@ class CronStore:
         last = fires[-1].task_id if fires else None
 
         def body(cur):
-            if TaskStore._stale_slots(cur, {rule.slot: epoch}):
+            if fenced.stale_slots(cur, {rule.slot: epoch}):
                 return None
             moved = cur.execute(
                 "UPDATE cron_rules SET planned_until = %s, last_task_id = COALESCE(%s, last_task_id),"

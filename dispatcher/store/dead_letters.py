@@ -24,9 +24,8 @@ from collections.abc import Callable
 import grpc
 
 from dispatcher.errors import TaskNotFound, TaskringError, quote
-from dispatcher.store import audit, dead_lettering
+from dispatcher.store import audit, dead_lettering, fenced
 from dispatcher.store import records as r
-from dispatcher.store.mysql import TaskStore
 from dispatcher.store.shards import Shards
 from dispatcher.store.sql_literals import equalities
 from taskring.task import TaskState
@@ -243,7 +242,7 @@ class DeadLetterStore:
                         " WHERE task_id = %s", (r.PENDING, now, after, now, task_id))
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
             dead_lettering.leave(cur, namespace, *listed)
-            TaskStore._append_events(cur, [r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail)])
+            fenced.append_events(cur, [r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail)])
             replayed = Replayed(task_id, namespace, envelope, after, attempts)
             audit.append(cur, record(replayed))
             return replayed

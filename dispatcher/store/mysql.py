@@ -19,47 +19,20 @@ import datetime as dt
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
 
 import pymysql
 
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
-from dispatcher.store import dead_lettering
+from dispatcher.store import attempt_writes, fenced
 from dispatcher.store import records as r
-from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names, sql_time
+from dispatcher.store.sql_literals import marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
 from taskring.task import TaskState
 
 _RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
 _TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch, "
                  "envelope, last_error, last_stack_trace, created_at, updated_at")
-
-
-class _Locked(NamedTuple):
-    """A task row as a conditional transition sees it under its lock."""
-
-    status: str
-    attempts: int
-    dispatched_at: dt.datetime | None
-    dispatched_by: str | None
-
-    def expects(self, status: str, attempts: int) -> bool:
-        return self.status == status and self.attempts == attempts
-
-
-def _happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, str] | None:
-    """(started_at, succeeded_at, node) when the write is a success whose events the
-    row's columns can hold (an optional "running", then "succeeded", of this attempt,
-    by one node, without details); None otherwise (its events go to task_events)."""
-    if w.result != r.SUCCEEDED or not w.events or len(w.events) > 2:
-        return None
-    *running, done = w.events
-    if done.state != TaskState.SUCCEEDED or any(e.detail is not None or e.attempt != w.attempt for e in w.events):
-        return None
-    if running and (running[0].state != TaskState.RUNNING or running[0].node != done.node):
-        return None
-    return (running[0].at if running else None), done.at, done.node
 
 
 class TaskStore:
@@ -178,39 +151,6 @@ class TaskStore:
                 if "rolled back" not in str(exc) or i == attempts - 1:
                     raise
 
-    # ---- fencing ----
-
-    @staticmethod
-    def _lock_states(cur, task_ids: Sequence[str]) -> dict[str, _Locked]:
-        """Lock the tasks' rows and return what every conditional transition checks
-        before it writes (status, attempts), with the current attempt's dispatch."""
-        cur.execute("SELECT task_id, status, attempts, dispatched_at, dispatched_by FROM tasks"
-                    f" WHERE task_id IN ({names(task_ids)}) FOR UPDATE")
-        return {row[0]: _Locked(*row[1:]) for row in cur.fetchall()}
-
-    @staticmethod
-    def _move_dispatch_to_events(cur, task_ids: Sequence[str], rows: dict[str, _Locked]) -> None:
-        """The attempt of these rows ends off the happy path: its "dispatched" event
-        leaves the row's columns for task_events, before the events that follow it."""
-        events = [r.Event(tid, TaskState.DISPATCHED, at, rows[tid].dispatched_by or "", rows[tid].attempts)
-                  for tid in task_ids if (at := rows[tid].dispatched_at) is not None]
-        if not events:
-            return
-        moving = [e.task_id for e in events]
-        TaskStore._append_events(cur, events)
-        cur.execute(f"UPDATE tasks SET dispatched_at = NULL, dispatched_by = NULL WHERE task_id IN ({names(moving)})")
-
-    @staticmethod
-    def _stale_slots(cur, epochs: dict[int, int]) -> set[int]:
-        """Lock the slots' ownership rows (shared) and return those whose epoch moved on."""
-        if not epochs:
-            return set()
-        slots = sorted(epochs)
-        cur.execute(f"SELECT slot, epoch FROM slot_owners WHERE slot IN ({marks(len(slots))}) LOCK IN SHARE MODE",
-                    slots)
-        current = dict(cur.fetchall())
-        return {s for s in slots if current.get(s) != epochs[s]}
-
     def ensure_slots(self, slot_count: int) -> None:
         self.ensure_slot_records(range(slot_count))
 
@@ -258,7 +198,7 @@ class TaskStore:
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         """Give the slot up after a clean handoff: rows in our heap go back to pending."""
         def body(cur):
-            if self._stale_slots(cur, {slot: epoch}):
+            if fenced.stale_slots(cur, {slot: epoch}):
                 return False
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s",
                         (r.PENDING, now, slot, r.CLAIMED))
@@ -388,7 +328,7 @@ class TaskStore:
                 raise TaskAlreadyFinished(task_id, shown)
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s",
                         (r.CANCELLED, now, task_id))
-            self._append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, attempts,
+            fenced.append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, attempts,
                                               "cancelled by request")])
         self.run(body)
 
@@ -398,7 +338,7 @@ class TaskStore:
                   now: dt.datetime) -> tuple[bool, list[r.TaskRow]]:
         """Claim pending rows of one slot due by `until`; (False, []) if the slot was lost."""
         def body(cur):
-            if self._stale_slots(cur, {slot: epoch}):
+            if fenced.stale_slots(cur, {slot: epoch}):
                 return False, []
             # Equality on slot and status, range on trigger_at: the index serves it
             # without a filesort, and SKIP LOCKED keeps concurrent claimers apart.
@@ -418,7 +358,7 @@ class TaskStore:
                        now: dt.datetime) -> int:
         """Move Kafka-routed rows long past due into the MySQL path (lost produce)."""
         def body(cur):
-            if self._stale_slots(cur, {slot: epoch}):
+            if fenced.stale_slots(cur, {slot: epoch}):
                 return 0
             cur.execute("SELECT task_id FROM tasks FORCE INDEX (idx_slot_status_trigger)"
                         " WHERE slot = %s AND status = %s AND trigger_at < %s"
@@ -430,118 +370,26 @@ class TaskStore:
             return len(ids)
         return self.run(body)
 
+    # ---- an attempt's writes (store/attempt_writes.py: the hot path) ----
+
     def begin_dispatch(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                        now: dt.datetime) -> tuple[set[str], set[int]]:
-        """Move eligible tasks to dispatched; returns (dispatched task ids, stale slots).
-
-        Eligible: the row still expects this attempt on this path. A cancelled,
-        finished or already re-routed task is skipped, so duplicates are harmless.
-        """
-        def body(cur):
-            stale = self._stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
-            live = [c for c in claims if c.slot not in stale]
-            if not live:
-                return set(), stale
-            ids = [c.task_id for c in live]
-            rows = self._lock_states(cur, ids)
-            want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
-            ok = list({c.task_id: c for c in reversed(live)
-                       if c.task_id in rows and rows[c.task_id].expects(want[c.source], c.attempt - 1)}.values())[::-1]
-            if ok:
-                # Every way out of dispatched moves its event to task_events; this only
-                # guards the columns of the attempt about to be overwritten.
-                self._move_dispatch_to_events(cur, [c.task_id for c in ok], rows)
-                # One statement per epoch (a handful), not per task: every eligible row
-                # has attempts = attempt - 1, so attempts + 1 is the attempt being made.
-                by_epoch: dict[int, list[str]] = {}
-                for c in ok:
-                    by_epoch.setdefault(epochs[c.slot], []).append(c.task_id)
-                for epoch, ids_ in by_epoch.items():
-                    # The dispatched event is the row's dispatched_at/_by columns.
-                    cur.execute(f"UPDATE tasks SET status = %s, attempts = attempts + 1, epoch = %s, updated_at = %s,"
-                                f" dispatched_at = %s, dispatched_by = %s WHERE task_id IN ({names(ids_)})",
-                                [r.DISPATCHED, epoch, now, now, node])
-                # retry_wait -> queued happened when the retry fell due (off the happy path).
-                self._append_events(cur, [r.Event(c.task_id, TaskState.QUEUED, min(c.due_at, now), node, c.attempt)
-                                          for c in ok if c.attempt > 1])
-            return {c.task_id for c in ok}, stale
-        return self.run(body)
+        """Move eligible tasks to dispatched; returns (dispatched task ids, stale slots)."""
+        return self.run(lambda cur: attempt_writes.begin_dispatch(cur, claims, epochs, node, now))
 
     def record_outcomes(self, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
                         now: dt.datetime) -> set[int]:
         """Record finished attempts; returns the stale slots whose writes were refused."""
-        def body(cur):
-            stale = self._stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
-            live = [w for w in writes if w.slot not in stale]
-            if not live:
-                return stale
-            ids = [w.task_id for w in live]
-            rows = self._lock_states(cur, ids)
-            live = list({w.task_id: w for w in reversed(live)
-                         if w.task_id in rows and rows[w.task_id].expects(r.DISPATCHED, w.attempt)}.values())[::-1]
-            happy = {w.task_id: h for w in live if (h := _happy_success(w)) is not None}
-            # Off the happy path, the attempt's dispatched event joins the others in task_events.
-            self._move_dispatch_to_events(cur, [w.task_id for w in live if w.task_id not in happy], rows)
-            self._append_events(cur, [e for w in live if w.task_id not in happy for e in w.events])
-            done = [w for w in live if w.result == r.SUCCEEDED]
-            retry = [w for w in live if w.result == r.RETRY]
-            dead = [w for w in live if w.result == r.DEAD_LETTERED]
-            by_node: dict[str, list[str]] = {}
-            for task_id, (_, _, node) in happy.items():
-                by_node.setdefault(node, []).append(task_id)
-            for node, all_ids in by_node.items():
-                # The running and succeeded events become the row's started_at, finished_by
-                # and updated_at. A CASE is searched row by row, so a statement takes at most
-                # CASE_ROWS rows (measured: 1,000 rows in one cost the server half as much
-                # again as 100 at a time).
-                for i in range(0, len(all_ids), CASE_ROWS):
-                    ids_ = all_ids[i:i + CASE_ROWS]
-                    started = case_times("started_at", [(tid, happy[tid][0]) for tid in ids_])
-                    finished = case_times("updated_at", [(tid, happy[tid][1]) for tid in ids_])
-                    cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
-                                f" WHERE task_id IN ({names(ids_)})", [r.SUCCEEDED, node])
-            unhappy_done = [w.task_id for w in done if w.task_id not in happy]
-            if unhappy_done:
-                cur.execute("UPDATE tasks SET status = %s, updated_at = %s"
-                            f" WHERE task_id IN ({marks(len(unhappy_done))})", [r.SUCCEEDED, now, *unhappy_done])
-            if retry:
-                cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, last_error = %s,"
-                                " last_stack_trace = %s, updated_at = %s WHERE task_id = %s",
-                                [(w.retry_status, w.retry_at, w.error, w.stack_trace, now, w.task_id) for w in retry])
-            if dead:
-                cur.executemany("UPDATE tasks SET status = %s, last_error = %s, last_stack_trace = %s,"
-                                " updated_at = %s WHERE task_id = %s",
-                                [(r.DEAD_LETTERED, w.error, w.stack_trace, now, w.task_id) for w in dead])
-                dead_lettering.enter(cur, dead, now)
-            return stale
-        return self.run(body)
+        return self.run(lambda cur: attempt_writes.record_outcomes(cur, writes, epochs, now))
 
     def return_undelivered(self, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                            now: dt.datetime) -> set[int]:
-        def body(cur):
-            stale = self._stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
-            live = [c for c in claims if c.slot not in stale]
-            if not live:
-                return stale
-            ids = [c.task_id for c in live]
-            rows = self._lock_states(cur, ids)
-            back = list({c.task_id: c for c in reversed(live)
-                         if c.task_id in rows and rows[c.task_id].expects(r.DISPATCHED, c.attempt)}.values())[::-1]
-            if back:
-                self._move_dispatch_to_events(cur, [c.task_id for c in back], rows)
-                cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
-                                " updated_at = %s WHERE task_id = %s",
-                                [(r.PENDING, c.due_at, now, c.task_id) for c in back])
-                unspent = "not run: the session lease ran out; attempt not spent"
-                self._append_events(cur, [r.Event(c.task_id, TaskState.QUEUED, now, node, c.attempt, unspent)
-                                          for c in back])
-            return stale
-        return self.run(body)
+        return self.run(lambda cur: attempt_writes.return_undelivered(cur, claims, epochs, node, now))
 
     def stranded(self, slot: int, epoch: int, dispatched_before: dt.datetime, claimed_before: dt.datetime,
                  limit: int) -> tuple[bool, list[r.TaskRow]]:
         def body(cur):
-            if self._stale_slots(cur, {slot: epoch}):
+            if fenced.stale_slots(cur, {slot: epoch}):
                 return False, []
             # By slot and status equality (the index's prefix): a slot has only as many
             # dispatched or claimed rows as its owner has in flight and in its heap.
@@ -558,7 +406,7 @@ class TaskStore:
 
     def unclaim(self, task_ids: Sequence[str], slot: int, epoch: int, now: dt.datetime) -> bool:
         def body(cur):
-            if self._stale_slots(cur, {slot: epoch}):
+            if fenced.stale_slots(cur, {slot: epoch}):
                 return False
             if task_ids:
                 cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s"
@@ -583,7 +431,7 @@ class TaskStore:
                        now: dt.datetime) -> set[int]:
         """commits: (topic, partition = slot, next_offset); returns the stale slots."""
         def body(cur):
-            stale = self._stale_slots(cur, {p: epochs[p] for _, p, _ in commits})
+            stale = fenced.stale_slots(cur, {p: epochs[p] for _, p, _ in commits})
             rows = [(t, p, o, epochs[p], now) for t, p, o in commits if p not in stale]
             if rows:
                 cur.executemany(
@@ -627,10 +475,3 @@ class TaskStore:
             cur.execute("SELECT topic, kpartition, next_offset FROM kafka_offsets")
             return {(t, p): o for t, p, o in cur.fetchall()}
         return self.run(body)
-
-    @staticmethod
-    def _append_events(cur, events: Sequence[r.Event]) -> None:
-        if events:
-            cur.executemany("INSERT INTO task_events (task_id, state, at, node, attempt, detail, stack_trace)"
-                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                            [(e.task_id, e.state, e.at, e.node, e.attempt, e.detail, e.stack_trace) for e in events])
