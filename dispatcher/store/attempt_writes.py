@@ -33,6 +33,20 @@ def happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, s
     return (running[0].at if running else None), done.at, done.node
 
 
+def _expected_rows(cur, items: Sequence, epochs: dict[int, int], expected) -> tuple[set[int], dict, list]:
+    """(stale slots, the locked rows, the items whose row is where `expected(item)` =
+    (status, attempts) says): the opening of every attempt write. A task listed twice
+    counts once, at its first place."""
+    stale = fenced.stale_slots(cur, {i.slot: epochs[i.slot] for i in items})
+    live = [i for i in items if i.slot not in stale]
+    if not live:
+        return stale, {}, []
+    rows = fenced.lock_states(cur, [i.task_id for i in live])
+    ok = list({i.task_id: i for i in reversed(live)
+               if i.task_id in rows and rows[i.task_id].expects(*expected(i))}.values())[::-1]
+    return stale, rows, ok
+
+
 def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                    now: dt.datetime) -> tuple[set[str], set[int]]:
     """Move eligible tasks to dispatched; returns (dispatched task ids, stale slots).
@@ -40,15 +54,8 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
     Eligible: the row still expects this attempt on this path. A cancelled,
     finished or already re-routed task is skipped, so duplicates are harmless.
     """
-    stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
-    live = [c for c in claims if c.slot not in stale]
-    if not live:
-        return set(), stale
-    ids = [c.task_id for c in live]
-    rows = fenced.lock_states(cur, ids)
     want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
-    ok = list({c.task_id: c for c in reversed(live)
-               if c.task_id in rows and rows[c.task_id].expects(want[c.source], c.attempt - 1)}.values())[::-1]
+    stale, rows, ok = _expected_rows(cur, claims, epochs, lambda c: (want[c.source], c.attempt - 1))
     if ok:
         # Every way out of dispatched moves its event to task_events; this only
         # guards the columns of the attempt about to be overwritten.
@@ -72,14 +79,9 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
 def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
                     now: dt.datetime) -> set[int]:
     """Record finished attempts; returns the stale slots whose writes were refused."""
-    stale = fenced.stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
-    live = [w for w in writes if w.slot not in stale]
+    stale, rows, live = _expected_rows(cur, writes, epochs, lambda w: (r.DISPATCHED, w.attempt))
     if not live:
         return stale
-    ids = [w.task_id for w in live]
-    rows = fenced.lock_states(cur, ids)
-    live = list({w.task_id: w for w in reversed(live)
-                 if w.task_id in rows and rows[w.task_id].expects(r.DISPATCHED, w.attempt)}.values())[::-1]
     happy = {w.task_id: h for w in live if (h := happy_success(w)) is not None}
     # Off the happy path, the attempt's dispatched event joins the others in task_events.
     fenced.move_dispatch_to_events(cur, [w.task_id for w in live if w.task_id not in happy], rows)
@@ -119,14 +121,7 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
 
 def return_undelivered(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                        now: dt.datetime) -> set[int]:
-    stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
-    live = [c for c in claims if c.slot not in stale]
-    if not live:
-        return stale
-    ids = [c.task_id for c in live]
-    rows = fenced.lock_states(cur, ids)
-    back = list({c.task_id: c for c in reversed(live)
-                 if c.task_id in rows and rows[c.task_id].expects(r.DISPATCHED, c.attempt)}.values())[::-1]
+    stale, rows, back = _expected_rows(cur, claims, epochs, lambda c: (r.DISPATCHED, c.attempt))
     if back:
         fenced.move_dispatch_to_events(cur, [c.task_id for c in back], rows)
         cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"
