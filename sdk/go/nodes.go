@@ -17,6 +17,7 @@ type nodes struct {
 	addrs []string
 	conns []*grpc.ClientConn
 	stubs []pb.TaskServiceClient
+	crons []pb.CronServiceClient // on the same connections, so WithToken and WithTLS apply to them too
 	next  atomic.Uint64
 }
 
@@ -30,6 +31,7 @@ func dialNodes(addrs []string, opts []grpc.DialOption) (*nodes, error) {
 		}
 		n.conns = append(n.conns, cc)
 		n.stubs = append(n.stubs, pb.NewTaskServiceClient(cc))
+		n.crons = append(n.crons, pb.NewCronServiceClient(cc))
 	}
 	return n, nil
 }
@@ -40,13 +42,23 @@ func dialNodes(addrs []string, opts []grpc.DialOption) (*nodes, error) {
 // can take. Non-idempotent calls are never repeated, since a second submit
 // without a task_id could create a second task.
 func (n *nodes) call(ctx context.Context, idempotent bool, fn func(context.Context, pb.TaskServiceClient) error) error {
-	i := int((n.next.Add(1) - 1) % uint64(len(n.stubs)))
-	err := fromRPC(fn(ctx, n.stubs[i]))
-	if err == nil || !idempotent || len(n.stubs) < 2 || !isUnavailable(err) || ctx.Err() != nil {
+	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.stubs[i]) })
+}
+
+// callCron is call for the CronService, with the same round-robin and the same single retry.
+func (n *nodes) callCron(ctx context.Context, idempotent bool, fn func(context.Context, pb.CronServiceClient) error) error {
+	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.crons[i]) })
+}
+
+// try runs fn with the index of the next node, and once more with the one
+// after it on UNAVAILABLE when idempotent (see call).
+func (n *nodes) try(ctx context.Context, idempotent bool, fn func(context.Context, int) error) error {
+	i := int((n.next.Add(1) - 1) % uint64(len(n.conns)))
+	err := fromRPC(fn(ctx, i))
+	if err == nil || !idempotent || len(n.conns) < 2 || !isUnavailable(err) || ctx.Err() != nil {
 		return err
 	}
-	j := (i + 1) % len(n.stubs)
-	return fromRPC(fn(ctx, n.stubs[j]))
+	return fromRPC(fn(ctx, (i+1)%len(n.conns)))
 }
 
 func (n *nodes) close() error {

@@ -9,7 +9,18 @@
 //	    prints the task as one JSON line (task_id, namespace, task_type, state,
 //	    attempts, last_error).
 //
-//	submit and get read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
+//	taskring-go cron create|update --nodes host:port,... --namespace NS --name NAME --type T --schedule S
+//	                 [--zone Z] [--payload JSON] [--owner-team X] [--description X]
+//	                 [--catch-up P] [--catch-up-limit N] [--overlap P]
+//	                 [--on-repeated-hour P] [--on-skipped-hour P]
+//	                 [--timeout-ms N] [--max-retries N]
+//	taskring-go cron get|pause|resume|delete --nodes host:port,... --namespace NS --name NAME
+//	taskring-go cron list --nodes host:port,... [--namespace NS]
+//	    prints each rule as one JSON line (list: one per rule, nothing for none);
+//	    a refusal exits 1 with the status code and the server's message on stderr,
+//	    e.g. "INVALID_ARGUMENT: rule.time_zone: ...".
+//
+//	submit, get and cron read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
 //	for TLS, TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE]
 //	from the environment, like the Python commands; never from flags.
 //
@@ -23,8 +34,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	taskring "github.com/taskring/taskring/sdk/go"
+	"google.golang.org/grpc/codes"
 )
 
 func main() {
@@ -33,7 +49,7 @@ func main() {
 
 func run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|executor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|cron|executor [flags]")
 		return 2
 	}
 	var err error
@@ -42,15 +58,47 @@ func run(args []string) int {
 		err = runSubmit(args[1:], os.Stdout)
 	case "get":
 		err = runGet(args[1:], os.Stdout)
+	case "cron":
+		err = runCron(args[1:], os.Stdout)
 	case "executor":
 		err = runExecutor(args[1:], os.Stdout)
 	default:
-		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get or executor)\n", args[0])
+		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get, cron or executor)\n", args[0])
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "taskring-go:", err)
+		fmt.Fprintln(os.Stderr, "taskring-go:", describe(err))
 		return 1
 	}
 	return 0
+}
+
+// codeNames are gRPC's canonical status names, which the Python, Java and
+// Node CLIs print; Go's codes.Code.String() is CamelCase ("NotFound").
+var codeNames = map[codes.Code]string{
+	codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
+	codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
+	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE",
+	codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+	codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
+}
+
+// describe is the stderr line of a failed command: for a server's refusal,
+// "<what failed>: CODE_NAME: <the server's message>" (which names the field).
+func describe(err error) string {
+	var rpc *taskring.RPCError
+	if !errors.As(err, &rpc) {
+		return err.Error()
+	}
+	name, ok := codeNames[rpc.Code]
+	if !ok {
+		name = rpc.Code.String()
+	}
+	what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), rpc.Error()), ": ")
+	line := name + ": " + rpc.Details
+	if what != "" {
+		line = what + ": " + line
+	}
+	return line
 }
