@@ -26,6 +26,7 @@ import java.util.Map;
  *   cancel --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]   the resulting state, e.g. cancelled
  *   submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID]
  *          [--delay-ms N] [--timeout-ms N]                                   the task_id
+ *   cron   create|update|get|list|pause|resume|delete ...                    one JSON line per rule ({@link CronCommand})
  * </pre>
  *
  * <p>Like the Python commands, it reads the token and TLS files from the environment only
@@ -49,8 +50,11 @@ public final class Main {
 
     /** The whole CLI, reading TASKRING_TOKEN and the TLS files from {@code env}. */
     public static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+        if (args.length >= 1 && args[0].equals("cron")) {
+            return CronCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
+        }
         if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel") || args[0].equals("submit"))) {
-            return usage(err, "give a mode: get, cancel or submit");
+            return usage(err, "give a mode: get, cancel, submit or cron");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
@@ -138,6 +142,7 @@ public final class Main {
         err.println("taskring: " + problem);
         err.println("usage: get|cancel --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]");
         err.println("       submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]");
+        err.println("       cron create|update|get|list|pause|resume|delete ... (see: cron)");
         return 2;
     }
 }

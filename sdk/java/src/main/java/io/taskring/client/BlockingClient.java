@@ -37,7 +37,12 @@ public final class BlockingClient {
         return join(client.get(taskId));
     }
 
-    private static <T> T join(CompletableFuture<T> f) {
+    /** {@link TaskringClient#cron()}, waiting. */
+    public BlockingCronRules cron() {
+        return new BlockingCronRules(client.cron());
+    }
+
+    static <T> T join(CompletableFuture<T> f) {
         try {
             return f.join();
         } catch (CompletionException e) {

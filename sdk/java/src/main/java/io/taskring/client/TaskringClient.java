@@ -100,6 +100,11 @@ public final class TaskringClient implements AutoCloseable {
         return call(TaskServiceGrpc.getGetTaskMethod(), req, true).thenApply(Envelope::fromWire);
     }
 
+    /** Cron rules (create, update, get, list, pause, resume, delete) over this client's nodes. */
+    public CronRules cron() {
+        return new CronRules(this);
+    }
+
     /** The same calls, blocking; they throw the typed exceptions directly. */
     public BlockingClient blocking() {
         return new BlockingClient(this);
@@ -111,7 +116,8 @@ public final class TaskringClient implements AutoCloseable {
         nodes.close();
     }
 
-    private <Q, R> CompletableFuture<R> call(MethodDescriptor<Q, R> method, Q request, boolean idempotent) {
+    /** One unary call, round robin; once more on the next node after UNAVAILABLE when {@code idempotent}. */
+    <Q, R> CompletableFuture<R> call(MethodDescriptor<Q, R> method, Q request, boolean idempotent) {
         int first = nodes.next();
         CompletableFuture<R> attempt = once(method, request, first);
         if (!idempotent || nodes.size() < 2) {
