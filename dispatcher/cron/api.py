@@ -43,10 +43,19 @@ class CronApi(pb_grpc.CronServiceServicer):
         return ms_to_datetime(self._clock.now_ms())
 
     def _valid(self, request: pb.PutCronRuleRequest) -> rules.ValidRule:
+        rule = request.rule
+
         def payload(namespace: str, task_type: str, payload_json: str, field: str) -> str:
+            # The fires' task as Submit would check it, with the rule's per-fire settings
+            # (timeout_ms, max_retries): a value no Submit takes is refused here, naming
+            # rule.<field>, not found out by the planner when the first fire is written.
+            fire = pb.Task(namespace=namespace, task_type=task_type, payload_json=payload_json)
+            if rule.HasField("timeout_ms"):
+                fire.timeout_ms = rule.timeout_ms
+            if rule.HasField("max_retries"):
+                fire.max_retries = rule.max_retries
             try:
-                task = validate_task(pb.Task(namespace=namespace, task_type=task_type, payload_json=payload_json),
-                                     now=dt.datetime.now(dt.UTC), limits=self._limits, field_prefix="rule")
+                task = validate_task(fire, now=dt.datetime.now(dt.UTC), limits=self._limits, field_prefix="rule")
             except InvalidArgument as exc:
                 raise InvalidArgument(field if exc.field.endswith("payload_json") else exc.field, exc.problem) \
                     from None

@@ -107,6 +107,8 @@ def spec(rule_name: str, **fields) -> CronRuleSpec:
     ({"name": "Bad Name"}, "rule.name"),
     ({"task_type": "bad type!"}, "rule.task_type"),
     ({"namespace": ""}, "rule.namespace"),
+    ({"max_retries": 51}, "rule.max_retries"),             # what a Submit of the fire would refuse
+    ({"timeout": dt.timedelta(hours=2)}, "rule.timeout_ms"),
 ])
 def test_a_bad_rule_is_refused_naming_the_field_and_nothing_is_written(client, fields, field):
     with pytest.raises(InvalidArgument) as info:
