@@ -17,18 +17,33 @@
  *   node dist/cli.js get --nodes host:port,... --task-id ID
  *     prints the task as one JSON line: task_id, namespace, task_type, state, attempts, last_error.
  *
- * submit and get read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
+ *   node dist/cli.js cron create|update --nodes H:P --namespace NS --name NAME --type T --schedule S
+ *       [--zone Z] [--payload JSON] [--owner-team X] [--description X] [--catch-up P] [--catch-up-limit N]
+ *       [--overlap P] [--on-repeated-hour P] [--on-skipped-hour P] [--timeout-ms N] [--max-retries N]
+ *   node dist/cli.js cron get|pause|resume|delete --nodes H:P --namespace NS --name NAME
+ *   node dist/cli.js cron list --nodes H:P [--namespace NS]
+ *     print one JSON line per rule (`cronRuleJson`; list: one per rule, nothing for none).
+ *     create/update send the whole rule, as the Python `taskring cron` does.
+ *
+ * submit, get and cron read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
  * TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE] from the
  * environment, like the Python commands; never from arguments (which `ps` shows).
  * A refused call prints its error on stderr and exits 1.
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, tlsCredentials, type ClientOptions } from './client';
+import type { CronRuleInfo, CronRuleSpec } from './cron';
+import { TaskringError } from './errors';
 import { Executor } from './executor';
 import type { Handler } from './runner';
 
 const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]\n' +
   '       cli.js get --nodes H:P,... --task-id ID\n' +
+  '       cli.js cron create|update --nodes H:P,... --namespace NS --name NAME --type T --schedule S [--zone Z] ' +
+  '[--payload JSON] [--owner-team X] [--description X] [--catch-up P] [--catch-up-limit N] [--overlap P] ' +
+  '[--on-repeated-hour P] [--on-skipped-hour P] [--timeout-ms N] [--max-retries N]\n' +
+  '       cli.js cron get|pause|resume|delete --nodes H:P,... --namespace NS --name NAME\n' +
+  '       cli.js cron list --nodes H:P,... [--namespace NS]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
   '[--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]';
 
@@ -99,9 +114,160 @@ async function clientMode(mode: 'submit' | 'get', rest: string[]): Promise<numbe
   }
 }
 
+const iso = (at: Date | null): string | null => (at === null ? null : at.toISOString());
+
+/**
+ * The JSON object `cron` prints for a rule: the wire's snake_case names, the
+ * payload as an object, unset optionals and empty times as null, the last
+ * fire's state in lowercase (null when there is no last fire).
+ */
+export function cronRuleJson(info: CronRuleInfo): Record<string, unknown> {
+  const s = info.spec;
+  return {
+    namespace: s.namespace,
+    name: s.name,
+    task_type: s.taskType,
+    schedule: s.schedule,
+    time_zone: s.timeZone,
+    payload: s.payload,
+    on_repeated_hour: s.onRepeatedHour,
+    on_skipped_hour: s.onSkippedHour,
+    catch_up: s.catchUp,
+    catch_up_limit: s.catchUpLimit,
+    overlap: s.overlap,
+    owner_team: s.ownerTeam,
+    description: s.description,
+    timeout_ms: s.timeoutMs,
+    max_retries: s.maxRetries,
+    paused: info.paused,
+    next_fire_time: iso(info.nextFireTime),
+    last_fire_time: iso(info.lastFireTime),
+    last_fire_task_id: info.lastFireTaskId,
+    last_fire_state: info.lastFireState,
+    created_at: iso(info.createdAt),
+    updated_at: iso(info.updatedAt),
+  };
+}
+
+const CRON_ACTIONS = ['create', 'update', 'get', 'pause', 'resume', 'delete', 'list'] as const;
+type CronAction = (typeof CRON_ACTIONS)[number];
+
+const CONNECT_OPTIONS = {
+  nodes: { type: 'string' },
+  'rpc-timeout-ms': { type: 'string', default: '10000' },
+} as const satisfies ParseArgsConfig['options'];
+const LIST_OPTIONS = { ...CONNECT_OPTIONS, namespace: { type: 'string' } } as const;
+const REF_OPTIONS = { ...LIST_OPTIONS, name: { type: 'string' } } as const;
+const PUT_OPTIONS = {
+  ...REF_OPTIONS,
+  type: { type: 'string' },
+  schedule: { type: 'string' },
+  zone: { type: 'string', default: '' },
+  payload: { type: 'string', default: '{}' },
+  'owner-team': { type: 'string', default: '' },
+  description: { type: 'string', default: '' },
+  'catch-up': { type: 'string', default: '' },
+  'catch-up-limit': { type: 'string' },
+  overlap: { type: 'string', default: '' },
+  'on-repeated-hour': { type: 'string', default: '' },
+  'on-skipped-hour': { type: 'string', default: '' },
+  'timeout-ms': { type: 'string' },
+  'max-retries': { type: 'string' },
+} as const;
+
+/** Thrown for a bad command line: printed with the usage, exit status 2. */
+class UsageError extends Error {}
+
+/** An integer option (as Python's argparse `type=int`); undefined when not given. */
+function intOption(values: Record<string, unknown>, flag: string): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !/^[+-]?\d+$/.test(raw.trim())) {
+    throw new UsageError(`--${flag}: must be an integer, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw.trim());
+}
+
+/** The spec of `cron create|update`: every field from its flag, so an update replaces the whole rule. */
+function cronSpecOf(values: Record<string, string | boolean | undefined>): CronRuleSpec {
+  const str = (flag: string): string => String(values[flag] ?? '');
+  if (!values.namespace || !values.name || !values.type || values.schedule === undefined) {
+    throw new UsageError('create and update need --namespace, --name, --type and --schedule');
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(str('payload'));
+  } catch (e) {
+    throw new UsageError(`--payload: not JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return {
+    namespace: str('namespace'),
+    name: str('name'),
+    taskType: str('type'),
+    schedule: str('schedule'),
+    timeZone: str('zone'),
+    payload: payload as Record<string, unknown>, // not an object: the SDK's ValidationError says so
+    ownerTeam: str('owner-team'),
+    description: str('description'),
+    catchUp: str('catch-up'),
+    catchUpLimit: intOption(values, 'catch-up-limit') ?? 0,
+    overlap: str('overlap'),
+    onRepeatedHour: str('on-repeated-hour'),
+    onSkippedHour: str('on-skipped-hour'),
+    timeoutMs: intOption(values, 'timeout-ms') ?? null,
+    maxRetries: intOption(values, 'max-retries') ?? null,
+  };
+}
+
+async function cronMode(rest: string[]): Promise<number> {
+  const [action, ...args] = rest;
+  if (!CRON_ACTIONS.includes(action as CronAction)) {
+    console.error(USAGE);
+    return 2;
+  }
+  const act = action as CronAction;
+  let values: Record<string, string | boolean | undefined>;
+  let spec: CronRuleSpec | undefined;
+  try {
+    const options: NonNullable<ParseArgsConfig['options']> =
+      act === 'create' || act === 'update' ? PUT_OPTIONS : act === 'list' ? LIST_OPTIONS : REF_OPTIONS;
+    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as typeof values;
+    if (!values.nodes) throw new UsageError('--nodes is required');
+    if (act === 'create' || act === 'update') spec = cronSpecOf(values);
+    else if (act !== 'list' && (!values.namespace || !values.name)) throw new UsageError('--namespace and --name are required');
+    intOption(values, 'rpc-timeout-ms');
+  } catch (e) {
+    if (!(e instanceof UsageError) && !(e instanceof TypeError)) throw e; // parseArgs throws TypeErrors
+    console.error(`cron ${act}: ${e.message}\n${USAGE}`);
+    return 2;
+  }
+  const client = new Client({ nodes: String(values.nodes), rpcTimeoutMs: Number(values['rpc-timeout-ms']), ...securityFromEnv(process.env) });
+  const namespace = String(values.namespace ?? '');
+  const name = String(values.name ?? '');
+  try {
+    let rules: CronRuleInfo[];
+    switch (act) {
+      case 'create': rules = [await client.cron.create(spec as CronRuleSpec)]; break;
+      case 'update': rules = [await client.cron.update(spec as CronRuleSpec)]; break;
+      case 'list': rules = await client.cron.list(namespace); break;
+      default: rules = [await client.cron[act](namespace, name)];
+    }
+    for (const rule of rules) process.stdout.write(`${JSON.stringify(cronRuleJson(rule))}\n`);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof TaskringError)) throw e;
+    // An RpcError's message is "<STATUS_NAME>: <server's message>", e.g. "INVALID_ARGUMENT: rule.time_zone: ...".
+    console.error(`cron ${act}: ${e.message}`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [mode, ...rest] = argv;
   if (mode === 'submit' || mode === 'get') return clientMode(mode, rest);
+  if (mode === 'cron') return cronMode(rest);
   if (mode !== 'executor') {
     console.error(USAGE);
     return 2;

@@ -7,15 +7,17 @@
  * Several dispatcher nodes can be given; calls go round-robin over them, and
  * an idempotent call that meets UNAVAILABLE is tried once on the next node
  * (nodes.ts). Idempotent means: get, cancel, and a submit (or a batch) whose
- * tasks all carry a `taskId`. The Python SDK does not make ids on the client
+ * tasks all carry a `taskId` (for `client.cron`, see cron.ts). The Python SDK does not make ids on the client
  * (the server assigns a UUIDv7), so neither does this one: a submit without a
  * taskId is never retried, since the retry could create a second task.
  */
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
+import { CronRules, type CronInvoke } from './cron';
 import { ProtocolError, fromRpcError } from './errors';
 import { specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
 import type { CancelResponse__Output } from './gen/taskring/v1/CancelResponse';
+import type { CronServiceClient } from './gen/taskring/v1/CronService';
 import type { GetTaskResponse__Output } from './gen/taskring/v1/GetTaskResponse';
 import type { SubmitBatchResponse__Output } from './gen/taskring/v1/SubmitBatchResponse';
 import type { SubmitResponse__Output } from './gen/taskring/v1/SubmitResponse';
@@ -70,15 +72,23 @@ export function tlsCredentials(caFile: string, certFile?: string, keyFile?: stri
 }
 
 /** One unary call on one stub; `done` is grpc-js's callback. */
-type Invoke<Res> = (
-  stub: TaskServiceClient,
+type Invoke<Stub, Res> = (
+  stub: Stub,
   metadata: grpc.Metadata,
   options: grpc.CallOptions,
   done: (err: grpc.ServiceError | null, value?: Res) => void,
 ) => void;
 
+/** One dispatcher node: its services' stubs over one channel. */
+interface NodeStubs {
+  task: TaskServiceClient;
+  cron: CronServiceClient;
+}
+
 export class Client {
-  private readonly nodes: NodeList<TaskServiceClient>;
+  /** Cron rules (cron.ts): create, update, get, list, pause, resume, delete; same nodes, token and errors. */
+  readonly cron: CronRules;
+  private readonly nodes: NodeList<NodeStubs>;
   private readonly timeoutMs: number | null;
   /** `authorization: Bearer ...` (a #private field: util.inspect and JSON do not show it). */
   readonly #authorization: string | null;
@@ -95,10 +105,14 @@ export class Client {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       ...options.channelOptions,
     };
-    this.nodes = new NodeList(
-      splitNodes(options.nodes).map((address) => new wire.TaskService(address, credentials, channelOptions)),
-    );
+    this.nodes = new NodeList(splitNodes(options.nodes).map((address) => {
+      const task = new wire.TaskService(address, credentials, channelOptions);
+      // The CronService rides the TaskService's channel: one connection (and TLS session) per node.
+      const cron = new wire.CronService(address, credentials, { ...channelOptions, channelOverride: task.getChannel() });
+      return { task, cron };
+    }));
     this.timeoutMs = options.rpcTimeoutMs === undefined ? 10_000 : options.rpcTimeoutMs;
+    this.cron = new CronRules(<Res>(idempotent: boolean, invoke: CronInvoke<Res>) => this.rpc(idempotent, (n) => n.cron, invoke));
   }
 
   /** Submit one task. */
@@ -140,13 +154,18 @@ export class Client {
     return taskInfoFromWire(resp);
   }
 
-  /** Close every channel. Safe to call twice. */
+  /** Close every channel (the cron stubs share them). Safe to call twice. */
   close(): void {
-    for (const stub of this.nodes.all()) stub.close();
+    for (const node of this.nodes.all()) node.task.close();
   }
 
-  private call<Res>(idempotent: boolean, invoke: Invoke<Res>): Promise<Res> {
-    return this.nodes.run(idempotent, (stub) => new Promise<Res>((resolve, reject) => {
+  private call<Res>(idempotent: boolean, invoke: Invoke<TaskServiceClient, Res>): Promise<Res> {
+    return this.rpc(idempotent, (n) => n.task, invoke);
+  }
+
+  private rpc<Stub, Res>(idempotent: boolean, stubOf: (node: NodeStubs) => Stub, invoke: Invoke<Stub, Res>): Promise<Res> {
+    return this.nodes.run(idempotent, (node) => new Promise<Res>((resolve, reject) => {
+      const stub = stubOf(node);
       const options: grpc.CallOptions = this.timeoutMs === null ? {} : { deadline: Date.now() + this.timeoutMs };
       const metadata = new grpc.Metadata();
       if (this.#authorization !== null) metadata.set('authorization', this.#authorization);

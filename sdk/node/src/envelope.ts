@@ -20,9 +20,9 @@ import type { Task } from './gen/taskring/v1/Task';
 import { formatInstant, parseInstant } from './instant';
 import type { Priority, RetryPolicy, SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
 
-const UINT32_MAX = 2 ** 32 - 1;
-const INT32_MIN = -(2 ** 31);
-const INT32_MAX = 2 ** 31 - 1;
+export const UINT32_MAX = 2 ** 32 - 1;
+export const INT32_MIN = -(2 ** 31);
+export const INT32_MAX = 2 ** 31 - 1;
 
 const STATES: Readonly<Record<string, TaskState>> = {
   TASK_STATE_ACCEPTED: 'accepted',
@@ -74,7 +74,7 @@ export function encodePayload(payload: unknown, field = 'payload'): string {
 }
 
 /** Whole milliseconds, rounded up (a delay must never make a task run early), within [min, max]. */
-function millis(value: unknown, field: string, min: number, max: number): number {
+export function millis(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || Number.isNaN(value)) {
     throw new ValidationError(field, `must be a number of milliseconds, got ${typeof value === 'number' ? 'NaN' : typeof value}`);
   }
@@ -84,7 +84,7 @@ function millis(value: unknown, field: string, min: number, max: number): number
   return ms;
 }
 
-function integer(value: unknown, field: string, min: number, max: number): number {
+export function integer(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(field, `must be an integer in [${min}, ${max}], got ${String(value)}`);
   }
@@ -97,7 +97,7 @@ function optionalText(value: unknown, field: string): string | undefined {
   return value;
 }
 
-function requiredText(value: unknown, field: string): string {
+export function requiredText(value: unknown, field: string): string {
   if (typeof value !== 'string') throw new ValidationError(field, `must be a string, got ${typeof value}`);
   return value; // its syntax is the server's to judge
 }
@@ -180,7 +180,7 @@ export function specToWire(spec: TaskSpec, prefix = ''): Task {
 }
 
 /** An instant from the server; "" means unset. */
-function instantOrNull(text: string, what: string): Date | null {
+export function instantOrNull(text: string, what: string): Date | null {
   if (!text) return null;
   try {
     return new Date(parseInstant(text));

@@ -4,6 +4,7 @@
  */
 export { Client, tlsCredentials, type ClientOptions } from './client';
 export type { TaskContext } from './context';
+export { CronRules, type CronRuleInfo, type CronRuleSpec, type StoredCronRuleSpec } from './cron';
 export {
   AlreadyExistsError,
   DeadlineExceededError,

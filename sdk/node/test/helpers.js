@@ -121,6 +121,88 @@ async function fakeDispatcher(name, handlers = {}, credentials = undefined) {
   return { ...s, calls, name };
 }
 
+const CRON_METHODS = ['CreateCronRule', 'UpdateCronRule', 'GetCronRule', 'ListCronRules', 'PauseCronRule',
+  'ResumeCronRule', 'DeleteCronRule'];
+
+/**
+ * A fake node serving CronService (`cron` handlers) and TaskService (`task`
+ * handlers) on one port; every call of either is recorded in `calls`.
+ */
+async function fakeCronNode(name, cron = {}, task = {}) {
+  const wire = loadWire();
+  const calls = [];
+  const implOf = (methods, handlers) => {
+    const impl = {};
+    for (const method of methods) {
+      impl[method] = (call, callback) => {
+        calls.push({ method, request: call.request, node: name, authorization: call.metadata.get('authorization') });
+        const h = handlers[method];
+        if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
+        Promise.resolve()
+          .then(() => h(call.request, name))
+          .then((resp) => callback(null, resp), (err) => callback(err));
+      };
+    }
+    return impl;
+  };
+  const s = await serve([
+    [wire.CronService.service, implOf(CRON_METHODS, cron)],
+    [wire.TaskService.service, implOf(['Submit', 'SubmitBatch', 'Cancel', 'GetTask'], task)],
+  ]);
+  return { ...s, calls, name };
+}
+
+/**
+ * CronService handlers over an in-memory map, with the server's refusals the
+ * CLI must pass on: a duplicate (ALREADY_EXISTS), a missing rule (NOT_FOUND),
+ * an unknown zone (INVALID_ARGUMENT naming rule.time_zone). The stored rule is
+ * normalised as the real server does (catch_up "latest", overlap "allow").
+ */
+function memoryCron(now = '2030-01-02T03:04:05Z') {
+  const rules = new Map();
+  const key = (r) => `${r.namespace}/${r.name}`;
+  const fail = (code, details) => { throw { code, details }; };
+  const stored = (r) => rules.get(key(r)) ?? fail(grpc.status.NOT_FOUND, `cron rule ${key(r)} not found`);
+  const view = (r) => ({ ...r, next_fire_time: r.paused ? '' : '2030-01-03T00:00:00Z' });
+  const put = (req) => {
+    const rule = req.rule;
+    if (!rule.time_zone || rule.time_zone.startsWith('Mars/')) {
+      fail(grpc.status.INVALID_ARGUMENT, `rule.time_zone: unknown time zone ${JSON.stringify(rule.time_zone)}`);
+    }
+    const out = { ...rule, catch_up: rule.catch_up || 'latest', overlap: rule.overlap || 'allow',
+      catch_up_limit: rule.catch_up_limit || 100, paused: false, created_at: now, updated_at: now };
+    if (rule.timeout_ms === undefined) delete out.timeout_ms;
+    if (rule.max_retries === undefined) delete out.max_retries;
+    return out;
+  };
+  const handlers = {
+    CreateCronRule: (req) => {
+      if (rules.has(key(req.rule))) fail(grpc.status.ALREADY_EXISTS, `cron rule ${key(req.rule)} already exists`);
+      const r = put(req);
+      rules.set(key(r), r);
+      return { rule: view(r) };
+    },
+    UpdateCronRule: (req) => {
+      stored(req.rule);
+      const r = put(req);
+      rules.set(key(r), r);
+      return { rule: view(r) };
+    },
+    GetCronRule: (req) => view(stored(req)),
+    ListCronRules: (req) => ({
+      rules: [...rules.values()].filter((r) => !req.namespace || r.namespace === req.namespace).map(view),
+    }),
+    PauseCronRule: (req) => view(Object.assign(stored(req), { paused: true })),
+    ResumeCronRule: (req) => view(Object.assign(stored(req), { paused: false })),
+    DeleteCronRule: (req) => {
+      const r = stored(req);
+      rules.delete(key(r));
+      return { ...r, next_fire_time: '' };
+    },
+  };
+  return { handlers, rules };
+}
+
 /** Call Execute on an executor at `address`. */
 function execute(address, deliveries, deadlineMs = 30_000) {
   const wire = loadWire();
@@ -147,6 +229,6 @@ function delivery(taskId, taskType, { attempt = 1, timeoutMs = 5_000, payload = 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 module.exports = {
-  VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, execute,
-  delivery, sleep,
+  VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, fakeCronNode,
+  memoryCron, execute, delivery, sleep,
 };
