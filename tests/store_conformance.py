@@ -371,6 +371,22 @@ UNIQUE = (
     Case("a retried submit of the holder itself is a duplicate by task_id, not by key",
          given=(Row("a", PENDING, unique_key="k"),),
          when=lambda w: _insert_keyed(w, ("a", "k")), returns={"a": PENDING}),
+    # take_key: an existing task (a dead letter being replayed) takes its key again.
+    Case("take_key: a key a live task holds is not taken, and the holder is named",
+         given=(Row("h", PENDING, unique_key="k"), Row("x", DEAD_LETTERED)),
+         when=lambda w: w.store.take_key(new_task("x", unique_key="k", created_at=T0)),
+         returns=r.Held("h", PENDING, 0)),
+    Case("take_key: a key a finished task held is taken, and then holds against a new submit",
+         given=(Row("s", SUCCEEDED, unique_key="k"), Row("x", PENDING)),
+         when=lambda w: (w.store.take_key(new_task("x", unique_key="k", created_at=T0)),
+                         _insert_keyed(w, ("n", "k"), slot=0)),
+         returns=(None, {"n": r.Held("x", PENDING, 0)}), check=lambda w, _: _absent(w, "n")),
+    Case("take_key: a key nobody has is taken; one the task already holds stays its",
+         given=(Row("x", PENDING), Row("y", PENDING, unique_key="mine")),
+         when=lambda w: (w.store.take_key(new_task("x", unique_key="fresh", created_at=T0)),
+                         w.store.take_key(new_task("y", unique_key="mine", created_at=T0)),
+                         _insert_keyed(w, ("n1", "fresh"), ("n2", "mine"), slot=0)),
+         returns=(None, None, {"n1": r.Held("x", PENDING, 0), "n2": r.Held("y", PENDING, 0)})),
 )
 
 # ---- reroute_to_mysql

@@ -25,7 +25,7 @@ from dispatcher.loop_task import LoopTask
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps
 from dispatcher.store import audit
 from dispatcher.store.bulk_replays import BulkReplayStore, Job
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore, NotDeadLettered
+from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore, NotDeadLettered, UniqueKeyHeld
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,9 @@ class BulkReplayRunner:
                 replayed += 1
             except (NotDeadLettered, TaskNotFound):
                 skipped += 1  # replayed by hand, deleted, or replayed just before a crash
+            except UniqueKeyHeld as exc:
+                skipped += 1  # another live task holds its key: left a dead letter, said why
+                log.warning("bulk replay %s: %s", job.id, exc)
         now = self._clock.now()
         held = self._jobs.advance(job.id, self._node, cursor=entries[-1].cursor if entries else None,
                                   replayed=replayed, skipped=skipped, finished=len(entries) < job.rate_per_s,

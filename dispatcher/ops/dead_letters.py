@@ -26,7 +26,13 @@ from dispatcher.clock import Clock, ms_to_aware
 from dispatcher.errors import InvalidArgument
 from dispatcher.store import audit
 from dispatcher.store import records as r
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore, Replayed, envelope_digest
+from dispatcher.store.dead_letters import (
+    DeadLetterFilter,
+    DeadLetterStore,
+    Replayed,
+    UniqueKeyHeld,
+    envelope_digest,
+)
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
@@ -113,6 +119,7 @@ class DeadLetterOps:
 
     def replay(self, task_id: str, actor: Actor, *, retries: int = 0, bulk_id: int | None = None) -> Replayed:
         self._check_retries(retries)
+        self._retake_key(task_id)
 
         def rewrite(envelope: bytes, attempts: int) -> bytes:
             return _with_budget(envelope, attempts, retries)
@@ -134,6 +141,7 @@ class DeadLetterOps:
                    "payload_version": {"before": before.payload_version, "after": edited.payload_version}}
         if confirm is None:
             return {**preview, "confirmed": False}
+        self._retake_key(task_id)
 
         def rewrite(envelope: bytes, attempts: int) -> bytes:
             task = pb.Task.FromString(envelope)
@@ -156,6 +164,25 @@ class DeadLetterOps:
         return {"task_id": entry.task_id, "deleted": True}
 
     # ---- checks ----
+
+    def _retake_key(self, task_id: str) -> None:
+        """A dead letter with a unique key takes its key again before it is replayed, as
+        a new submit of it would: refused (UniqueKeyHeld, nothing written) when another
+        live task took the key since; a key still this task's, or free, is taken. The key
+        is taken first because a key held by a terminal task holds nothing, so a replay
+        that then fails (no longer a dead letter) leaves nothing held."""
+        row, _ = self._tasks.get_task(task_id)
+        task = pb.Task.FromString(row.envelope)
+        if not task.unique_key:
+            return
+        now = self._now()
+        until = (now + dt.timedelta(milliseconds=task.unique_ttl_ms)) if task.HasField("unique_ttl_ms") else None
+        held = self._tasks.take_key(r.NewTask(
+            task_id=task_id, slot=row.slot, namespace=row.namespace, task_type=row.task_type, priority=task.priority,
+            status=r.PENDING, trigger_at=now, envelope=row.envelope, created_at=now, unique_key=task.unique_key,
+            unique_until=until))
+        if held is not None:
+            raise UniqueKeyHeld(task_id, task.unique_key, held.holder, held.status)
 
     def _check_retries(self, retries: int) -> None:
         if not 0 <= retries <= self._limits.max_retries_limit:

@@ -42,6 +42,18 @@ class NotDeadLettered(TaskringError):
         super().__init__(f"task {quote(task_id)} is not a dead letter (it is {state})")
 
 
+class UniqueKeyHeld(TaskringError):
+    """A replay that would run next to another live task with the same unique key."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+    def __init__(self, task_id: str, unique_key: str, holder: str, holder_state: str):
+        self.holder = holder
+        super().__init__(f"task {quote(task_id)} was not replayed: its unique key {quote(unique_key)} is held by"
+                         f" task {quote(holder)} ({holder_state}) since it was dead-lettered; replaying it would"
+                         " run two tasks with one key (wait for or cancel that task, then replay)")
+
+
 class ChangedSinceRead(TaskringError):
     """The dead letter changed between the diff shown and the confirmation."""
 

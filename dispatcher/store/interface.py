@@ -102,6 +102,12 @@ class TaskStoreProtocol(Protocol):
         whoever holds the key against it).
         """
 
+    def take_key(self, task: r.NewTask) -> r.Held | None:
+        """Take `task.unique_key` for the existing task `task.task_id` (an operator's replay
+        of a dead letter), under the same rule as an insert: None when it is taken (free,
+        no longer held by its holder, or already this task's), else Held by the holder.
+        Only task_id, slot, namespace, unique_key, unique_until and created_at are read."""
+
     def reroute_to_mysql(self, task_ids: Sequence[str], now: dt.datetime) -> int:
         """Kafka refused these tasks: move those still enqueued to pending (the MySQL
         path). Conditional on status; unknown ids and rows in any other status are

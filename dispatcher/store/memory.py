@@ -187,6 +187,10 @@ class MemoryTaskStore:
                 self._types.add((t.slot, t.namespace, t.task_type))
             return existing
 
+    def take_key(self, task: r.NewTask) -> r.Held | None:
+        with self._lock:
+            return self._hold_keys([task]).get(task.task_id)
+
     def _hold_keys(self, keyed: list[r.NewTask]) -> dict[str, r.Held]:
         """The twin of store/unique_keys.py hold_keys: take each key for its first task, or hold it."""
         held: dict[str, r.Held] = {}
@@ -199,7 +203,7 @@ class MemoryTaskStore:
                                                                         candidate.slot)
                 continue
             holder = self._keys.get(key)
-            if holder is not None:
+            if holder is not None and holder[0] != t.task_id:   # a key of its own is simply kept
                 holder_id, until = holder
                 row = self._rows.get(holder_id)
                 status = row.status if row is not None else None

@@ -282,6 +282,10 @@ class TaskStore:
         cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
                         " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
 
+    def take_key(self, task: r.NewTask) -> r.Held | None:
+        return self.run(lambda cur: hold_keys(
+            cur, [task], lambda holders: self.statuses(cur, [h for h, _ in holders])).get(task.task_id))
+
     def withdraw_inserted(self, task_ids: Sequence[str]) -> int:
         """Delete rows of a cross-shard insert that was not committed everywhere, while no
         executor has been handed them (attempts 0: pending, enqueued, or claimed into a

@@ -141,6 +141,11 @@ class ShardedTaskStore:
                     raise
         raise AssertionError("unreachable")
 
+    def take_key(self, task: r.NewTask) -> r.Held | None:
+        k = self.key_shard(task.namespace, task.unique_key)
+        return self.shards[k].run(lambda cur: hold_keys(
+            cur, [task], lambda holders: self._statuses(holders, {k: cur})).get(task.task_id))
+
     def _insert_across(self, tasks: Sequence[r.NewTask], involved: set[int], node: str
                        ) -> dict[str, r.Status | r.Held]:
         existing: dict[str, r.Status | r.Held] = {}

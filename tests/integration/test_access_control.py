@@ -224,7 +224,7 @@ def test_the_async_client_sends_its_token_too(node, secrets):
 
 def test_a_changed_tokens_file_takes_effect_without_a_restart(taskring_env, tmp_path, secrets):
     from harness.wait import wait_until
-    from taskring.errors import TaskringError
+    from taskring.errors import RpcError
 
     path = tmp_path / "tokens.json"
     n = NodeProcess(taskring_env, "acl-2", single=True, admin_token=secrets["sre-view"],
@@ -238,7 +238,7 @@ def test_a_changed_tokens_file_takes_effect_without_a_restart(taskring_env, tmp_
                 try:
                     c.cron.list("billing")
                     return "ok"
-                except TaskringError as exc:
+                except RpcError as exc:
                     return exc.code.name
 
         def reloads(result: str) -> float:

@@ -73,7 +73,10 @@ def test_a_rule_fires_once_per_second_on_time_and_reads_back_its_last_and_next_f
         stats = taskring_env.sql("SELECT COALESCE(SUM(submitted), 0) FROM task_stats"
                                  " WHERE namespace = 'tests' AND task_type = 'ok'")[0][0]
         return fires, int(stats)
-    wait_until(lambda: (lambda f, s: f >= 5 and f == s)(*counted()), 20, f"the fires counted as submitted {counted()}")
+    def agree() -> bool:
+        fires, submitted = counted()
+        return fires >= 5 and fires == submitted
+    wait_until(agree, 20, f"the fires counted as submitted {counted()}")
 
 
 # ---------------------------------------------------------------- through the SDK

@@ -260,3 +260,27 @@ def test_search_by_trace_key_and_type_pages_on_indexes(node, taskring_env):
                 print(name, [(s["table"], s["type"], s["key"], s["rows"]) for s in statement["plan"]])
     finally:
         store.stop()
+
+
+def test_a_replayed_dead_letter_takes_its_unique_key_again_or_is_refused(node, payments, taskring_env):
+    with Client(node.target) as client:
+        # Dead-lettered, its key free again (its holder is terminal): a new order takes it.
+        [first] = dead_letter(client, [charge(7001, unique_key="order-7001")])
+        newer = client.submit(NS, "charge", {"order": 7001, "card": "bad"}, unique_key="order-7001", delay=3600)
+        assert not newer.duplicate and newer.task_id != first
+        # The replay would run two tasks with one key: refused, naming the holder, nothing written.
+        status, answer = call(node, "POST", f"/api/dead-letters/{first}/replay", {"reason": "retry the charge"})
+        assert status == 409 and answer["code"] == "FAILED_PRECONDITION", answer
+        assert f"held by task '{newer.task_id}' (pending)" in answer["error"], answer
+        assert client.get(first).state == TaskState.DEAD_LETTERED
+        assert ok(node, "GET", "/api/audit")["records"] == []
+        # Once that task is gone, the replay takes the key back: a third order is its duplicate.
+        client.cancel(newer.task_id)
+        ok(node, "POST", f"/api/dead-letters/{first}/replay", {"reason": "retry the charge", "retries": 0})
+        third = client.submit(NS, "charge", {"order": 7001, "card": "bad"}, unique_key="order-7001", delay=3600)
+        assert third.duplicate and third.task_id == first
+        wait_until(lambda: client.get(first).state == TaskState.DEAD_LETTERED, 30, "the replay to run (and fail)")
+        # A dead letter whose key nobody took is replayed as before.
+        [second] = dead_letter(client, [charge(7002, unique_key="order-7002")])
+        ok(node, "POST", f"/api/dead-letters/{second}/replay", {"reason": "retry"})
+        assert client.submit(NS, "charge", {"order": 7002}, unique_key="order-7002").task_id == second

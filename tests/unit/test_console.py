@@ -88,8 +88,12 @@ def get_with(server: AdminServer, path: str, headers: dict[str, str]) -> int:
 
 
 def test_an_action_on_the_cookie_alone_needs_the_console_header():
-    acted = []
-    act = rt.route("POST", "/api/act", Role.OPERATOR, lambda req: acted.append(req.identity) or rt.Response.of_json({}))
+    acted: list = []
+
+    def acting(req: rt.Request) -> rt.Response:
+        acted.append(req.identity)
+        return rt.Response.of_json({})
+    act = rt.route("POST", "/api/act", Role.OPERATOR, acting)
     server = AdminServer(host="127.0.0.1", port=0, token="s3cret", ring=lambda: RING, ready=lambda: (True, "ready"),
                          alive=lambda: (True, "serving"), registry=CollectorRegistry(),
                          routes=[*console_routes(lambda: RING, lambda: STATUS), act])
