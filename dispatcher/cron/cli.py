@@ -7,8 +7,9 @@
     taskring cron list [NAMESPACE]
 
 --target (or TASKRING_TARGET) is the node's gRPC address; TASKRING_TOKEN and TLS files come
-from the environment (dispatcher/shell_client.py). Output is JSON, one rule per
-line for `list`; an error prints the server's message (naming the field) and exits 1.
+from the environment (dispatcher/shell_client.py). Output is JSON, one flat object per rule
+(the same keys as the Go, Java and Node CLIs print), one line per rule for `list`; an error
+prints the server's message (naming the field) and exits 1.
 """
 from __future__ import annotations
 
@@ -77,6 +78,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"taskring cron {args.action}: {exc}", file=sys.stderr)
         return 1
     for rule in rules:
-        print(to_json(rule))
+        print(json.dumps(rule_json(rule), sort_keys=True))
     return 0
+
+
+def rule_json(info: Any) -> dict[str, Any]:
+    """A CronRuleInfo as one flat JSON object, the keys every SDK's CLI prints for a rule
+    (tests/integration/test_sdk_cron.py): the spec's fields, `timeout_ms`, the state."""
+    spec = json.loads(to_json(info.spec))
+    spec["timeout_ms"] = spec.pop("timeout")
+    spec["payload"] = spec["payload"] or {}
+    state = json.loads(to_json(info))
+    del state["spec"]
+    return {**spec, **state}
 

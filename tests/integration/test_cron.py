@@ -269,6 +269,8 @@ def test_the_taskring_command_manages_rules(node):
     import subprocess
     import sys
 
+    from tests.integration.test_sdk_cron import RULE_KEYS
+
     def taskring(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "dispatcher.cli", "cron", "--target", node.target, *args],
                               capture_output=True, text=True, timeout=60)
@@ -276,10 +278,11 @@ def test_the_taskring_command_manages_rules(node):
                     "--zone", "America/New_York", "--payload", '{"a": 1}', "--owner-team", "ops")
     assert made.returncode == 0, made.stderr
     rule = json.loads(made.stdout)
-    assert (rule["spec"]["time_zone"], rule["spec"]["payload"], rule["spec"]["owner_team"]) == (
-        "America/New_York", {"a": 1}, "ops")
+    assert set(rule) == RULE_KEYS, set(rule) ^ RULE_KEYS   # what the Go, Java and Node CLIs print too
+    assert (rule["time_zone"], rule["payload"], rule["owner_team"]) == ("America/New_York", {"a": 1}, "ops")
+    assert (rule["timeout_ms"], rule["max_retries"], rule["last_fire_state"]) == (None, None, None)
     listed = taskring("list", "tests")
-    assert [json.loads(line)["spec"]["name"] for line in listed.stdout.splitlines()] == ["cli-rule"]
+    assert [json.loads(line)["name"] for line in listed.stdout.splitlines()] == ["cli-rule"]
     assert json.loads(taskring("pause", "tests", "cli-rule").stdout)["paused"] is True
     bad = taskring("create", "tests", "bad-zone", "--type", "ok", "--schedule", "0 0 * * *", "--zone", "Nowhere/X")
     assert bad.returncode == 1 and "rule.time_zone" in bad.stderr
