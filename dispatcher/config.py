@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import socket
+from collections.abc import Mapping
 
 PRIORITY_TOPICS = {1: "low", 2: "normal", 3: "high"}
 
@@ -155,6 +156,50 @@ def parse_tls(cert: str | None, key: str | None, ca: str | None) -> TlsConfig | 
 
 
 @dataclasses.dataclass(frozen=True)
+class ExecutorTlsConfig:
+    """How a node dials the executors (the ExecutorService inside each business service):
+    over TLS, trusting one CA, and showing a client certificate when the executors ask for
+    mutual TLS. PEM files, read at start."""
+
+    ca_file: str
+    """The CA the executors' certificates must chain to (TASKRING_EXECUTOR_CA_FILE)."""
+    client_cert_file: str | None = None
+    """The node's client certificate, for executors that require mutual TLS
+    (TASKRING_EXECUTOR_CLIENT_CERT_FILE)."""
+    client_key_file: str | None = dataclasses.field(default=None, repr=False)
+    """Its private key (TASKRING_EXECUTOR_CLIENT_KEY_FILE)."""
+    server_name: str | None = None
+    """The name to verify in every executor's certificate instead of the host it registered
+    (TASKRING_EXECUTOR_SERVER_NAME): for certificates that name a service, not a pod's IP."""
+
+    def __post_init__(self) -> None:
+        if not self.ca_file:
+            raise ValueError("ExecutorTlsConfig.ca_file must not be empty")
+        for name in ("client_cert_file", "client_key_file", "server_name"):
+            if getattr(self, name) == "":
+                raise ValueError(f"ExecutorTlsConfig.{name} must not be empty (None: unset)")
+        if (self.client_cert_file is None) != (self.client_key_file is None):
+            raise ValueError("ExecutorTlsConfig: client_cert_file and client_key_file go together")
+
+
+def parse_executor_tls(env: Mapping[str, str]) -> ExecutorTlsConfig | None:
+    """TASKRING_EXECUTOR_CA_FILE turns TLS to the executors on; the client certificate and
+    key (mutual TLS) and the server name only with it. Empty counts as unset."""
+    ca, cert, key, name = (env.get(f"TASKRING_EXECUTOR_{v}") or None
+                           for v in ("CA_FILE", "CLIENT_CERT_FILE", "CLIENT_KEY_FILE", "SERVER_NAME"))
+    if ca is None:
+        for value, var in ((cert, "CLIENT_CERT_FILE"), (key, "CLIENT_KEY_FILE"), (name, "SERVER_NAME")):
+            if value is not None:
+                raise ValueError(f"TASKRING_EXECUTOR_{var}: needs TASKRING_EXECUTOR_CA_FILE (TLS to the executors"
+                                 " is on only with the CA that signed their certificates)")
+        return None
+    if (cert is None) != (key is None):
+        missing = "TASKRING_EXECUTOR_CLIENT_CERT_FILE" if cert is None else "TASKRING_EXECUTOR_CLIENT_KEY_FILE"
+        raise ValueError(f"{missing}: is required with the other of TASKRING_EXECUTOR_CLIENT_CERT_FILE/KEY_FILE")
+    return ExecutorTlsConfig(ca_file=ca, client_cert_file=cert, client_key_file=key, server_name=name)
+
+
+@dataclasses.dataclass(frozen=True)
 class NodeConfig:
     node_id: str = dataclasses.field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     grpc_host: str = "127.0.0.1"
@@ -170,6 +215,8 @@ class NodeConfig:
     """How often the tokens file is checked for a change and read again (TASKRING_TOKENS_RELOAD_MS)."""
     tls: TlsConfig | None = None
     """TLS of the gRPC API and the admin endpoint; None: plain text."""
+    executor_tls: ExecutorTlsConfig | None = None
+    """TLS to the executors the node delivers to; None: plain text."""
     slot_count: int = 16
     """P: the Kafka partition count of every task topic; fixed at cluster creation."""
     route_threshold_ms: int = 600_000
@@ -339,6 +386,7 @@ class NodeConfig:
             values["tokens_file"] = env["TASKRING_TOKENS_FILE"]
         values["tls"] = parse_tls(env.get("TASKRING_TLS_CERT_FILE"), env.get("TASKRING_TLS_KEY_FILE"),
                                   env.get("TASKRING_TLS_CLIENT_CA_FILE"))
+        values["executor_tls"] = parse_executor_tls(env)
         for name, var in (("grpc_port", "TASKRING_GRPC_PORT"), ("admin_port", "TASKRING_ADMIN_PORT"),
                           ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
                           ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS"),

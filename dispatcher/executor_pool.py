@@ -64,8 +64,18 @@ class RunResult:
 
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, *, now_ms: Callable[[], int], rpc_margin_s: float = 5.0,
-                 lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0):
+                 lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0,
+                 credentials: grpc.ChannelCredentials | None = None, server_name: str | None = None):
         self._directory = directory
+        # TLS to every executor when given (dispatcher/auth/tls.py); `server_name` is the
+        # name checked in their certificates instead of the address each one registered.
+        self._credentials = credentials
+        self._channel_options: list[tuple[str, int | str]] = [
+            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            ("grpc.max_send_message_length", 64 * 1024 * 1024),
+        ]
+        if server_name is not None:
+            self._channel_options.append(("grpc.ssl_target_name_override", server_name))
         self._node_id = node_id
         self._rpc_margin_s = rpc_margin_s
         # What remains of the session lease (None: no lease, a single node). Read right
@@ -157,10 +167,8 @@ class ExecutorPool:
     def _stub(self, address: str) -> pb_grpc.ExecutorServiceStub:
         entry = self._channels.get(address)
         if entry is None:
-            channel = grpc.aio.insecure_channel(address, options=[
-                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                ("grpc.max_send_message_length", 64 * 1024 * 1024),
-            ])
+            channel = (grpc.aio.insecure_channel(address, options=self._channel_options) if self._credentials is None
+                       else grpc.aio.secure_channel(address, self._credentials, options=self._channel_options))
             entry = (channel, pb_grpc.ExecutorServiceStub(channel))
             self._channels[address] = entry
         return entry[1]

@@ -24,7 +24,7 @@ from dispatcher.api import TaskApi, serve_api
 from dispatcher.auth.admin_auth import admin_authenticator
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.reload import ReloadingTokens
-from dispatcher.auth.tls import admin_ssl_context, grpc_server_credentials
+from dispatcher.auth.tls import admin_ssl_context, executor_channel_credentials, grpc_server_credentials
 from dispatcher.clock import Clock
 from dispatcher.clock_sync import ClockSync, SyncedClock
 from dispatcher.config import NodeConfig
@@ -70,13 +70,19 @@ class Node:
         self.stats = TaskStats(shards=shards_of(self.store), node=config.node_id, clock=self.clock)
         self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
         self.producer = TaskProducer(config.kafka)
+        # Read at construction, so that a CA file that is missing or not PEM stops the node
+        # before it joins, naming the variable, rather than failing every delivery.
+        executor_credentials = (executor_channel_credentials(config.executor_tls)
+                                if config.executor_tls is not None else None)
         self.engine = Engine(
             config=config, store=self.store, producer=self.producer,
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
             executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
                                    now_ms=self.clock.now_ms,
-                                   unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000),
+                                   unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000,
+                                   credentials=executor_credentials,
+                                   server_name=config.executor_tls.server_name if config.executor_tls else None),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats)
         self.ownership = self._build_ownership()
@@ -219,6 +225,13 @@ class Node:
             log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
         if self.config.tls is None:
             log.info("no TASKRING_TLS_CERT_FILE: the gRPC API and the admin endpoint are plain text")
+        executor_tls = self.config.executor_tls
+        if executor_tls is None:
+            log.info("no TASKRING_EXECUTOR_CA_FILE: calls to the executors are plain text")
+        else:
+            log.info("calls to the executors: TLS trusting %s; client certificate %s; name verified %s",
+                     executor_tls.ca_file, executor_tls.client_cert_file or "none (no mutual TLS)",
+                     executor_tls.server_name or "each executor's registered host")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"),
                                                      credentials=self._grpc_credentials)

@@ -1,4 +1,5 @@
-"""TLS of a node's two listeners, built from TlsConfig's PEM files (read once, at start).
+"""TLS of a node's two listeners, built from TlsConfig's PEM files (read once, at start),
+and of the calls it makes to the executors (ExecutorTlsConfig).
 
 gRPC: with a client CA, a client without a certificate that CA signed fails the handshake
 (mutual TLS). The admin endpoint asks for a client certificate but lets the handshake
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from dispatcher.config import TlsConfig
+from dispatcher.config import ExecutorTlsConfig, TlsConfig
 
 
 def _read(path: str, what: str) -> bytes:
@@ -45,3 +46,24 @@ def admin_ssl_context(tls: TlsConfig) -> ssl.SSLContext:
                 from None
         context.verify_mode = ssl.CERT_OPTIONAL  # required by the server for all but the probes
     return context
+
+
+def _pem(path: str, var: str, marker: bytes, what: str) -> bytes:
+    """Read a PEM file. gRPC parses the credentials only at the first handshake, and then
+    fails every call with a vague UNAVAILABLE: a file that is not PEM is refused at start."""
+    data = _read(path, var)
+    if marker not in data:
+        raise ValueError(f"{var} {path!r}: holds no PEM {what}")
+    return data
+
+
+def executor_channel_credentials(tls: ExecutorTlsConfig) -> grpc.ChannelCredentials:
+    """Trust the executors' CA; show the node's client certificate when one is configured
+    (executors that require mutual TLS refuse the handshake without it)."""
+    ca = _pem(tls.ca_file, "TASKRING_EXECUTOR_CA_FILE", b"-----BEGIN CERTIFICATE-----", "certificate")
+    cert = key = None
+    if tls.client_cert_file is not None and tls.client_key_file is not None:
+        cert = _pem(tls.client_cert_file, "TASKRING_EXECUTOR_CLIENT_CERT_FILE", b"-----BEGIN CERTIFICATE-----",
+                    "certificate")
+        key = _pem(tls.client_key_file, "TASKRING_EXECUTOR_CLIENT_KEY_FILE", b"PRIVATE KEY-----", "private key")
+    return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)

@@ -6,7 +6,7 @@ names below are the public API; everything in a module starting with ``_`` is
 private and may change.
 """
 from taskring import errors
-from taskring._auth import tls_credentials
+from taskring._auth import executor_tls_credentials, executor_tls_from_env, tls_credentials
 from taskring.client import AsyncClient, Client
 from taskring.context import TaskContext
 from taskring.errors import NonRetryableError, RetryableError, TaskringError
@@ -37,5 +37,7 @@ __all__ = [
     "TaskState",
     "TaskringError",
     "errors",
+    "executor_tls_credentials",
+    "executor_tls_from_env",
     "tls_credentials",
 ]

@@ -92,6 +92,7 @@ class Executor:
         advertise_host: str | None = None,
         advertise_port: int | None = None,
         zk_session_timeout_s: float = 10.0,
+        credentials: grpc.ServerCredentials | None = None,
     ) -> None:
         """Configure; nothing runs until `start()`.
 
@@ -105,6 +106,8 @@ class Executor:
         port mapping or a proxy (defaults to the port the server is bound to).
         `max_in_flight` caps handlers running at once across all batches.
         `instance_id` names the znode (default: hostname-pid-random).
+        `credentials`: serve TLS, or mutual TLS (`executor_tls_credentials`,
+        `executor_tls_from_env`); None: plain text.
         """
         if not _NAMESPACE.fullmatch(namespace):
             raise ValueError(f"namespace: must match {_NAMESPACE.pattern}, got {namespace!r}")
@@ -130,6 +133,7 @@ class Executor:
         if advertise_port is not None and not 0 < advertise_port < 65536:
             raise ValueError(f"advertise_port: must be 1..65535, got {advertise_port!r}")
         self._advertise_port = advertise_port
+        self._credentials = credentials
         self._handlers: dict[str, Handler] = {}
         self._state = _NEW
         self._state_lock = threading.Lock()
@@ -318,7 +322,8 @@ class Executor:
         pb_grpc.add_ExecutorServiceServicer_to_server(_ExecutorServicer(self._runner), server)
         bind = f"{_format_address(self._host, self._port)}"
         try:
-            port = int(server.add_insecure_port(bind))
+            port = int(server.add_insecure_port(bind) if self._credentials is None
+                       else server.add_secure_port(bind, self._credentials))
         except RuntimeError as e:
             raise OSError(f"executor cannot listen on {bind}: {e}") from e
         if port == 0:
