@@ -83,6 +83,13 @@ func NewExecutor(namespace string, opts ...ExecutorOption) (*Executor, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
 	}
+	if cfg.tls != nil {
+		creds, err := cfg.tls.credentials()
+		if err != nil {
+			return nil, err
+		}
+		cfg.tlsCreds = creds
+	}
 	return &Executor{namespace: namespace, cfg: cfg, handlers: map[string]HandlerFunc{}}, nil
 }
 
@@ -202,8 +209,11 @@ func (e *Executor) Start(ctx context.Context) error {
 		e.reg = reg
 		e.mu.Unlock()
 	}
-	e.cfg.logger.Info("taskring: executor serving", "namespace", e.namespace, "instance", e.cfg.instanceID,
-		"address", e.Address(), "task_types", e.TaskTypes())
+	attrs := []any{"namespace", e.namespace, "instance", e.cfg.instanceID, "address", e.Address(), "task_types", e.TaskTypes()}
+	if e.cfg.tls != nil {
+		attrs = append(attrs, "transport", e.cfg.tls.mode())
+	}
+	e.cfg.logger.Info("taskring: executor serving", attrs...)
 	return nil
 }
 
@@ -225,6 +235,9 @@ func (e *Executor) startServer() error {
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes),
 	}, e.cfg.serverOpts...)
+	if e.cfg.tlsCreds != nil {
+		opts = append(opts, grpc.Creds(e.cfg.tlsCreds)) // last: gRPC uses the last grpc.Creds, so WithTLSFiles wins
+	}
 	srv := grpc.NewServer(opts...)
 	pb.RegisterExecutorServiceServer(srv, &executorService{runner: r, gate: g})
 	served := make(chan struct{})

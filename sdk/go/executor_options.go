@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // ExecutorOption configures NewExecutor.
@@ -19,6 +20,8 @@ type executorConfig struct {
 	instanceID       string
 	stopGrace        time.Duration
 	serverOpts       []grpc.ServerOption
+	tls              *executorTLSFiles // WithTLSFiles, ExecutorTLSFromEnv (executor_tls.go)
+	tlsCreds         credentials.TransportCredentials
 	logger           *slog.Logger
 	observe          func(Outcome)
 }
@@ -65,7 +68,9 @@ func WithStopGrace(d time.Duration) ExecutorOption {
 	return func(c *executorConfig) { c.stopGrace = d }
 }
 
-// WithServerOptions adds gRPC server options (e.g. TLS credentials).
+// WithServerOptions adds gRPC server options. TLS from PEM files is
+// WithTLSFiles; grpc.Creds here still works for other credentials, but do not
+// combine the two (WithTLSFiles wins).
 func WithServerOptions(opts ...grpc.ServerOption) ExecutorOption {
 	return func(c *executorConfig) { c.serverOpts = append(c.serverOpts, opts...) }
 }

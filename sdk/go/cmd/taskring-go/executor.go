@@ -20,9 +20,18 @@ type executorArgs struct {
 	zk, namespace, behavior, listen, instanceID string
 	types                                       []string
 	maxInFlight                                 int
+	tlsCert, tlsKey, tlsClientCA                string // --tls-*, "" for plaintext
 }
 
-func parseExecutor(args []string) (executorArgs, error) {
+// The environment variables the --tls-* flags default to (the SDK's ExecutorTLSFromEnv).
+var tlsFlags = []struct{ flag, env, usage string }{
+	{"tls-cert", taskring.EnvExecutorTLSCertFile, "serve TLS with this certificate chain (PEM)"},
+	{"tls-key", taskring.EnvExecutorTLSKeyFile, "the key of --tls-cert (PEM)"},
+	{"tls-client-ca", taskring.EnvExecutorTLSClientCAFile, "require mutual TLS: client certificates this CA signed (PEM)"},
+}
+
+// parseExecutor reads args; getenv gives the defaults of the --tls-* flags.
+func parseExecutor(args []string, getenv func(string) string) (executorArgs, error) {
 	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
 	var a executorArgs
 	fs.StringVar(&a.zk, "zk", "", "ZooKeeper HOST:PORT[,HOST:PORT...][/chroot]")
@@ -32,6 +41,10 @@ func parseExecutor(args []string) (executorArgs, error) {
 	fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "listen address")
 	fs.StringVar(&a.instanceID, "instance-id", "", "znode name (default hostname-pid-random)")
 	fs.IntVar(&a.maxInFlight, "max-in-flight", 64, "handlers running at once")
+	tlsValues := []*string{&a.tlsCert, &a.tlsKey, &a.tlsClientCA}
+	for i, f := range tlsFlags {
+		fs.StringVar(tlsValues[i], f.flag, getenv(f.env), f.usage+" (default $"+f.env+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}
@@ -42,7 +55,22 @@ func parseExecutor(args []string) (executorArgs, error) {
 	if _, err := behavior(a.behavior); err != nil {
 		return a, err
 	}
-	return a, nil
+	return a, checkTLSFlags(a)
+}
+
+// checkTLSFlags refuses --tls-* combinations the executor cannot serve, naming
+// the flags and their variables (NewExecutor checks the files).
+func checkTLSFlags(a executorArgs) error {
+	name := func(i int) string { return "--" + tlsFlags[i].flag + " (" + tlsFlags[i].env + ")" }
+	switch {
+	case a.tlsCert != "" && a.tlsKey == "":
+		return fmt.Errorf("%s is set but %s is not: give both or neither", name(0), name(1))
+	case a.tlsKey != "" && a.tlsCert == "":
+		return fmt.Errorf("%s is set but %s is not: give both or neither", name(1), name(0))
+	case a.tlsClientCA != "" && a.tlsCert == "":
+		return fmt.Errorf("%s needs %s and %s: mutual TLS needs the executor's own certificate", name(2), name(0), name(1))
+	}
+	return nil
 }
 
 // behavior is the handler of --behavior. The "once" behaviours key on the
@@ -70,7 +98,7 @@ func behavior(name string) (taskring.HandlerFunc, error) {
 }
 
 func runExecutor(args []string, out io.Writer) error {
-	a, err := parseExecutor(args)
+	a, err := parseExecutor(args, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -87,6 +115,9 @@ func runExecutor(args []string, out io.Writer) error {
 	}
 	if a.instanceID != "" {
 		opts = append(opts, taskring.WithInstanceID(a.instanceID))
+	}
+	if a.tlsCert != "" {
+		opts = append(opts, taskring.WithTLSFiles(a.tlsCert, a.tlsKey, a.tlsClientCA))
 	}
 	ex, err := taskring.NewExecutor(a.namespace, opts...)
 	if err != nil {

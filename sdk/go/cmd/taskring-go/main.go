@@ -26,9 +26,13 @@
 //
 //	taskring-go executor --zk HOST:PORT[/chroot] --namespace NS --types a,b
 //	                     --behavior ok|panic-once|fail-once [--listen 127.0.0.1:0]
+//	                     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //	    registers, serves until SIGTERM/SIGINT, prints "task_id attempt outcome"
 //	    per delivery. panic-once panics on attempt 1 and succeeds from attempt 2;
-//	    fail-once returns an error on attempt 1 likewise.
+//	    fail-once returns an error on attempt 1 likewise. --tls-cert/--tls-key
+//	    serve TLS to the dispatchers, --tls-client-ca requires mutual TLS; they
+//	    default to TASKRING_EXECUTOR_TLS_CERT_FILE, TASKRING_EXECUTOR_TLS_KEY_FILE
+//	    and TASKRING_EXECUTOR_TLS_CLIENT_CA_FILE.
 //
 // Logs go to stderr, so stdout carries only the lines above.
 package main

@@ -30,11 +30,11 @@ func TestParseSubmit(t *testing.T) {
 }
 
 func TestParseExecutorAndBehaviours(t *testing.T) {
-	a, err := parseExecutor([]string{"--zk", "127.0.0.1:22181/x", "--namespace", "shop", "--types", "a,b", "--behavior", "panic-once"})
+	a, err := parseExecutor([]string{"--zk", "127.0.0.1:22181/x", "--namespace", "shop", "--types", "a,b", "--behavior", "panic-once"}, noEnv)
 	if err != nil || len(a.types) != 2 {
 		t.Fatalf("%+v %v", a, err)
 	}
-	if _, err := parseExecutor([]string{"--zk", "z", "--namespace", "n", "--types", "a", "--behavior", "maybe"}); err == nil {
+	if _, err := parseExecutor([]string{"--zk", "z", "--namespace", "n", "--types", "a", "--behavior", "maybe"}, noEnv); err == nil {
 		t.Error("unknown behaviour accepted")
 	}
 }
