@@ -68,13 +68,19 @@ class Tools:
     def java(self, *args: str) -> list[str]:
         return ["java", "-cp", self.java_classpath, "io.taskring.cli.Main", *args]
 
-    def node_executor(self, zk: str, namespace: str, types: str, behavior: str) -> list[str]:
-        return ["node", str(self.node_cli), "executor", "--zk", zk, "--namespace", namespace,
-                "--types", types, "--behavior", behavior]
+    def node_executor(self, zk: str, namespace: str, types: str, behavior: str, *extra: str) -> list[str]:
+        return ["node", str(self.node_cli), "executor", *executor_args(zk, namespace, types, behavior), *extra]
 
-    def go_executor(self, zk: str, namespace: str, types: str, behavior: str) -> list[str]:
-        return [str(self.go_cli), "executor", "--zk", zk, "--namespace", namespace,
-                "--types", types, "--behavior", behavior]
+    def go_executor(self, zk: str, namespace: str, types: str, behavior: str, *extra: str) -> list[str]:
+        return [str(self.go_cli), "executor", *executor_args(zk, namespace, types, behavior), *extra]
+
+    def java_executor(self, zk: str, namespace: str, types: str, behavior: str, *extra: str) -> list[str]:
+        return self.java("executor", *executor_args(zk, namespace, types, behavior), *extra)
+
+
+def executor_args(zk: str, namespace: str, types: str, behavior: str) -> list[str]:
+    """The flags every SDK's `executor` mode takes alike."""
+    return ["--zk", zk, "--namespace", namespace, "--types", types, "--behavior", behavior]
 
 
 def build_tools(out_dir: Path) -> Tools:
@@ -159,8 +165,9 @@ class ServiceProcess(ChildProcess):
     """A long-running CLI process (an executor): stdout to <logs>/<name>.out, stderr to
     <logs>/<name>.err; stopped by its PID (SIGTERM, then SIGKILL after a deadline)."""
 
-    def __init__(self, name: str, args: Sequence[str], logs: Path, cwd: Path = REPO):
-        super().__init__(name, args, logs / f"{name}.out", err_path=logs / f"{name}.err", cwd=cwd)
+    def __init__(self, name: str, args: Sequence[str], logs: Path, cwd: Path = REPO,
+                 env: dict[str, str] | None = None):
+        super().__init__(name, args, logs / f"{name}.out", err_path=logs / f"{name}.err", cwd=cwd, env=env)
         self.out_path = self.log_path
 
     def stdout_lines(self) -> list[str]:

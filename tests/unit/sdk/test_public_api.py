@@ -18,6 +18,8 @@ PUBLIC = {
     "TaskState",
     "TaskringError",
     "errors",
+    "executor_tls_credentials",
+    "executor_tls_from_env",
     "tls_credentials",
 }
 
