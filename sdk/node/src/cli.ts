@@ -4,8 +4,13 @@
  *
  *   node dist/cli.js executor --zk HOST:PORT/chroot --namespace NS --types a,b \
  *     [--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]
+ *     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
  *
  * Registers in ZooKeeper, serves until SIGTERM/SIGINT, then stops gracefully.
+ * --tls-cert/--tls-key serve TLS, --tls-client-ca requires mutual TLS; each
+ * defaults to its env var, TASKRING_EXECUTOR_TLS_CERT_FILE, _KEY_FILE and
+ * _CLIENT_CA_FILE (a flag given, even empty, overrides it). A bad TLS
+ * configuration exits 2 naming the flag or env var, before anything starts.
  * Behaviours: ok succeeds; reject-once returns a rejected promise on attempt 1
  * and succeeds from attempt 2; fail-once throws synchronously on attempt 1 and
  * succeeds from attempt 2 (both are retryable failures). Prints one line per
@@ -34,7 +39,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, tlsCredentials, type ClientOptions } from './client';
 import type { CronRuleInfo, CronRuleSpec } from './cron';
 import { TaskringError } from './errors';
-import { Executor } from './executor';
+import { Executor, type ExecutorOptions } from './executor';
+import { TLS_ENV_NAMES, checkExecutorTlsFields, executorServerCredentials, type ExecutorTlsNames } from './executor-tls';
 import type { Handler } from './runner';
 
 const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]\n' +
@@ -45,7 +51,8 @@ const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--p
   '       cli.js cron get|pause|resume|delete --nodes H:P,... --namespace NS --name NAME\n' +
   '       cli.js cron list --nodes H:P,... [--namespace NS]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
-  '[--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]';
+  '[--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
+  '[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]';
 
 function handlerFor(behavior: string): Handler {
   switch (behavior) {
@@ -264,16 +271,24 @@ async function cronMode(rest: string[]): Promise<number> {
   }
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [mode, ...rest] = argv;
-  if (mode === 'submit' || mode === 'get') return clientMode(mode, rest);
-  if (mode === 'cron') return cronMode(rest);
-  if (mode !== 'executor') {
-    console.error(USAGE);
-    return 2;
-  }
+const TLS_FLAGS: ExecutorTlsNames = { certFile: '--tls-cert', keyFile: '--tls-key', clientCaFile: '--tls-client-ca' };
+
+/** What `executor` runs with: the Executor's options (handlers aside) and the --behavior. */
+export interface ExecutorArgs {
+  options: ExecutorOptions & { zk: string };
+  types: string[];
+  behavior: string;
+}
+
+/**
+ * Parse `executor`'s arguments, taking each --tls-* flag not given from its
+ * env var; the TLS files are read and checked here, so an error names the
+ * flag or the env var the value came from. Throws UsageError (exit 2); an
+ * unknown flag is parseArgs' TypeError (exit 1), as before.
+ */
+export function executorArgs(args: string[], env: NodeJS.ProcessEnv = process.env): ExecutorArgs {
   const { values } = parseArgs({
-    args: rest,
+    args,
     options: {
       zk: { type: 'string' },
       namespace: { type: 'string' },
@@ -283,26 +298,69 @@ async function main(argv: string[]): Promise<number> {
       port: { type: 'string', default: '0' },
       'max-in-flight': { type: 'string', default: '64' },
       'instance-id': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-client-ca': { type: 'string' },
     },
     strict: true,
   });
-  if (!values.zk || !values.namespace || !values.types) {
+  if (!values.zk || !values.namespace || !values.types) throw new UsageError(''); // the usage alone, as before
+  // Each field from its flag, else its env var; errors name whichever the value came from.
+  const given: Partial<Record<keyof ExecutorTlsNames, string>> = {};
+  const names = { ...TLS_ENV_NAMES };
+  for (const f of ['certFile', 'keyFile', 'clientCaFile'] as const) {
+    const flag = values[TLS_FLAGS[f].slice(2) as 'tls-cert' | 'tls-key' | 'tls-client-ca'];
+    const value = flag ?? env[TLS_ENV_NAMES[f]];
+    if (flag !== undefined) names[f] = TLS_FLAGS[f];
+    else if (value === undefined) names[f] = `${TLS_FLAGS[f]} (or ${TLS_ENV_NAMES[f]})`; // missing: name both ways to give it
+    if (value !== undefined) given[f] = value;
+  }
+  let tls;
+  try {
+    tls = checkExecutorTlsFields(given, names);
+    if (tls !== undefined) executorServerCredentials(tls, names);
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  return {
+    options: {
+      namespace: values.namespace,
+      zk: values.zk,
+      host: values.host ?? '127.0.0.1',
+      port: Number(values.port),
+      maxInFlight: Number(values['max-in-flight']),
+      ...(values['instance-id'] ? { instanceId: values['instance-id'] } : {}),
+      ...(tls === undefined ? {} : { tls }),
+    },
+    types: values.types.split(',').map((t) => t.trim()).filter(Boolean),
+    behavior: values.behavior ?? 'ok',
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [mode, ...rest] = argv;
+  if (mode === 'submit' || mode === 'get') return clientMode(mode, rest);
+  if (mode === 'cron') return cronMode(rest);
+  if (mode !== 'executor') {
     console.error(USAGE);
     return 2;
   }
-  const handler = handlerFor(values.behavior ?? 'ok');
+  let parsed: ExecutorArgs;
+  try {
+    parsed = executorArgs(rest, process.env);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(e.message ? `executor: ${e.message}\n${USAGE}` : USAGE);
+    return 2;
+  }
+  const handler = handlerFor(parsed.behavior);
   const executor = new Executor({
-    namespace: values.namespace,
-    zk: values.zk,
-    host: values.host ?? '127.0.0.1',
-    port: Number(values.port),
-    maxInFlight: Number(values['max-in-flight']),
-    ...(values['instance-id'] ? { instanceId: values['instance-id'] } : {}),
+    ...parsed.options,
     onOutcome: (o) => {
       process.stdout.write(`${o.task_id} ${o.attempt} ${String(o.kind).replace(/^OUTCOME_KIND_/, '')}\n`);
     },
   });
-  for (const type of values.types.split(',').map((t) => t.trim()).filter(Boolean)) executor.handle(type, handler);
+  for (const type of parsed.types) executor.handle(type, handler);
   await executor.start();
   console.error(`ready ${executor.address} ${executor.registrationPath ?? '-'}`);
   await new Promise<void>((resolve) => {

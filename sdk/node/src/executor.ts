@@ -24,6 +24,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ExecuteRequest__Output } from './gen/taskring/v1/ExecuteRequest';
 import type { ExecuteResponse } from './gen/taskring/v1/ExecuteResponse';
 import type { ExecutorServiceHandlers } from './gen/taskring/v1/ExecutorService';
+import { checkExecutorTlsFields, executorServerCredentials, type ExecutorTlsOptions } from './executor-tls';
 import { consoleLogger, type Logger } from './log';
 import { Registration, znodeData, znodePath } from './registration';
 import { DeliveryRunner, RETRYABLE, type BuiltOutcome, type Handler } from './runner';
@@ -56,6 +57,14 @@ export interface ExecutorOptions {
   advertiseHost?: string;
   /** The port written into ZooKeeper when dispatchers reach this executor through a port mapping or proxy (default: the bound port). */
   advertisePort?: number;
+  /**
+   * Serve TLS with this certificate chain and key (PEM files); with
+   * `clientCaFile`, mutual TLS (the dispatcher must show a client certificate
+   * that CA signed). Default: plain text. Read and checked by the constructor,
+   * which throws naming the field. `executorTlsFromEnv()` reads it from the
+   * environment; the constructor never does.
+   */
+  tls?: ExecutorTlsOptions;
   /** Default 10 000. */
   zkSessionTimeoutMs?: number;
   /** Bound on connecting to ZooKeeper and each step of registering (default 10 000). */
@@ -84,6 +93,7 @@ export class Executor {
   private readonly host: string;
   private readonly advertiseHost: string;
   private readonly log: Logger;
+  private readonly credentials: grpc.ServerCredentials;
   private readonly handlers = new Map<string, Handler>();
   private state: Lifecycle = 'new';
   private server: grpc.Server | null = null;
@@ -111,6 +121,9 @@ export class Executor {
     if (ap !== undefined && (!Number.isInteger(ap) || ap < 1 || ap > 65535)) {
       throw new RangeError(`advertisePort: must be in 1..65535, got ${ap}`);
     }
+    // Before anything starts: a bad certificate must stop the executor from serving or registering.
+    const tls = checkExecutorTlsFields(options.tls, undefined, true);
+    this.credentials = tls === undefined ? grpc.ServerCredentials.createInsecure() : executorServerCredentials(tls);
     this.options = options;
     this.namespace = options.namespace;
     this.instanceId = instanceId;
@@ -243,7 +256,7 @@ export class Executor {
     this.server = server;
     const bind = formatAddress(this.host, this.options.port ?? 0);
     return new Promise<void>((resolve, reject) => {
-      server.bindAsync(bind, grpc.ServerCredentials.createInsecure(), (err, port) => {
+      server.bindAsync(bind, this.credentials, (err, port) => {
         if (err) {
           reject(new Error(`executor cannot listen on ${bind}: ${err.message}`, { cause: err }));
           return;

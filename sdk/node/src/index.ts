@@ -24,6 +24,7 @@ export {
   fromRpcError,
 } from './errors';
 export { Executor, type ExecutorOptions } from './executor';
+export { executorTlsFromEnv, type ExecutorTlsOptions } from './executor-tls';
 export { formatInstant, parseInstant } from './instant';
 export { consoleLogger, silentLogger, type Logger } from './log';
 export { backoffCeilingMs, retryDelayMs, type ResolvedRetryPolicy } from './retry';

@@ -4,15 +4,11 @@
 // tlsCredentials() reaches a TLS / mutual-TLS node (certs of deploy/local/certs.sh).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const util = require('node:util');
-const { execFileSync } = require('node:child_process');
 const grpc = require('@grpc/grpc-js');
 const sdk = require('../dist/index');
 const { securityFromEnv } = require('../dist/cli');
-const { fakeDispatcher } = require('./helpers');
+const { fakeDispatcher, makeCerts } = require('./helpers');
 
 const SECRET = 'trk_node-test-secret-never-shown';
 const handlers = {
@@ -74,14 +70,10 @@ test('securityFromEnv reads TASKRING_TOKEN and TASKRING_CA_FILE', () => {
 });
 
 test('tlsCredentials: TLS and mutual TLS to a node with certs.sh certificates', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskring-node-tls-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  execFileSync('bash', [path.join(__dirname, '..', '..', '..', 'deploy', 'local', 'certs.sh'), dir], { stdio: 'ignore' });
-  const read = (f) => fs.readFileSync(path.join(dir, f));
+  const { file: f, read } = makeCerts(t);
   const mtls = grpc.ServerCredentials.createSsl(read('ca.pem'),
     [{ private_key: read('server.key'), cert_chain: read('server.pem') }], true);
   const node = await fakeDispatcher('tls', handlers, mtls);
-  const f = (name) => path.join(dir, name);
   const good = new sdk.Client({ nodes: node.address, token: SECRET, rpcTimeoutMs: 5_000,
     credentials: sdk.tlsCredentials(f('ca.pem'), f('client.pem'), f('client.key')) });
   const noCert = new sdk.Client({ nodes: node.address, rpcTimeoutMs: 5_000, credentials: sdk.tlsCredentials(f('ca.pem')) });

@@ -3,7 +3,9 @@
 // in-process fake dispatcher, and a caller of an executor. Everything binds
 // 127.0.0.1 only.
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const grpc = require('@grpc/grpc-js');
 const protobuf = require('protobufjs');
 const { loadWire, protoDir, PROTO_FILE } = require('../dist/wire/load');
@@ -203,10 +205,10 @@ function memoryCron(now = '2030-01-02T03:04:05Z') {
   return { handlers, rules };
 }
 
-/** Call Execute on an executor at `address`. */
-function execute(address, deliveries, deadlineMs = 30_000) {
+/** Call Execute on an executor at `address` (plain text unless `credentials` are given). */
+function execute(address, deliveries, deadlineMs = 30_000, credentials = grpc.credentials.createInsecure()) {
   const wire = loadWire();
-  const client = new wire.ExecutorService(address, grpc.credentials.createInsecure());
+  const client = new wire.ExecutorService(address, credentials);
   return new Promise((resolve, reject) => {
     client.Execute({ deliveries, dispatcher_node: 'test' }, { deadline: Date.now() + deadlineMs }, (err, resp) => {
       client.close();
@@ -226,9 +228,22 @@ function delivery(taskId, taskType, { attempt = 1, timeoutMs = 5_000, payload = 
   };
 }
 
+/**
+ * Fresh certificates of deploy/local/certs.sh in a temporary directory, removed
+ * after the test `t`: ca.pem, server.pem/key (127.0.0.1, localhost), client.pem/key,
+ * other-ca.pem, other-client.pem/key. Returns { dir, file(name), read(name) }.
+ */
+function makeCerts(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskring-node-tls-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  execFileSync('bash', [path.join(__dirname, '..', '..', '..', 'deploy', 'local', 'certs.sh'), dir], { stdio: 'ignore' });
+  const file = (name) => path.join(dir, name);
+  return { dir, file, read: (name) => fs.readFileSync(file(name)) };
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 module.exports = {
   VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, fakeCronNode,
-  memoryCron, execute, delivery, sleep,
+  memoryCron, execute, delivery, makeCerts, sleep,
 };
