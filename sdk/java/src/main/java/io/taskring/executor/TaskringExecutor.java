@@ -25,9 +25,11 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import taskring.v1.Taskring;
 
 /**
  * The executor: a small gRPC server inside a business service that runs its tasks.
@@ -70,6 +72,7 @@ public final class TaskringExecutor implements AutoCloseable {
     private final Duration zkConnectTimeout;
     private final ServerCredentials credentials;
     private final String security; // for the log: plaintext, tls or mtls
+    private final Consumer<Taskring.Outcome> outcomeObserver;
 
     private final Object stateLock = new Object();
     private State state = State.NEW;
@@ -92,6 +95,7 @@ public final class TaskringExecutor implements AutoCloseable {
         this.zkSessionTimeout = b.zkSessionTimeout;
         this.zkConnectTimeout = b.zkConnectTimeout;
         this.credentials = b.tls == null ? InsecureServerCredentials.create() : b.tls.credentials();
+        this.outcomeObserver = b.outcomeObserver;
         this.security = b.tls == null ? "plaintext" : b.tls.mutual() ? "mutual TLS" : "TLS";
     }
 
@@ -114,7 +118,7 @@ public final class TaskringExecutor implements AutoCloseable {
             runner = new DeliveryRunner(handlers, maxInFlight, pool, timer);
             server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), credentials)
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-                    .addService(new ExecuteService(runner))
+                    .addService(new ExecuteService(runner, outcomeObserver))
                     .build()
                     .start();
             if (zookeeper != null) {
@@ -279,6 +283,7 @@ public final class TaskringExecutor implements AutoCloseable {
         private Duration zkSessionTimeout = Duration.ofSeconds(10);
         private Duration zkConnectTimeout = Duration.ofSeconds(10);
         private ExecutorTls tls;
+        private Consumer<Taskring.Outcome> outcomeObserver;
 
         private Builder() {}
 
@@ -386,6 +391,15 @@ public final class TaskringExecutor implements AutoCloseable {
             if (fromEnv != null) {
                 this.tls = fromEnv;
             }
+            return this;
+        }
+
+        /**
+         * Called with every outcome as it is decided, before the batch's answer is sent (logs,
+         * metrics, the CLI). It runs on the thread that decided it: keep it quick. Null: none.
+         */
+        public Builder outcomeObserver(Consumer<Taskring.Outcome> observer) {
+            this.outcomeObserver = observer;
             return this;
         }
 
