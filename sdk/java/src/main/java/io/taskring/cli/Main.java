@@ -27,6 +27,8 @@ import java.util.Map;
  *   submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID]
  *          [--delay-ms N] [--timeout-ms N]                                   the task_id
  *   cron   create|update|get|list|pause|resume|delete ...                    one JSON line per rule ({@link CronCommand})
+ *   executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ...          serves until SIGTERM; one line per outcome
+ *                                                                            ({@link ExecutorCommand})
  * </pre>
  *
  * <p>Like the Python commands, it reads the token and TLS files from the environment only
@@ -53,8 +55,11 @@ public final class Main {
         if (args.length >= 1 && args[0].equals("cron")) {
             return CronCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
         }
+        if (args.length >= 1 && args[0].equals("executor")) {
+            return ExecutorCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
+        }
         if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel") || args[0].equals("submit"))) {
-            return usage(err, "give a mode: get, cancel, submit or cron");
+            return usage(err, "give a mode: get, cancel, submit, cron or executor");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
@@ -143,6 +148,7 @@ public final class Main {
         err.println("usage: get|cancel --nodes host:port[,host:port...] --task-id ID [--timeout-ms N]");
         err.println("       submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]");
         err.println("       cron create|update|get|list|pause|resume|delete ... (see: cron)");
+        err.println("       executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ... (see: executor)");
         return 2;
     }
 }

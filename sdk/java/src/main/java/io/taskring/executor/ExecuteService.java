@@ -5,6 +5,7 @@ import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import taskring.v1.ExecutorServiceGrpc;
@@ -15,9 +16,15 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
     private static final Logger log = LoggerFactory.getLogger(ExecuteService.class);
 
     private final DeliveryRunner runner;
+    private final Consumer<Taskring.Outcome> observer; // null: none
 
     ExecuteService(DeliveryRunner runner) {
+        this(runner, null);
+    }
+
+    ExecuteService(DeliveryRunner runner, Consumer<Taskring.Outcome> observer) {
         this.runner = runner;
+        this.observer = observer;
     }
 
     @Override
@@ -29,7 +36,11 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
         }
         List<CompletableFuture<Taskring.Outcome>> outcomes = new ArrayList<>(request.getDeliveriesCount());
         for (Taskring.Delivery d : request.getDeliveriesList()) {
-            outcomes.add(runner.run(d, received));
+            CompletableFuture<Taskring.Outcome> o = runner.run(d, received);
+            if (observer != null) {
+                o.thenAccept(this::observe);
+            }
+            outcomes.add(o);
         }
         CompletableFuture.allOf(outcomes.toArray(new CompletableFuture<?>[0])).whenComplete((v, e) -> {
             Taskring.ExecuteResponse.Builder reply = Taskring.ExecuteResponse.newBuilder();
@@ -43,5 +54,13 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
                 log.debug("could not answer Execute: {}", sendFailed.toString());
             }
         });
+    }
+
+    private void observe(Taskring.Outcome o) {
+        try {
+            observer.accept(o);
+        } catch (RuntimeException e) { // an observer's bug must not cost the batch its answer
+            log.warn("outcome observer failed on task {}", o.getTaskId(), e);
+        }
     }
 }

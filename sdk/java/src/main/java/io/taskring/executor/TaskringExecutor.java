@@ -1,12 +1,15 @@
 package io.taskring.executor;
 
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.taskring.errors.TaskringException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -22,9 +25,11 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import taskring.v1.Taskring;
 
 /**
  * The executor: a small gRPC server inside a business service that runs its tasks.
@@ -44,6 +49,13 @@ public final class TaskringExecutor implements AutoCloseable {
     static final Pattern TASK_TYPE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
     static final Pattern INSTANCE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
 
+    /** The executor's certificate chain (PEM), read by {@link Builder#tlsFromEnv()} and the CLI. */
+    public static final String ENV_TLS_CERT_FILE = "TASKRING_EXECUTOR_TLS_CERT_FILE";
+    /** Its private key (PEM, PKCS#8). */
+    public static final String ENV_TLS_KEY_FILE = "TASKRING_EXECUTOR_TLS_KEY_FILE";
+    /** The CA of the dispatchers' client certificates (PEM): mutual TLS. */
+    public static final String ENV_TLS_CLIENT_CA_FILE = "TASKRING_EXECUTOR_TLS_CLIENT_CA_FILE";
+
     private static final int MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
     private enum State { NEW, RUNNING, STOPPED }
@@ -58,6 +70,9 @@ public final class TaskringExecutor implements AutoCloseable {
     private final String instanceId;
     private final Duration zkSessionTimeout;
     private final Duration zkConnectTimeout;
+    private final ServerCredentials credentials;
+    private final String security; // for the log: plaintext, tls or mtls
+    private final Consumer<Taskring.Outcome> outcomeObserver;
 
     private final Object stateLock = new Object();
     private State state = State.NEW;
@@ -79,6 +94,9 @@ public final class TaskringExecutor implements AutoCloseable {
         this.instanceId = b.instanceId != null ? b.instanceId : defaultInstanceId();
         this.zkSessionTimeout = b.zkSessionTimeout;
         this.zkConnectTimeout = b.zkConnectTimeout;
+        this.credentials = b.tls == null ? InsecureServerCredentials.create() : b.tls.credentials();
+        this.outcomeObserver = b.outcomeObserver;
+        this.security = b.tls == null ? "plaintext" : b.tls.mutual() ? "mutual TLS" : "TLS";
     }
 
     public static Builder builder() {
@@ -98,9 +116,9 @@ public final class TaskringExecutor implements AutoCloseable {
             timer = new ScheduledThreadPoolExecutor(1, daemon("taskring-timer"));
             timer.setRemoveOnCancelPolicy(true);
             runner = new DeliveryRunner(handlers, maxInFlight, pool, timer);
-            server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+            server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), credentials)
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-                    .addService(new ExecuteService(runner))
+                    .addService(new ExecuteService(runner, outcomeObserver))
                     .build()
                     .start();
             if (zookeeper != null) {
@@ -114,7 +132,7 @@ public final class TaskringExecutor implements AutoCloseable {
             stop(Duration.ZERO);
             throw e;
         }
-        log.info("executor {} serving {} at {}", instanceId, typesByNamespace, address());
+        log.info("executor {} serving {} at {} ({})", instanceId, typesByNamespace, address(), security);
     }
 
     /**
@@ -264,6 +282,8 @@ public final class TaskringExecutor implements AutoCloseable {
         private String instanceId;
         private Duration zkSessionTimeout = Duration.ofSeconds(10);
         private Duration zkConnectTimeout = Duration.ofSeconds(10);
+        private ExecutorTls tls;
+        private Consumer<Taskring.Outcome> outcomeObserver;
 
         private Builder() {}
 
@@ -330,6 +350,59 @@ public final class TaskringExecutor implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Serve TLS: the executor's certificate chain {@code certChain} and its key {@code key}
+         * (PEM; the key PKCS#8, as deploy/local/certs.sh writes it: grpc-java does not read
+         * SEC1 "EC PRIVATE KEY"). Dispatchers then need {@code TASKRING_EXECUTOR_CA_FILE}, a CA
+         * that signed this certificate. The files are read and checked by {@link #build}.
+         */
+        public Builder tls(Path certChain, Path key) {
+            return tls(certChain, key, null);
+        }
+
+        /**
+         * Serve TLS as {@link #tls(Path, Path)}; with {@code clientCa} (PEM, may be null) mutual
+         * TLS: a dialer must show a client certificate that CA signed, or its handshake fails.
+         * Both {@code certChain} and {@code key} are required; an {@link IllegalArgumentException}
+         * names the one missing (tls_cert_file, tls_key_file). TLS 1.2 at least.
+         */
+        public Builder tls(Path certChain, Path key, Path clientCa) {
+            if (certChain == null && key == null && clientCa == null) {
+                throw new IllegalArgumentException("tls_cert_file: required (with tls_key_file)");
+            }
+            this.tls = ExecutorTls.of(certChain, key, clientCa, ExecutorTls.Names.BUILDER);
+            return this;
+        }
+
+        /**
+         * {@link #tls} from the process environment: {@value TaskringExecutor#ENV_TLS_CERT_FILE} and
+         * {@value TaskringExecutor#ENV_TLS_KEY_FILE} (both or neither), plus {@value TaskringExecutor#ENV_TLS_CLIENT_CA_FILE}
+         * for mutual TLS. Nothing set: plaintext, as before (a no-op). Only some set: an
+         * {@link IllegalArgumentException} naming the variable. The builder never reads the
+         * environment on its own.
+         */
+        public Builder tlsFromEnv() {
+            return tlsFromEnv(System.getenv());
+        }
+
+        /** {@link #tlsFromEnv()} with the variables from {@code env} (tests, embedding). */
+        public Builder tlsFromEnv(Map<String, String> env) {
+            ExecutorTls fromEnv = ExecutorTls.fromEnv(env);
+            if (fromEnv != null) {
+                this.tls = fromEnv;
+            }
+            return this;
+        }
+
+        /**
+         * Called with every outcome as it is decided, before the batch's answer is sent (logs,
+         * metrics, the CLI). It runs on the thread that decided it: keep it quick. Null: none.
+         */
+        public Builder outcomeObserver(Consumer<Taskring.Outcome> observer) {
+            this.outcomeObserver = observer;
+            return this;
+        }
+
         /** Run {@code handler} on a handler thread for tasks of {@code taskType} in the default namespace. */
         public Builder handler(String taskType, TaskHandler handler) {
             return handler(requireNamespace(), taskType, handler);
@@ -348,6 +421,10 @@ public final class TaskringExecutor implements AutoCloseable {
             return add(namespace, taskType, Handler.of(Objects.requireNonNull(handler, "handler")));
         }
 
+        /**
+         * Checks the configuration, reading the TLS files (an {@link IllegalArgumentException}
+         * names the option and the path of one that cannot be read or parsed). Listens on nothing yet.
+         */
         public TaskringExecutor build() {
             if (handlers.isEmpty()) {
                 throw new IllegalStateException("no handlers registered");
