@@ -4,9 +4,10 @@ them as processes whose output goes to files, and stop them by PID.
 The CLIs (see each SDK's README):
 - `taskring-go submit|executor` (built here with `go build ./cmd/taskring-go`);
 - `node sdk/node/dist/cli.js executor` (`npm ci` when node_modules is missing, `npm run build`
-  when dist/cli.js is missing);
+  when dist/cli.js is missing or older than a source);
 - `java -cp <target/classpath.txt>:target/classes io.taskring.cli.Main get|cancel`
-  (`mvn -q -B -DskipTests compile`, which also writes target/classpath.txt, when missing).
+  (`mvn -q -B -DskipTests compile`, which also writes target/classpath.txt, when missing or
+  older than a source).
 A missing toolchain fails the test, naming it: CI has them all, so it is never skipped.
 """
 from __future__ import annotations
@@ -83,20 +84,29 @@ def executor_args(zk: str, namespace: str, types: str, behavior: str) -> list[st
     return ["--zk", zk, "--namespace", namespace, "--types", types, "--behavior", behavior]
 
 
+def _stale(built: Path, sources: Path) -> bool:
+    """Missing, or older than a source file: a checkout that pulled new SDK code must not run
+    the CLIs built before it."""
+    if not built.exists():
+        return True
+    newest = max((f.stat().st_mtime for f in sources.rglob("*") if f.is_file()), default=0.0)
+    return newest > built.stat().st_mtime
+
+
 def build_tools(out_dir: Path) -> Tools:
     """Build what is missing (once per module: call from a module-scoped fixture)."""
     for tool in ("go", "node", "npm", "java", "mvn"):
         _require(tool)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "build.log"
-    if not NODE_CLI.exists():
+    if _stale(NODE_CLI, NODE_DIR / "src"):
         if not (NODE_DIR / "node_modules").is_dir():
             _build_step("the Node SDK's dependencies", ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                         NODE_DIR, log, 600)
         _build_step("the Node SDK (dist/cli.js)", ["npm", "run", "--silent", "build"], NODE_DIR, log, 600)
         if not NODE_CLI.exists():
             pytest.fail(f"`npm run build` in {NODE_DIR} left no {NODE_CLI}; log {log}:\n{tail(log)}", pytrace=False)
-    if not (JAVA_CLASSPATH_FILE.exists() and JAVA_MAIN_CLASS.exists()):
+    if not JAVA_CLASSPATH_FILE.exists() or _stale(JAVA_MAIN_CLASS, JAVA_DIR / "src" / "main"):
         # sdk/java/README.md: `mvn -q -B -DskipTests compile` also writes target/classpath.txt
         # (maven-dependency-plugin build-classpath, bound to generate-resources in the pom).
         _build_step("the Java SDK (target/classes, target/classpath.txt)",
