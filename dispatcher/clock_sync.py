@@ -17,11 +17,11 @@ fixing even though the node is not fooled by it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from dispatcher.clock import Clock
+from dispatcher.periodic_thread import PeriodicThread
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +48,20 @@ class ClockSync:
         self._warn_ms = warn_ms
         self._on_offset = on_offset
         self._wall_ms = wall_ms
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._follower = PeriodicThread("taskring-clock-sync", interval_s, self._measure_again)
+        self._started = False
 
     def start(self) -> None:
         """Measure once now (a node must not act on a wrong clock even briefly), then
         keep measuring on a thread of its own."""
-        if self._thread is not None:
+        if self._started:
             return
         self.measure()
-        self._thread = threading.Thread(target=self._run, name="taskring-clock-sync", daemon=True)
-        self._thread.start()
+        self._started = True
+        self._follower.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._follower.stop()
 
     def measure(self) -> int:
         """Set and return the offset (store minus local, ms) from the best of a few samples."""
@@ -85,9 +82,8 @@ class ClockSync:
         self._on_offset(offset / 1000)
         return offset
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                self.measure()
-            except Exception:
-                log.exception("measuring the clock offset failed; keeping %d ms", self._clock.offset_ms)
+    def _measure_again(self) -> None:
+        try:
+            self.measure()
+        except Exception:
+            log.exception("measuring the clock offset failed; keeping %d ms", self._clock.offset_ms)

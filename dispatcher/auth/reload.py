@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
 
 from dispatcher.auth.tokens import Token, TokenSet, TokensFileError, load_tokens
+from dispatcher.periodic_thread import PeriodicThread
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ class ReloadingTokens:
         self._on_change = on_change
         self._stamp = _stamp(path)
         self._current: TokenSet = load_tokens(path)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._follower = PeriodicThread("taskring-tokens-reload", interval_s, self.check)
 
     # ---- a TokenSet ----
 
@@ -64,20 +63,10 @@ class ReloadingTokens:
     # ---- following the file ----
 
     def start(self) -> None:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="taskring-tokens-reload", daemon=True)
-            self._thread.start()
+        self._follower.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            self.check()
+        self._follower.stop()
 
     def check(self) -> bool:
         """Read the file again if it changed since the last read; True when new tokens are in use."""

@@ -76,4 +76,5 @@ def test_the_thread_follows_the_file_and_stops(tmp_path):
         wait_until(lambda: tokens.find(secret) is not None, 5, "the new token in use")
     finally:
         tokens.stop()
-    assert tokens._thread is None
+    import threading
+    assert not any(t.name == "taskring-tokens-reload" for t in threading.enumerate())
