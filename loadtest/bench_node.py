@@ -50,6 +50,7 @@ import pathlib
 import random
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -113,6 +114,15 @@ class NodeBench:
         self.nodes: list[NodeProcess] = []       # the first is "the node"; with --nodes N the others follow
         self.caps: list[CpuCap] = []             # with --node-cpu-cap: one per node, in the nodes' order
         self.cprofile = self.run_dir / "node.cprofile" if args.profile == "cprofile" else None
+        # --executor-tls: the node dials its executors over mutual TLS (certs.sh's CA, server and
+        # client certificates), to measure what that leg's encryption costs per task.
+        self.certs = self.run_dir / "certs" if args.executor_tls else None
+        if self.certs is not None:
+            subprocess.run(["bash", str(REPO / "deploy/local/certs.sh"), str(self.certs)], check=True,
+                           capture_output=True)
+            self.node_env = {**node_env, "TASKRING_EXECUTOR_CA_FILE": str(self.certs / "ca.pem"),
+                             "TASKRING_EXECUTOR_CLIENT_CERT_FILE": str(self.certs / "client.pem"),
+                             "TASKRING_EXECUTOR_CLIENT_KEY_FILE": str(self.certs / "client.key")}
         self.result: dict[str, Any] = {
             "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "run_dir": str(self.run_dir),
             "params": self.params(), "machine": machine_facts(self.stack)}
@@ -129,7 +139,7 @@ class NodeBench:
                 "kafka_delay_s": a.kafka_delay, "mysql_delay_s": a.mysql_delay, "timing_spread_s": a.timing_spread_s,
                 "profile": a.profile, "profile_rate_hz": a.profile_rate, "raw_n": a.raw_n or a.n,
                 "task_types": len(self.task_types), "slots": SLOTS, "node_log_level": a.node_log_level,
-                "console_refresh_s": a.console_refresh_s}
+                "console_refresh_s": a.console_refresh_s, "executor_tls": a.executor_tls}
 
     @property
     def node(self) -> NodeProcess:
@@ -141,7 +151,8 @@ class NodeBench:
         print(f"world: {self.env.describe()}; logs in {self.run_dir}", file=sys.stderr)
         try:
             self.start_nodes()
-            executors = Executors(self.env.world, self.task_types, args.executors, args.max_in_flight)
+            executors = Executors(self.env.world, self.task_types, args.executors, args.max_in_flight,
+                                  tls_dir=self.certs)
             self.env.on_stop("executors", functools.partial(executors.stop, timeout_s=10))
             executors.start()
             print(f"node {self.node.target} (pid {self.node.pid}) ready; executors {executors.pids}", file=sys.stderr)
@@ -659,6 +670,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second (50)")
     p.add_argument("--raw-n", type=int, default=None, help="raw parts N (default: --n)")
     p.add_argument("--no-raw", action="store_true", help="skip the raw parts")
+    p.add_argument("--executor-tls", action="store_true",
+                   help="the node dials its executors over mutual TLS (certificates from deploy/local/certs.sh)")
     p.add_argument("--console-refresh-s", type=float, default=0.0, metavar="SECONDS",
                    help="poll the console's endpoints every SECONDS during the run, as an open console (0: no)")
     p.add_argument("--locust-s", type=int, default=0, help="also run locustfile.py for this many seconds (0: no)")

@@ -39,11 +39,12 @@ class Run:
 
 
 def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_flight: int, counter, ready,
-                  stop, out_path: str) -> None:
-    """The body of an executor process (multiprocessing, spawn)."""
+                  stop, out_path: str, tls_dir: str | None = None) -> None:
+    """The body of an executor process (multiprocessing, spawn). `tls_dir`: serve mutual TLS
+    with deploy/local/certs.sh's server certificate, requiring its CA's client certificate."""
     import logging
     logging.basicConfig(level=logging.WARNING)
-    from taskring import Executor
+    from taskring import Executor, executor_tls_credentials
     records: list[tuple[Any, ...]] = []
 
     async def noop(ctx) -> None:
@@ -51,7 +52,10 @@ def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_f
                         ctx.payload.get("phase"), ctx.task_type))
         counter.value += 1
 
-    executor = Executor(namespace, zk_hosts=zk_hosts, max_in_flight=max_in_flight)
+    certs = pathlib.Path(tls_dir) if tls_dir else None
+    credentials = (executor_tls_credentials(certs / "server.pem", certs / "server.key", certs / "ca.pem")
+                   if certs else None)
+    executor = Executor(namespace, zk_hosts=zk_hosts, max_in_flight=max_in_flight, credentials=credentials)
     for t in task_types:
         executor.add_handler(t, noop)
     executor.start()
@@ -67,7 +71,8 @@ class Executors:
     start() and twice (the second returns nothing)."""
 
     def __init__(self, world: World, task_types: list[str], count: int = 1, max_in_flight: int = 2_000,
-                 namespace: str = NAMESPACE, out_dir: pathlib.Path | None = None, name: str = "bench-executor"):
+                 namespace: str = NAMESPACE, out_dir: pathlib.Path | None = None, name: str = "bench-executor",
+                 tls_dir: pathlib.Path | None = None):
         ctx = mp.get_context("spawn")
         out_dir = out_dir or world.logs
         self.stop_event = ctx.Event()
@@ -76,7 +81,8 @@ class Executors:
         self.outs = [out_dir / f"{name}-{i}.runs.json" for i in range(count)]
         self.procs = [ctx.Process(target=executor_main, name=f"{name}-{i}", daemon=True,
                                   args=(world.zk_hosts, namespace, task_types, max_in_flight, self.counters[i],
-                                        self.readies[i], self.stop_event, str(self.outs[i])))
+                                        self.readies[i], self.stop_event, str(self.outs[i]),
+                                        str(tls_dir) if tls_dir else None))
                       for i in range(count)]
         self._stopped = False
 
