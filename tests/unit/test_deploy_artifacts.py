@@ -9,6 +9,8 @@ here instead of in production.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import importlib
 import inspect
 import json
@@ -21,16 +23,24 @@ import sys
 import textwrap
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Mapping
+from typing import cast
 
 import pytest
 import yaml  # PyYAML, in the dev extra
 
 from dispatcher.admin.server import AdminServer
-from dispatcher.config import NodeConfig
+from dispatcher.config import ExecutorTlsConfig, NodeConfig, TlsConfig
 from dispatcher.metrics import NodeMetrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
+# The manifests; K8S itself only includes them (kustomize refuses an overlay inside the
+# directory of the kustomization it includes, and K8S holds overlays/ and components/).
+BASE = K8S / "base"
+# The node's security settings (a kustomize Component) and the example overlay using it.
+SECURITY = K8S / "components" / "security"
+SECURE = K8S / "overlays" / "secure"
 PROM = ROOT / "deploy" / "prometheus"
 GRAFANA = ROOT / "deploy" / "grafana"
 RULES = PROM / "rules.yml"
@@ -53,18 +63,19 @@ def _load_all(path: pathlib.Path) -> list[dict]:
 
 
 def _kustomization() -> dict:
-    return yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    return yaml.safe_load((BASE / "kustomization.yaml").read_text())
 
 
 def _objects() -> list[dict]:
     out = []
     for name in _kustomization()["resources"]:
-        out.extend(_load_all(K8S / name))
+        out.extend(_load_all(BASE / name))
     return out
 
 
-def _one(kind: str, **where) -> dict:
-    found = [o for o in _objects() if o["kind"] == kind
+def _one(kind: str, *, objects: list[dict] | None = None, **where) -> dict:
+    """The one object of `kind` whose metadata has `where`, among the base's manifests or `objects`."""
+    found = [o for o in (_objects() if objects is None else objects) if o["kind"] == kind
              and all(o["metadata"].get(k) == v for k, v in where.items())]
     assert len(found) == 1, f"expected one {kind} {where or ''}, found {len(found)}"
     return found[0]
@@ -92,12 +103,13 @@ def _all_containers() -> list[dict]:
     return [c for spec in _pod_specs() for c in spec.get("initContainers", []) + spec["containers"]]
 
 
-def _container_env(container: dict) -> dict[str, str]:
-    """The environment a container would see, with placeholders for references."""
+def _container_env(container: dict, objects: list[dict] | None = None) -> dict[str, str]:
+    """The environment a container would see, with placeholders for references; ConfigMaps
+    from the base's manifests or from `objects` (a build)."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         ref = source["configMapRef"]["name"]
-        env.update(_one("ConfigMap", name=ref)["data"])
+        env.update(_one("ConfigMap", objects=objects, name=ref)["data"])
     for var in container.get("env", []):
         if "value" in var:
             env[var["name"]] = var["value"]
@@ -113,11 +125,33 @@ def _node_config() -> NodeConfig:
     return NodeConfig.from_env(_container_env(_node_container()))
 
 
+class _AskedFor(Mapping[str, str]):
+    """An empty environment that notes every name looked up in it (`get`, `in`, `[]`)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.names.add(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def _from_env_variables() -> set[str]:
-    """Every TASKRING_* name that NodeConfig.from_env reads, from its source."""
+    """Every TASKRING_* name that NodeConfig.from_env reads: the names in its source, and
+    those it looks up through helpers that build them (parse_executor_tls reads
+    f"TASKRING_EXECUTOR_{v}")."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(NodeConfig.from_env)))
-    return {n.value for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("TASKRING_")}
+    in_source = {n.value for n in ast.walk(tree)
+                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("TASKRING_")}
+    asked = _AskedFor()
+    NodeConfig.from_env(cast(dict[str, str], asked))
+    return in_source | {n for n in asked.names if n.startswith("TASKRING_")}
 
 
 def _rules() -> dict:
@@ -245,7 +279,7 @@ def test_the_dashboard_is_json():
 
 def test_the_kustomization_lists_every_manifest_and_nothing_missing():
     listed = set(_kustomization()["resources"])
-    on_disk = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    on_disk = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == on_disk
     kinds = sorted(o["kind"] for o in _objects())
     assert kinds == sorted(["ConfigMap", "Job", "StatefulSet", "Service", "Service", "PodDisruptionBudget"])
@@ -256,7 +290,16 @@ def test_manifests_are_namespace_agnostic_and_commit_no_secret():
     for obj in _objects():
         assert {"apiVersion", "kind", "metadata"} <= obj.keys()
         assert "namespace" not in obj["metadata"], f"{obj['kind']} {obj['metadata']['name']} names a namespace"
-        assert obj["kind"] != "Secret", "secret values must not be committed"
+    # Every YAML file below deploy/kubernetes: the base, the root, components/ and overlays/.
+    files = sorted(K8S.rglob("*.yaml"))
+    assert {SECURITY / "kustomization.yaml", SECURE / "kustomization.yaml", BASE / "statefulset.yaml"} <= set(files)
+    for path in files:
+        for doc in _load_all(path):
+            where = path.relative_to(ROOT)
+            assert doc.get("kind") != "Secret", f"{where}: secret values must not be committed"
+            if path.name == "kustomization.yaml":
+                assert not doc.get("secretGenerator"), f"{where}: a secretGenerator commits the secret's values"
+                assert "namespace" not in doc, f"{where} names a namespace"
     for key in _configmap_data():
         assert not re.search(r"TOKEN|PASSWORD|SECRET", key), f"{key} belongs in the Secret, not the ConfigMap"
 
@@ -292,16 +335,25 @@ def test_the_admin_token_comes_from_a_secret_reference():
     assert _node_config().admin_token == "placeholder-secret"
 
 
+def _assert_every_variable_is_read(containers: list[dict], objects: list[dict] | None = None) -> None:
+    """Every TASKRING_* variable of each container (its ConfigMaps' included) is one
+    NodeConfig.from_env reads, and every value parses and validates."""
+    read = _from_env_variables()
+    for container in containers:
+        env = _container_env(container, objects)
+        unknown = {k for k in env if k.startswith("TASKRING_")} - read
+        assert not unknown, f"container {container['name']}: variables nobody reads: {sorted(unknown)}"
+        NodeConfig.from_env(env)
+
+
 def test_every_taskring_variable_is_one_from_env_reads():
     read = _from_env_variables()
     assert {"TASKRING_ZK", "TASKRING_KAFKA", "TASKRING_ADMIN_TOKEN", "TASKRING_PARTITIONS"} <= read
+    # Read through parse_executor_tls, whose names are built, not written out.
+    assert {"TASKRING_EXECUTOR_CA_FILE", "TASKRING_EXECUTOR_CLIENT_KEY_FILE"} <= read
     unknown = {k for k in _configmap_data() if k.startswith("TASKRING_")} - read
     assert not unknown, f"ConfigMap sets variables NodeConfig.from_env ignores: {sorted(unknown)}"
-    for container in _all_containers():
-        env = _container_env(container)
-        unknown = {k for k in env if k.startswith("TASKRING_")} - read
-        assert not unknown, f"container {container['name']}: variables nobody reads: {sorted(unknown)}"
-        NodeConfig.from_env(env)  # every value parses and validates
+    _assert_every_variable_is_read(_all_containers())
 
 
 def test_the_configmap_actually_changes_the_config():
@@ -424,6 +476,182 @@ def test_kustomize_builds():
     out = subprocess.run(["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert len([d for d in yaml.safe_load_all(out.stdout) if d]) == len(_objects())
+
+
+# ---------------------------------------------------------------- kubernetes: the security component
+
+# What components/security sets on the node: each file variable, and the Secret and key
+# the file must come from (the kubernetes.io/tls layout: tls.crt, tls.key, ca.crt).
+SECURITY_FILES = {
+    "TASKRING_TOKENS_FILE": ("taskring-tokens", "tokens.json"),
+    "TASKRING_TLS_CERT_FILE": ("taskring-tls", "tls.crt"),
+    "TASKRING_TLS_KEY_FILE": ("taskring-tls", "tls.key"),
+    "TASKRING_TLS_CLIENT_CA_FILE": ("taskring-tls", "ca.crt"),
+    "TASKRING_EXECUTOR_CA_FILE": ("taskring-executor-tls", "ca.crt"),
+    "TASKRING_EXECUTOR_CLIENT_CERT_FILE": ("taskring-executor-tls", "tls.crt"),
+    "TASKRING_EXECUTOR_CLIENT_KEY_FILE": ("taskring-executor-tls", "tls.key"),
+}
+SECURITY_SECRETS = {secret for secret, _ in SECURITY_FILES.values()}
+PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
+
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+
+
+@functools.cache
+def _kustomize_output(path: pathlib.Path) -> str:
+    out = subprocess.run(["kubectl", "kustomize", str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _built(path: pathlib.Path) -> list[dict]:
+    """The objects `kubectl kustomize path` builds (parsed afresh: callers may change them)."""
+    return [d for d in yaml.safe_load_all(_kustomize_output(path)) if d]
+
+
+def _built_node(objects: list[dict]) -> tuple[dict, dict]:
+    """(pod spec, node container) of the StatefulSet of a build."""
+    pod = _one("StatefulSet", objects=objects)["spec"]["template"]["spec"]
+    (node,) = [c for c in pod["containers"] if c["name"] == "node"]
+    return pod, node
+
+
+def _file_source(pod: dict, container: dict, path: str) -> tuple[dict, dict, str]:
+    """The mount, its volume and the Secret key the file `path` of `container` comes from.
+    The deepest mount that holds the path wins, as in the container."""
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in sorted(container.get("volumeMounts", []), key=lambda m: -len(m["mountPath"])):
+        root = mount["mountPath"].rstrip("/")
+        if mount.get("subPath"):
+            if path != root:
+                continue
+            inside = mount["subPath"]
+        elif path.startswith(root + "/"):
+            inside = path[len(root) + 1:]
+        else:
+            continue
+        secret = volumes[mount["name"]].get("secret")
+        assert secret is not None, f"{path} is on volume {mount['name']}, which is not a Secret"
+        if "items" not in secret:
+            return mount, volumes[mount["name"]], inside  # the whole Secret: one file per key
+        keys = [item["key"] for item in secret["items"] if item["path"] == inside]
+        assert keys, f"{path}: volume {mount['name']} projects no key of {secret['secretName']} to {inside}"
+        return mount, volumes[mount["name"]], keys[0]
+    raise AssertionError(f"{path} is on no volume of container {container['name']}")
+
+
+@needs_kubectl
+def test_the_secure_overlay_builds_the_base_plus_the_component():
+    component = yaml.safe_load((SECURITY / "kustomization.yaml").read_text())
+    assert (component["apiVersion"], component["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
+    overlay = yaml.safe_load((SECURE / "kustomization.yaml").read_text())
+    assert [(SECURE / r).resolve() for r in overlay["resources"]] == [BASE.resolve()]
+    assert [(SECURE / c).resolve() for c in overlay["components"]] == [SECURITY.resolve()]
+    secure, base = _built(SECURE), _built(K8S)
+
+    def names(objects: list[dict]) -> list[tuple[str, str]]:
+        return sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+
+    # The same objects, no more: the Secrets are the operator's to create.
+    assert names(secure) == names(base)
+    assert len(secure) == len(_objects())
+    assert all(o["kind"] != "Secret" for o in secure)
+
+
+@needs_kubectl
+def test_the_security_settings_are_variables_from_env_reads_and_land_in_the_config():
+    objects = _built(SECURE)
+    pod, node = _built_node(objects)
+    set_here = {v["name"]: v["value"] for v in node["env"] if v["name"] in SECURITY_FILES}
+    assert set_here.keys() == SECURITY_FILES.keys()
+    _assert_every_variable_is_read(pod["initContainers"] + pod["containers"], objects)
+    config = NodeConfig.from_env(_container_env(node, objects))
+    assert config.tokens_file == set_here["TASKRING_TOKENS_FILE"]
+    assert config.tls == TlsConfig(cert_file=set_here["TASKRING_TLS_CERT_FILE"],
+                                   key_file=set_here["TASKRING_TLS_KEY_FILE"],
+                                   client_ca_file=set_here["TASKRING_TLS_CLIENT_CA_FILE"])
+    assert config.executor_tls == ExecutorTlsConfig(
+        ca_file=set_here["TASKRING_EXECUTOR_CA_FILE"],
+        client_cert_file=set_here["TASKRING_EXECUTOR_CLIENT_CERT_FILE"],
+        client_key_file=set_here["TASKRING_EXECUTOR_CLIENT_KEY_FILE"])
+
+
+@needs_kubectl
+def test_each_security_file_is_mounted_from_its_secret_and_key():
+    objects = _built(SECURE)
+    pod, node = _built_node(objects)
+    env = _container_env(node, objects)
+    security = pod["securityContext"]
+    for var, (secret_name, key) in SECURITY_FILES.items():
+        mount, volume, projected = _file_source(pod, node, env[var])
+        assert volume["secret"]["secretName"] == secret_name, var
+        assert projected == key, f"{var}: {env[var]} is key {projected} of {secret_name}, not {key}"
+        assert mount.get("readOnly") is True, f"{var}: mount {mount['name']} must be read-only"
+        assert not volume["secret"].get("optional", False), f"{var}: a missing Secret must stop the pod"
+        # Readable by the node (uid/gid 10001, non-root), by nobody else but root.
+        item: dict = next((i for i in volume["secret"].get("items", []) if i["key"] == key), {})
+        mode = item.get("mode", volume["secret"].get("defaultMode", 0o644))
+        # With an fsGroup the kubelet gives the files that group, one the node's processes have.
+        by_group = bool(mode & 0o040) and security.get("fsGroup") is not None
+        assert by_group or mode & 0o004, f"{var}: mode {mode:o} lets uid {security['runAsUser']} not read it"
+        assert not mode & 0o007, f"{var}: mode {mode:o} lets every user of the host read it"
+
+
+@needs_kubectl
+def test_the_tokens_file_is_not_mounted_with_subpath():
+    """A subPath mount never sees a Secret update (the kubelet swaps a symlink in the
+    volume's directory), and the node reloads its tokens file live only if it does."""
+    objects = _built(SECURE)
+    pod, node = _built_node(objects)
+    path = _container_env(node, objects)["TASKRING_TOKENS_FILE"]
+    mount, _, _ = _file_source(pod, node, path)
+    assert "subPath" not in mount and "subPathExpr" not in mount
+    assert mount["mountPath"].rstrip("/") == os.path.dirname(path)
+    for container in pod["containers"] + pod.get("initContainers", []):
+        for m in container.get("volumeMounts", []):
+            source = next(v for v in pod["volumes"] if v["name"] == m["name"]).get("secret", {})
+            if source.get("secretName") == "taskring-tokens":
+                assert "subPath" not in m, f"{container['name']} mounts the tokens with subPath"
+
+
+@needs_kubectl
+def test_probes_are_https_in_the_secure_overlay_and_http_in_the_base():
+    _, base = _built_node(_built(K8S))
+    _, secure = _built_node(_built(SECURE))
+    for kind in PROBES:
+        assert base[kind]["httpGet"].get("scheme", "HTTP") == "HTTP", kind
+        assert secure[kind]["httpGet"]["scheme"] == "HTTPS", kind
+        # Only the scheme: the same path, port and thresholds.
+        assert {**secure[kind], "httpGet": {**secure[kind]["httpGet"], "scheme": "HTTP"}} == \
+            {**base[kind], "httpGet": {**base[kind]["httpGet"], "scheme": "HTTP"}}, kind
+
+
+@needs_kubectl
+def test_the_component_changes_only_the_node_container_and_its_volumes():
+    """Without the component, the base has none of it; with it, nothing else changes
+    (the init container and the migration Job only talk to MySQL)."""
+    base, secure = _built(K8S), _built(SECURE)
+    base_pod, base_node = _built_node(base)
+    assert not {v["name"] for v in base_node["env"]} & SECURITY_FILES.keys()
+    assert not {k for k in _container_env(base_node, base) if k in SECURITY_FILES}
+    assert not [v for v in base_pod["volumes"] if v.get("secret", {}).get("secretName") in SECURITY_SECRETS]
+    assert _node_config().tls is None and _node_config().executor_tls is None and _node_config().tokens_file is None
+
+    stripped = copy.deepcopy(secure)
+    pod, node = _built_node(stripped)
+    added = {v["name"] for v in pod["volumes"] if v.get("secret", {}).get("secretName") in SECURITY_SECRETS}
+    assert len(added) == len(SECURITY_SECRETS)
+    pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in added]
+    node["volumeMounts"] = [m for m in node["volumeMounts"] if m["name"] not in added]
+    node["env"] = [v for v in node["env"] if v["name"] not in SECURITY_FILES]
+    for kind in PROBES:
+        assert node[kind]["httpGet"].pop("scheme") == "HTTPS"
+    assert stripped != secure
+
+    def by_name(o: dict) -> tuple[str, str]:
+        return o["kind"], o["metadata"]["name"]
+
+    assert sorted(stripped, key=by_name) == sorted(base, key=by_name)
 
 
 # ---------------------------------------------------------------- prometheus
