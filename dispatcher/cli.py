@@ -60,10 +60,17 @@ def _cmd_ring(args: argparse.Namespace) -> int:
     import signal
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `taskring ring | head` ends quietly
     from dispatcher.admin.ring_cli import print_ring
-    return print_ring(args.admin, token=args.token)
+    from dispatcher.ops.admin_client import AdminError, https_context
+    try:
+        context = https_context(args.ca_file, args.cert_file, args.key_file)
+    except AdminError as exc:
+        print(f"taskring ring: {exc}", file=sys.stderr)
+        return 2
+    return print_ring(args.admin, token=args.token, context=context)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dispatcher.ops.cli import add_client_certificate_args
     parser = argparse.ArgumentParser(prog="taskring", description="taskring dispatcher and tools")
     parser.add_argument("--log-level", default=os.environ.get("TASKRING_LOG_LEVEL", "INFO"))
     sub = parser.add_subparsers(dest="command", required=True)
@@ -89,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ring = sub.add_parser("ring", help="print the ring: who owns which slot")
     ring.add_argument("--admin", default=os.environ.get("TASKRING_ADMIN_URL", "http://127.0.0.1:7080"))
     ring.add_argument("--token", default=os.environ.get("TASKRING_ADMIN_TOKEN"))
+    ring.add_argument("--ca-file", default=os.environ.get("TASKRING_ADMIN_CA_FILE") or None,
+                      help="CA to trust for an https endpoint (TASKRING_ADMIN_CA_FILE)")
+    add_client_certificate_args(ring)
     ring.set_defaults(run=_cmd_ring)
 
     from dispatcher.cron.cli import add_parser as add_cron

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import urllib.error
 import urllib.request
 
 
-def fetch_ring(admin_url: str, token: str | None = None, timeout_s: float = 5.0) -> dict:
+def fetch_ring(admin_url: str, token: str | None = None, timeout_s: float = 5.0,
+               context: ssl.SSLContext | None = None) -> dict:
+    """`context`: the CA and client certificate of an HTTPS endpoint (dispatcher/ops/admin_client.py)."""
     request = urllib.request.Request(admin_url.rstrip("/") + "/ring")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+    with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
         return json.loads(response.read())
 
 
@@ -33,9 +36,9 @@ def format_ring(ring: dict) -> str:
     return "\n".join(lines)
 
 
-def print_ring(admin_url: str, token: str | None = None) -> int:
+def print_ring(admin_url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> int:
     try:
-        ring = fetch_ring(admin_url, token)
+        ring = fetch_ring(admin_url, token, context=context)
     except urllib.error.HTTPError as exc:
         print(f"taskring ring: {admin_url}: HTTP {exc.code}: {exc.read().decode(errors='replace')}", file=sys.stderr)
         return 1

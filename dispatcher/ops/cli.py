@@ -43,7 +43,8 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
 
 
 def _client(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.admin, token=args.token, ca_file=args.ca_file)
+    return AdminClient(args.admin, token=args.token, ca_file=args.ca_file, cert_file=args.cert_file,
+                       key_file=args.key_file)
 
 
 def _filters(args: argparse.Namespace) -> dict:
@@ -238,8 +239,17 @@ def _common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="a viewer or operator token (TASKRING_ADMIN_TOKEN)")
     p.add_argument("--ca-file", default=os.environ.get("TASKRING_ADMIN_CA_FILE"),
                    help="CA to trust for an https endpoint (TASKRING_ADMIN_CA_FILE)")
+    add_client_certificate_args(p)
     p.add_argument("--json", action="store_true", help="JSON output, for scripts")
     return p
+
+
+def add_client_certificate_args(p: argparse.ArgumentParser) -> None:
+    """The client certificate an admin endpoint under mutual TLS asks every caller for."""
+    p.add_argument("--cert-file", default=os.environ.get("TASKRING_ADMIN_CERT_FILE") or None,
+                   help="client certificate for an endpoint under mutual TLS (TASKRING_ADMIN_CERT_FILE)")
+    p.add_argument("--key-file", default=os.environ.get("TASKRING_ADMIN_KEY_FILE") or None,
+                   help="its key (TASKRING_ADMIN_KEY_FILE)")
 
 
 def _filter_args(p: argparse.ArgumentParser) -> None:

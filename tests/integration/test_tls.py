@@ -9,6 +9,7 @@ probes answer without a client certificate (Kubernetes shows none), its other ro
 """
 from __future__ import annotations
 
+import json
 import os
 import ssl
 import subprocess
@@ -122,3 +123,25 @@ def test_the_shell_commands_take_tls_files_from_the_environment(mtls_node, certs
                   TASKRING_CLIENT_KEY_FILE=str(certs / "client.key"))
     assert done.returncode == 0, done.stderr
     assert submit(TASKRING_CA_FILE=str(certs / "ca.pem")).returncode == 1   # no client certificate
+
+
+def test_the_admin_commands_show_a_client_certificate_under_mutual_tls(mtls_node, certs):
+    admin = f"https://127.0.0.1:{mtls_node.admin_port}"
+
+    def taskring(*args: str, **env: str) -> subprocess.CompletedProcess:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("TASKRING_ADMIN")}
+        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args], cwd=REPO, env={**clean, **env},
+                              capture_output=True, text=True, timeout=60)
+    ca, cert, key = str(certs / "ca.pem"), str(certs / "client.pem"), str(certs / "client.key")
+    ring = taskring("ring", "--admin", admin, "--ca-file", ca, "--cert-file", cert, "--key-file", key)
+    assert ring.returncode == 0 and "slots per owner: mtls-1=16" in ring.stdout, ring.stderr
+    listed = taskring("dlq", "list", "--json", TASKRING_ADMIN_URL=admin, TASKRING_ADMIN_CA_FILE=ca,
+                      TASKRING_ADMIN_CERT_FILE=cert, TASKRING_ADMIN_KEY_FILE=key)
+    assert listed.returncode == 0, listed.stderr
+    assert isinstance(json.loads(listed.stdout), dict | list)
+    # Without the certificate the endpoint answers 401; half of one is refused before any call
+    refused = taskring("ring", "--admin", admin, "--ca-file", ca)
+    assert refused.returncode == 1 and "HTTP 401" in refused.stderr and "client certificate" in refused.stderr, \
+        refused.stderr
+    half = taskring("dlq", "list", "--admin", admin, "--ca-file", ca, "--cert-file", cert)
+    assert half.returncode != 0 and "--key-file (TASKRING_ADMIN_KEY_FILE)" in half.stderr, half.stderr
