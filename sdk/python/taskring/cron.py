@@ -27,9 +27,9 @@ from typing import Any
 
 import grpc
 
-from taskring._envelope import parse_instant, state_from_pb
+from taskring._envelope import encode_payload, parse_instant, state_from_pb
 from taskring.errors import from_rpc_error
-from taskring.task import TaskState
+from taskring.task import TaskState, to_millis
 from taskring.wire import pb, pb_grpc
 
 
@@ -64,13 +64,13 @@ class CronRuleSpec:
 
     def to_pb(self) -> pb.CronRule:
         rule = pb.CronRule(namespace=self.namespace, name=self.name, task_type=self.task_type,
-                           payload_json=json.dumps(dict(self.payload or {}), separators=(",", ":")),
+                           payload_json=encode_payload(dict(self.payload or {})),
                            schedule=self.schedule, time_zone=self.time_zone, on_repeated_hour=self.on_repeated_hour,
                            on_skipped_hour=self.on_skipped_hour, catch_up=self.catch_up,
                            catch_up_limit=self.catch_up_limit, overlap=self.overlap, owner_team=self.owner_team,
                            description=self.description)
         if self.timeout is not None:
-            rule.timeout_ms = int(self.timeout / timedelta(milliseconds=1))
+            rule.timeout_ms = to_millis(self.timeout)   # rounded up, as every other SDK does
         if self.max_retries is not None:
             rule.max_retries = self.max_retries
         return rule
