@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -29,6 +31,8 @@ from tests.integration.conftest import PARTITIONS
 from tests.integration.payments import NS, charge, dead_letter
 
 pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -135,8 +139,33 @@ class Page:
                                  f" {self.driver.current_url}, it said: {said!r}"
                                  f" (screenshot {self.failure_png})") from None
 
+    def fresh(self, read: Callable[[], T]) -> T:
+        """`read()`, again while the page re-renders under it: each page refreshes itself every
+        few seconds and replaces the elements a read found (StaleElementReferenceException).
+        Reads that hold elements go through here and return plain values."""
+        from selenium.common.exceptions import StaleElementReferenceException
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                return read()
+            except StaleElementReferenceException:
+                if time.monotonic() > deadline:
+                    raise
+
     def text(self, testid: str) -> str:
-        return self.find(testid).text
+        return self.fresh(lambda: self.find(testid).text)
+
+    def texts(self, testid: str) -> list[str]:
+        return self.fresh(lambda: [e.text for e in self.all(testid)])
+
+    def attr(self, testid: str, name: str) -> str | None:
+        return self.fresh(lambda: self.find(testid).get_attribute(name))
+
+    def attrs(self, testid: str, name: str) -> list[str | None]:
+        return self.fresh(lambda: [e.get_attribute(name) for e in self.all(testid)])
+
+    def enabled(self, testid: str) -> bool:
+        return self.fresh(lambda: self.find(testid).is_enabled())
 
     def until_text(self, testid: str, wanted: str) -> str:
         return self.until(lambda: wanted in self.text(testid) and self.text(testid), f"{wanted!r} in {testid}")
@@ -147,7 +176,7 @@ class Page:
         field.send_keys(text)
 
     def click(self, testid: str) -> None:
-        self.find(testid).click()
+        self.fresh(lambda: self.find(testid).click())
 
     def shot(self, name: str) -> None:
         self.screenshots.mkdir(parents=True, exist_ok=True)
@@ -168,19 +197,19 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
     # node writes every few seconds (the page refreshes itself until they show).
     page.open("overview")
     page.until_text("card-dead-letters", "6")
-    row = page.until(lambda: next((r for r in page.all("stats-row") if "charge" in r.text), None),
+    row = page.until(lambda: next((t for t in page.texts("stats-row") if "charge" in t), None),
                      "today's figures of shop/charge")
-    assert row.text.split()[:4] == ["shop", "charge", "6", "0"], row.text   # submitted 6, succeeded 0
+    assert row.split()[:4] == ["shop", "charge", "6", "0"], row   # submitted 6, succeeded 0
     assert "Overview" in page.text("page-overview")
     page.shot("overview")
 
     # Live: this node, every slot it owns, queue depth per path and what is in flight.
     page.go("live")
     page.until(lambda: len(page.all("live-slot")) == PARTITIONS, f"{PARTITIONS} slots")
-    [line] = page.all("live-node")
-    assert line.get_attribute("data-node") == "console-1"
-    assert [s.get_attribute("data-slot") for s in page.all("live-slot")] == [str(i) for i in range(PARTITIONS)]
-    assert "0, 1, 2" in line.text and "Kafka path" in page.text("live-cards")
+    assert page.attrs("live-node", "data-node") == ["console-1"]
+    assert page.attrs("live-slot", "data-slot") == [str(i) for i in range(PARTITIONS)]
+    [line] = page.texts("live-node")
+    assert "0, 1, 2" in line and "Kafka path" in page.text("live-cards")
     assert "in flight here" in page.text("live-in-flight")
     page.shot("live")
 
@@ -197,16 +226,16 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
 
     # Failures: one line for the six, then the group's dead letters, then one of them.
     page.go("failures")
-    group = page.until(lambda: page.all("dlq-group")[0], "the failure group")
-    assert group.find_elements("css selector", "td")[0].text == "6"
-    assert "card declined for order <n>" in group.text and "ValueError" in group.text
-    group.click()
+    group = page.until(lambda: page.texts("dlq-group")[0], "the failure group")
+    assert group.split()[0] == "6", group   # its first cell: the count
+    assert "card declined for order <n>" in group and "ValueError" in group
+    page.fresh(lambda: page.all("dlq-group")[0].click())
     page.until(lambda: len(page.all("dlq-row")) == 6, "the group's six dead letters")
     page.shot("failures")
-    next(r for r in page.all("dlq-row") if r.get_attribute("data-task-id") == target).click()
-    trace = page.until(lambda: page.all("stack-trace")[0], "the stack trace")
-    assert "Traceback" in trace.text and "ValueError: card declined for order 3000" in trace.text
-    assert '"card": "bad"' in page.find("dl-payload").get_attribute("value")
+    page.fresh(lambda: next(r for r in page.all("dlq-row") if r.get_attribute("data-task-id") == target).click())
+    trace = page.until(lambda: page.texts("stack-trace")[0], "the stack trace")
+    assert "Traceback" in trace and "ValueError: card declined for order 3000" in trace
+    assert '"card": "bad"' in (page.attr("dl-payload", "value") or "")
 
     # Edit: the diff first (nothing written), then confirm with its digest.
     page.type("dl-reason", "customer updated the card")
@@ -214,7 +243,7 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
     page.click("dl-preview")
     diff = page.until_text("dl-diff", '+  "card": "good"')
     assert '-  "card": "bad"' in diff, diff
-    assert page.find("dl-confirm").is_enabled()
+    assert page.enabled("dl-confirm")
     page.shot("dead-letter")
     page.click("dl-confirm")
     page.until_text("message", "payload edited and replayed")
@@ -224,7 +253,7 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
     page.type("task-id", target)
     page.click("task-go")
     page.until(lambda: page.text("kv-state") == "succeeded", "the edited task to succeed")
-    entries = [e.text for e in page.all("history-entry")]
+    entries = page.texts("history-entry")
     assert any("payload edited and replayed by admin" in e and "customer updated the card" in e for e in entries), \
         entries
     assert "dlq.edit" in page.text("task-audit")
@@ -244,9 +273,9 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
     page.until_text("bulk-progress", "of 5")
     page.click("bulk-pause")
     page.until_text("bulk-progress", "paused")
-    assert not page.find("bulk-pause").is_enabled() and page.find("bulk-resume").is_enabled()
+    assert not page.enabled("bulk-pause") and page.enabled("bulk-resume")
     page.click("bulk-resume")
-    page.until(lambda: page.find("bulk-progress").get_attribute("data-state") == "done", "the bulk replay done")
+    page.until(lambda: page.attr("bulk-progress", "data-state") == "done", "the bulk replay done")
     assert "5 of 5" in page.text("bulk-progress")
     with Client(node.target) as client:
         wait_until(lambda: all(client.get(i).state == TaskState.SUCCEEDED for i in rest), 60,
@@ -255,11 +284,11 @@ def test_console_pages_fix_a_dead_letter_and_bulk_replay(node, payments, browser
     # Audit: every action, with who and why.
     page.go("audit")
     page.until(lambda: {"dlq.edit", "bulk_replay.start", "bulk_replay.pause", "bulk_replay.resume"}
-               <= {r.get_attribute("data-action") for r in page.all("audit-row")}, "the audit records")
+               <= set(page.attrs("audit-row", "data-action")), "the audit records")
     assert "customer updated the card" in page.text("audit-records")
     page.type("audit-action", "dlq.edit")
     page.click("audit-apply")
-    page.until(lambda: {r.get_attribute("data-action") for r in page.all("audit-row")} == {"dlq.edit"},
+    page.until(lambda: set(page.attrs("audit-row", "data-action")) == {"dlq.edit"},
                "only the edit")
     page.type("audit-action", "")
     page.click("audit-apply")

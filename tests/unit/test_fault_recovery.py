@@ -1,0 +1,29 @@
+"""How the fault matrix reads "lateness back to normal" (tests/integration/fault_matrix.py):
+the end of the last second after the fault whose first attempts' p99 is late, so a busy
+second counts and one straggler among a hundred on time does not."""
+from __future__ import annotations
+
+from tests.integration.fault_matrix import recovery_after
+
+END = 1_000_000
+
+
+def second(n: int, lates: list[float]) -> list[tuple[int, float]]:
+    """First attempts due in second `n` after the fault, with these lateness figures (ms)."""
+    return [(END + n * 1000 + i, late) for i, late in enumerate(lates)]
+
+
+def test_no_late_second_is_no_recovery_time():
+    assert recovery_after([], END, 250) == 0.0
+    assert recovery_after(second(0, [10.0] * 100) + second(5, [249.0] * 100), END, 250) == 0.0
+
+
+def test_the_last_second_with_a_late_p99_ends_the_recovery():
+    on_time = [20.0] * 100
+    lates = second(0, [900.0] * 100) + second(1, on_time) + second(3, [20.0] * 90 + [400.0] * 10) + second(4, on_time)
+    assert recovery_after(lates, END, 250) == 4.0   # second 3 (10% late) is the last that is not normal
+
+
+def test_one_straggler_in_a_busy_second_is_not_recovering_but_a_late_lone_task_is():
+    assert recovery_after(second(6, [30.0] * 199 + [416.0]), END, 250) == 0.0
+    assert recovery_after(second(6, [416.0]), END, 250) == 7.0
