@@ -348,7 +348,7 @@ def test_the_console_signs_in_on_a_cookie_and_leaves_the_token_nowhere(node, bro
     page.type("signin-token", TOKEN)
     page.click("signin-go")
     page.until_text("who", "admin (operator)")
-    assert not page.find("signin").is_displayed() and page.find("signout").is_displayed()
+    assert page.fresh(lambda: not page.find("signin").is_displayed() and page.find("signout").is_displayed())
     page.until_text("node-name", "console-1")
     [cookie] = browser.get_cookies()
     port = node.admin.rsplit(":", 1)[1]
@@ -357,7 +357,7 @@ def test_the_console_signs_in_on_a_cookie_and_leaves_the_token_nowhere(node, bro
     # The ring frame loads on the cookie too: no token in its address.
     page.go("ring")
     frame = page.until(lambda: page.find("ring-frame").get_attribute("src") and page.find("ring-frame"), "the ring")
-    assert TOKEN not in frame.get_attribute("src") and TOKEN not in page.find("ring-link").get_attribute("href")
+    assert TOKEN not in (page.attr("ring-frame", "src") or "") and TOKEN not in (page.attr("ring-link", "href") or "")
     browser.switch_to.frame(frame)
     try:
         page.until(lambda: "console-1" in browser.find_element("tag name", "body").text, "the ring page")
@@ -377,13 +377,14 @@ def test_the_console_signs_in_on_a_cookie_and_leaves_the_token_nowhere(node, bro
 def test_the_overview_draws_the_statistics(stand_in, browser, tmp_path):
     page = Page(browser, stand_in, tmp_path)
     page.open("overview")
-    rows = page.until(lambda: len(page.all("stats-row")) == 2 and page.all("stats-row"), "two lines of statistics")
-    assert [c.text for c in rows[0].find_elements("css selector", "td")] == [
-        NS, "charge", "40", "30", "6", "4", "75.0 %", "12", "180"]
-    assert "–" in rows[1].text   # no rate when nothing ran
-    bars = page.find("chart-submitted").find_elements("css selector", "rect")
-    assert len(bars) == 60   # every minute of the hour, the empty ones too
-    assert len(page.find("chart-outcomes").find_elements("css selector", "polyline")) == 3
+    rows = page.until(lambda: page.fresh(lambda: [[c.text for c in r.find_elements("css selector", "td")]
+                                                  for r in page.all("stats-row")]) if len(page.all("stats-row")) == 2
+                      else None, "two lines of statistics")
+    assert rows[0] == [NS, "charge", "40", "30", "6", "4", "75.0 %", "12", "180"]
+    assert "–" in rows[1]   # no rate when nothing ran
+    bars = page.fresh(lambda: len(page.find("chart-submitted").find_elements("css selector", "rect")))
+    assert bars == 60   # every minute of the hour, the empty ones too
+    assert page.fresh(lambda: len(page.find("chart-outcomes").find_elements("css selector", "polyline"))) == 3
     page.go("live")
     page.until(lambda: page.find("chart-throughput"), "the throughput chart")
     assert page.text("live-throughput-now").startswith("30")   # the last minute: 29 succeeded, 1 failed
