@@ -47,18 +47,14 @@ def serving(certs: Path, *, mutual: bool) -> Executor:
 
 @pytest.fixture
 def tls_executor(certs: Path) -> Iterator[Executor]:
-    ex = serving(certs, mutual=False)
-    ex.start()
-    yield ex
-    ex.stop(grace_s=1)
+    with serving(certs, mutual=False) as ex:   # started, and stopped after the test
+        yield ex
 
 
 @pytest.fixture
 def mutual_executor(certs: Path) -> Iterator[Executor]:
-    ex = serving(certs, mutual=True)
-    ex.start()
-    yield ex
-    ex.stop(grace_s=1)
+    with serving(certs, mutual=True) as ex:
+        yield ex
 
 
 class OneExecutor:
