@@ -28,6 +28,7 @@ from dispatcher.errors import (
     RETRY_AFTER_KEY,
     InvalidArgument,
     Overloaded,
+    TaskIdTaken,
     TaskringError,
     bounded,
 )
@@ -99,7 +100,10 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             now_ms = self._clock.now_ms()
             valid = validate_task(request.task, now=ms_to_aware(now_ms), limits=self._limits)
             self._auth.check_namespaces(token, calls.SUBMIT, (valid.namespace,))
-            return (await self._accept([valid], now_ms))[0]
+            try:
+                return (await self._accept([valid], now_ms))[0]
+            except TaskIdTaken as exc:
+                raise exc.at("task.task_id") from None
 
     @_guarded
     async def SubmitBatch(self, request: pb.SubmitBatchRequest, context) -> pb.SubmitBatchResponse:
@@ -110,7 +114,11 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             valid = validate_batch(request.tasks, now=ms_to_aware(now_ms), limits=self._limits)
             # Every task's namespace, before any is written: a batch is all or nothing.
             self._auth.check_namespaces(token, calls.SUBMIT, (v.namespace for v in valid))
-            return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
+            try:
+                return pb.SubmitBatchResponse(results=await self._accept(valid, now_ms))
+            except TaskIdTaken as exc:
+                index = next(i for i, v in enumerate(valid) if v.task_id == exc.task_id)
+                raise exc.at(f"tasks[{index}].task_id") from None
 
     def _admit(self) -> None:
         """Refuse (Overloaded) before anything is written when this node is behind."""

@@ -67,6 +67,26 @@ class TaskAlreadyFinished(TaskringError):
         super().__init__(f"task {quote(task_id)} cannot be cancelled: it is already {state}")
 
 
+class TaskIdTaken(TaskringError):
+    """A submitted task_id belongs to a task of another namespace; nothing was written.
+
+    Says nothing of the other task (its state, type or namespace): a caller may not
+    read a namespace its token does not allow, and a duplicate's answer would tell it.
+    `field` is the id's path in the request once the API knows it ("tasks[3].task_id")."""
+
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+    def __init__(self, task_id: str, field: str = "task_id"):
+        self.task_id = task_id
+        self.field = field
+        super().__init__(f"{field}: {quote(task_id)} is already the id of another task; choose another id"
+                         " (nothing was written)")
+
+    def at(self, field: str) -> TaskIdTaken:
+        """The same refusal, naming the id's place in the request."""
+        return TaskIdTaken(self.task_id, field)
+
+
 class Unavailable(TaskringError):
     """A part underneath (MySQL, Kafka) refused; the request may be retried as is."""
 

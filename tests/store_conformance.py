@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from dispatcher.errors import TaskAlreadyFinished, TaskNotFound
+from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound
 from dispatcher.store import records as r
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
 from taskring.task import TaskState
@@ -307,6 +307,16 @@ INSERT = (
                                               new_task("a", envelope=b"second", created_at=T0)], NODE),
          then={"a": (PENDING, 0)},
          check=lambda w, _: equal((w.row("a").envelope, w.states("a")), (b"first", ["accepted", "queued"]))),
+    Case("an id that is a task of another namespace is refused, and nothing of the batch is written",
+         given=(Row("a", DEAD_LETTERED, namespace="other"),),
+         when=lambda w: w.store.insert_tasks([new_task("new", created_at=T0),
+                                              new_task("a", namespace="ns", created_at=T0)], NODE),
+         raises=(TaskIdTaken, "'a'"), check=lambda w, _: _absent(w, "new")),
+    Case("an id of another namespace is refused though an earlier occurrence in the batch is of it",
+         given=(Row("a", PENDING, namespace="ns"),),
+         when=lambda w: w.store.insert_tasks([new_task("a", namespace="other", created_at=T0),
+                                              new_task("a", namespace="ns", created_at=T0)], NODE),
+         raises=(TaskIdTaken, "'a'")),
     Case("types with a different case are two types",
          given=(Row("a", PENDING, slot=2, task_type="Charge"),),
          when=lambda w: w.store.insert_tasks([new_task("b", slot=2, task_type="charge", created_at=T0)], NODE),

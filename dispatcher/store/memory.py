@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import overload
 
-from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
+from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import records as r
 from taskring.task import TaskState
 
@@ -168,6 +168,10 @@ class MemoryTaskStore:
     def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
         with self._lock:
             self._maybe_fail("insert_tasks")
+            for t in {t.task_id: t for t in reversed(tasks)}.values():  # each id's first occurrence
+                row = self._rows.get(t.task_id)
+                if row is not None and row.namespace != t.namespace:
+                    raise TaskIdTaken(t.task_id)  # before anything is written
             existing: dict[str, r.Status | r.Held] = {
                 t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
             fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]

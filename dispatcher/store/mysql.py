@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import pymysql
 
 from dispatcher.config import MySQLConfig
-from dispatcher.errors import TaskAlreadyFinished, TaskNotFound, Unavailable
+from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import attempt_writes, fenced
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import marks, names, sql_time
@@ -246,11 +246,23 @@ class TaskStore:
     def split_existing(cur, tasks: Sequence[r.NewTask]) -> tuple[list[r.NewTask], dict[str, r.Status | r.Held]]:
         """(the tasks to insert: new ids, each once from its first occurrence, in order;
         {task_id: status} of the ids that exist)."""
-        ids = [t.task_id for t in tasks]
-        cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(ids)})")
-        existing: dict[str, r.Status | r.Held] = {task_id: r.Status(status) for task_id, status in cur.fetchall()}
+        existing: dict[str, r.Status | r.Held] = {**TaskStore.standing(cur, tasks)}
         fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
         return fresh, existing
+
+    @staticmethod
+    def standing(cur, tasks: Sequence[r.NewTask]) -> dict[str, r.Status]:
+        """{task_id: status} of the tasks whose id exists. An id that is a task of another
+        namespace raises TaskIdTaken: the caller's transaction writes nothing, and the
+        other task's state is never answered to a caller of another namespace."""
+        namespace_of = {t.task_id: t.namespace for t in reversed(tasks)}  # each id's first occurrence
+        cur.execute(f"SELECT task_id, status, namespace FROM tasks WHERE task_id IN ({names(namespace_of)})")
+        out: dict[str, r.Status] = {}
+        for task_id, status, namespace in cur.fetchall():
+            if namespace != namespace_of[task_id]:
+                raise TaskIdTaken(task_id)
+            out[task_id] = r.Status(status)
+        return out
 
     @staticmethod
     def statuses(cur, task_ids: Sequence[str]) -> dict[str, r.Status]:

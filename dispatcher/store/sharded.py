@@ -126,11 +126,10 @@ class ShardedTaskStore:
             # A task id is one task across every shard: ids that exist on another shard (a
             # caller reusing an id for another task type) are answered as existing there.
             only = next(iter(involved))
-            ids = [t.task_id for t in tasks]
             elsewhere: dict[str, r.Status | r.Held] = {}
             for i, shard in enumerate(self.shards):
                 if i != only:
-                    elsewhere.update(shard.run(lambda cur: TaskStore.statuses(cur, ids)))
+                    elsewhere.update(shard.run(lambda cur: TaskStore.standing(cur, tasks)))
             rest = [t for t in tasks if t.task_id not in elsewhere]
             return {**elsewhere, **(self.shards[only].insert_tasks(rest, node) if rest else {})}
         for attempt in range(5):
@@ -150,13 +149,12 @@ class ShardedTaskStore:
                        ) -> dict[str, r.Status | r.Held]:
         existing: dict[str, r.Status | r.Held] = {}
         committed: list[int] = []
-        ids = [t.task_id for t in tasks]
         with contextlib.ExitStack() as open_transactions:
             cursors = {i: open_transactions.enter_context(self.shards[i].transaction()) for i in sorted(involved)}
             for i, shard in enumerate(self.shards):  # an id is one task across every shard
                 cur = cursors.get(i)
-                existing.update(TaskStore.statuses(cur, ids) if cur is not None
-                                else shard.run(lambda c: TaskStore.statuses(c, ids)))
+                existing.update(TaskStore.standing(cur, tasks) if cur is not None
+                                else shard.run(lambda c: TaskStore.standing(c, tasks)))
             fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
             keyed = [t for t in fresh if t.unique_key]
             by_key_shard: dict[int, list[r.NewTask]] = {}

@@ -267,3 +267,37 @@ def test_an_unexpected_error_is_answered_cut_short(served):
     assert err.code() == grpc.StatusCode.UNKNOWN
     assert details_of(err).startswith("Unexpected <class 'RuntimeError'>: zzz"), details_of(err)[:200]
     assert len(details_of(err)) <= MESSAGE_CHARS + 40 and details_of(err).endswith(" characters)")
+
+
+# ---- a task id that is another namespace's task ----
+
+def test_a_task_id_of_another_namespace_is_refused_and_nothing_is_written(served):
+    """Given a dead-lettered task `shared-1` in namespace billing, when a caller submits
+    into namespace shipping with the same id (alone, then inside a batch), then each
+    call is ALREADY_EXISTS naming the id's field, says nothing of the other task, and
+    writes nothing: no duplicate=true with the billing task's state."""
+    served.raw("Submit", pb.SubmitRequest(task=pb.Task(
+        task_id="shared-1", namespace="billing", task_type="invoice.send", payload_json="{}")).SerializeToString())
+    served.store.rows()["shared-1"]  # written
+    sent_before = len(served.producer.sent)
+    alone = rejected(served, "Submit", pb.SubmitRequest(task=pb.Task(
+        task_id="shared-1", namespace="shipping", task_type="label.print", payload_json="{}")).SerializeToString())
+    batch = rejected(served, "SubmitBatch", pb.SubmitBatchRequest(tasks=[
+        pb.Task(task_id="fresh-1", namespace="shipping", task_type="label.print", payload_json="{}"),
+        pb.Task(task_id="shared-1", namespace="shipping", task_type="label.print", payload_json="{}"),
+    ]).SerializeToString())
+    assert (alone.code(), batch.code()) == (grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.ALREADY_EXISTS)
+    assert details_of(alone).startswith("task.task_id: 'shared-1'")
+    assert details_of(batch).startswith("tasks[1].task_id: 'shared-1'")
+    for text in (details_of(alone), details_of(batch)):
+        assert "billing" not in text and "invoice" not in text and "queued" not in text
+    assert set(served.store.rows()) == {"shared-1"}  # fresh-1 was not written
+    assert len(served.producer.sent) == sent_before
+
+
+def test_the_same_id_in_its_own_namespace_is_still_a_duplicate(served):
+    request = pb.SubmitRequest(task=pb.Task(task_id="again-1", namespace="billing", task_type="invoice.send",
+                                            payload_json="{}")).SerializeToString()
+    first = pb.SubmitResponse.FromString(served.raw("Submit", request))
+    second = pb.SubmitResponse.FromString(served.raw("Submit", request))
+    assert (first.duplicate, second.duplicate, second.task_id) == (False, True, "again-1")
