@@ -33,8 +33,13 @@ class Decision:
     """KAFKA or MYSQL for a retry, else None."""
 
 
+_KIND_NAMES = {number: name.removeprefix("OUTCOME_KIND_").lower() for name, number in pb.OutcomeKind.items()}
+
+
 def outcome_kind(o: pb.Outcome) -> str:
-    return pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
+    """succeeded, retryable_failure, ...: the outcome's kind as the metrics and events name it."""
+    name = _KIND_NAMES.get(o.kind)
+    return name if name is not None else pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
 
 
 def decide(d: Due, o: pb.Outcome, now_ms: int, config: NodeConfig, rng: random.Random) -> Decision:
