@@ -14,6 +14,9 @@ executor processes running against the real local stack, it measures:
            executor start - due_at (SubmitResult.due_at), p50/p99/max and the
            number of early starts (must be 0). Each task's path is the one the
            node recorded (its `queued` event), not the one we meant.
+  Phase S  one caller, one Submit of one immediate task in flight at a time, on the
+           node idle again: each call's latency (p50/p99), the calls per second, and
+           each task's pickup (executor start - send).
   Raw      loadtest/raw_parts.py's measure_raw_parts for the same message size
            (the serialized QueuedTask of a no-op task, as the node produces it)
            and a similar N, in the same run, after the node has stopped:
@@ -167,6 +170,8 @@ class NodeBench:
             a, threads = self.phase_a(executors, expected)
             expected += len(a["accepted"])
             b = self.phase_b(executors, expected)
+            expected += len(b["accepted"])
+            single = self.phase_single(executors, expected)
             if args.console_refresh_s:
                 result["console"] = console.stop()
             # The store's view of phases A and B (before Locust adds its own tasks).
@@ -181,7 +186,9 @@ class NodeBench:
                 print(f"locust: {args.locust_s} s, {args.locust_users} users ...", file=sys.stderr)
                 result["locust"] = run_locust(self.node.target, self.task_types, args.locust_s, args.locust_users,
                                               self.run_dir)
-            self.gather(a, b, starts_by_task(executors.stop()))
+            starts = starts_by_task(executors.stop())
+            self.gather(a, b, starts)
+            self.result["phase_s"]["pickup"] = latency_figures(single, starts)
             # Node stop (a clean handoff; writes the cProfile file if any).
             stop_nodes(self.nodes[1:])
             self.node.stop(60.0)
@@ -324,6 +331,29 @@ class NodeBench:
             self.result["phase_b"]["by_status_at_deadline"] = done.get("by_status")
         return b
 
+    def phase_single(self, executors: Executors, expected: int) -> list[Accepted]:
+        """One caller, one Submit of one immediate task in flight at a time: what a service
+        that submits inside its request handler waits, and how fast one such caller goes."""
+        from taskring import Client
+        n = self.args.single
+        print(f"phase S: {n:,} single Submits, one in flight ...", file=sys.stderr)
+        accepted: list[Accepted] = []
+        call_ms: list[float] = []
+        with Client(self.node.target) as client:
+            t_first = time.time()
+            for i in range(n):
+                t0 = time.perf_counter()
+                sent = time.time()
+                r = client.submit(NAMESPACE, self.task_types[i % len(self.task_types)], {"seq": 20_000_000 + i})
+                call_ms.append((time.perf_counter() - t0) * 1000)
+                # Pickup is measured from the send here (due_ts), as "handler start - client send".
+                accepted.append(Accepted(r.task_id, sent, time.time(), "immediate", 0))
+            seconds = time.time() - t_first
+        done = wait_done(self.env.world, executors, expected + n, t_first, n, 30, "phase S")
+        self.result["phase_s"] = {"n": n, "call_ms": summarize_ms(call_ms), "calls_per_s": n / max(1e-6, seconds),
+                                  "complete": done["complete"]}
+        return accepted
+
     def gather(self, a: dict[str, Any], b: dict[str, Any], starts: dict[str, list[float]]) -> None:
         """Phase A's pickup and execution rate, phase B's lateness per recorded path."""
         args, pa, pb = self.args, self.result["phase_a"], self.result["phase_b"]
@@ -464,6 +494,8 @@ def format_report(result: dict[str, Any], command: str) -> str:
         L += phase_a_section(p, a)
     if b:
         L += phase_b_section(p, b)
+    if result.get("phase_s"):
+        L += phase_s_section(result["phase_s"])
     st = result.get("store")
     if st:
         L += [f"Store after the run: {st['tasks']:,} tasks {st['by_status']}; {st['task_events']:,} task_events"
@@ -493,6 +525,18 @@ def format_report(result: dict[str, Any], command: str) -> str:
         L += ["```", ""]
     L += ["What this is and how to read it: loadtest/README.md. Every figure: the .json beside this file.", ""]
     return "\n".join(L)
+
+
+def phase_s_section(s: dict[str, Any]) -> list[str]:
+    c, pk = s["call_ms"], s.get("pickup", {}).get("from_due_ms", {})
+    return [f"## Phase S: one caller, one Submit of one immediate task at a time ({s['n']:,} calls, node idle)", "",
+            "| figure | value |", "| --- | ---: |",
+            f"| Submit call ms p50 / p99 / max | {fmt(c.get('p50'), 2)} / {fmt(c.get('p99'), 2)} / "
+            f"{fmt(c.get('max'), 2)} |",
+            f"| tasks/s for one caller with one call in flight | {fmt(s['calls_per_s'])} |",
+            f"| pickup (handler start - client send) ms p50 / p99 | {fmt(pk.get('p50'), 1)} /"
+            f" {fmt(pk.get('p99'), 1)} |",
+            f"| complete | {s['complete']} |", ""]
 
 
 def phase_a_section(p: dict[str, Any], a: dict[str, Any]) -> list[str]:
@@ -625,6 +669,12 @@ def print_summary(result: dict[str, Any]) -> None:
         d = f["from_due_ms"]
         rows.append((f"B {name}: p50 / p99 / max ms, early",
                      f"{fmt(d.get('p50'), 1)} / {fmt(d.get('p99'), 1)} / {fmt(d.get('max'), 1)}, {f['early_starts']}"))
+    ps = result.get("phase_s")
+    if ps:
+        pk = ps.get("pickup", {}).get("from_due_ms", {})
+        rows += [("S one Submit ms p50 / p99; calls/s", f"{fmt(ps['call_ms'].get('p50'), 2)} / "
+                  f"{fmt(ps['call_ms'].get('p99'), 2)}; {fmt(ps['calls_per_s'])}"),
+                 ("S pickup p50 / p99 ms", f"{fmt(pk.get('p50'), 1)} / {fmt(pk.get('p99'), 1)}")]
     raw = result.get("raw_parts")
     if raw:
         rows += [("raw Kafka produce+consume msgs/s", fmt(raw["kafka"]["combined_per_s"])),
@@ -664,6 +714,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mysql-delay", type=float, nargs=2, default=[6.0, 10.0], metavar=("MIN_S", "MAX_S"))
     p.add_argument("--timing-spread-s", type=float, default=5.0, help="phase B submission window (5 s)")
     p.add_argument("--timing-batch", type=int, default=100, help="tasks per SubmitBatch in phase B (100)")
+    p.add_argument("--single", type=int, default=1_000, help="phase S single Submits, one at a time (1,000)")
     p.add_argument("--profile", choices=PROFILES, default="py-spy",
                    help="py-spy: Python stacks, node not paused (default); py-spy-native: with C frames"
                         " (protobuf, grpc, librdkafka), node paused per sample; cprofile: main thread only")
