@@ -239,6 +239,14 @@ class TaskStore:
         if not tasks:
             return {}
         def body(cur):
+            if not any(t.unique_key for t in tasks):
+                # The usual batch is all new ids: insert first, and read what stands only
+                # when some id was there already (then this insert is undone).
+                firsts = list({t.task_id: t for t in reversed(tasks)}.values())[::-1]
+                cur.execute("SAVEPOINT new_ids")
+                if self.insert_in(cur, firsts, node) == len(firsts):
+                    return {}
+                cur.execute("ROLLBACK TO SAVEPOINT new_ids")
             fresh, existing = self.split_existing(cur, tasks)
             keyed = [t for t in fresh if t.unique_key]
             if keyed:
@@ -279,11 +287,12 @@ class TaskStore:
         return {task_id: r.Status(status) for task_id, status in cur.fetchall()}
 
     @staticmethod
-    def insert_in(cur, fresh: Sequence[r.NewTask], node: str) -> None:
-        """Insert new rows (ids known to be absent) inside a transaction the caller holds
-        (the sharded store commits several shards' inserts once all of them succeeded)."""
+    def insert_in(cur, fresh: Sequence[r.NewTask], node: str) -> int:
+        """Insert new rows inside a transaction the caller holds (the sharded store commits
+        several shards' inserts once all of them succeeded); returns how many were
+        inserted (an id that exists is left alone, as INSERT IGNORE does)."""
         if not fresh:
-            return
+            return 0
         # One multi-row INSERT of literals (see sql_literals): the names checked in one
         # pass, the envelope as a hex literal, the times formatted once each.
         names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
@@ -294,12 +303,13 @@ class TaskStore:
             f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
             f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}',"
             f"{cur.connection.escape(t.trace_id) if t.trace_id else 'NULL'})" for t in fresh)
-        cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
-                    " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake, trace_id)"
-                    f" VALUES {values}")
+        inserted = cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
+                               " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake,"
+                               f" trace_id) VALUES {values}")
         types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
         cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
                         " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
+        return inserted
 
     def take_key(self, task: r.NewTask) -> r.Held | None:
         return self.run(lambda cur: hold_keys(
