@@ -22,8 +22,8 @@ from typing import cast
 
 from dispatcher.clock import rfc3339
 from dispatcher.errors import InvalidArgument, quote
-from dispatcher.ids import new_task_id
-from dispatcher.payload_json import canonical_payload, parse_canonical
+from dispatcher.ids import new_task_id, new_task_ids
+from dispatcher.payload_json import canonical_payload, fast_canonical_payload, parse_canonical
 from dispatcher.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
 from taskring.wire import pb
 
@@ -219,15 +219,169 @@ def validate_batch(
         raise InvalidArgument("tasks", "must contain at least one task")
     if len(tasks) > limits.max_batch:
         raise InvalidArgument("tasks", f"has {len(tasks)} tasks, more than the maximum {limits.max_batch}")
+    now = _utc_ms(now)   # what validate_task does first, once for the batch (a naive `now` raises here)
+    if new_id is new_task_id:
+        # A task takes one id at most: the batch's are drawn in one go, at a fraction of the
+        # cost of a call each, all of them from the batch's millisecond. Those a task with
+        # its own id leaves unused are just not handed out (ids need to be unique and to
+        # increase, not to be contiguous).
+        new_id = iter(new_task_ids(len(tasks))).__next__
+    typical = _TypicalTasks(now, limits).check
     valid: list[ValidTask] = []
     seen: dict[str, int] = {}
+    first_seen = seen.setdefault   # bound once: the loop runs per task
     for i, task in enumerate(tasks):
-        v = validate_task(task, now=now, limits=limits, field_prefix=f"tasks[{i}]", new_id=new_id)
-        first = seen.setdefault(v.task_id, i)
+        v = typical(task, new_id)
+        if v is None:
+            v = validate_task(task, now=now, limits=limits, field_prefix=f"tasks[{i}]", new_id=new_id)
+        first = first_seen(v.task_id, i)
         if first != i:
             raise InvalidArgument(f"tasks[{i}].task_id", f"{_show(v.task_id)} is also the task_id of tasks[{first}]")
         valid.append(v)
     return valid
+
+
+# ---- The typical task, quickly ----
+#
+# Most tasks of a batch are alike: a few (namespace, task_type) pairs, no time but maybe
+# a short delay, defaults for everything else, a small payload already in canonical
+# form. validate_task checks each of them from scratch, which costs more than the rest
+# of a submit. _TypicalTasks checks what such a task has (every check validate_task
+# would make), builds only what differs per task, and declines anything else: a
+# declined task goes through validate_task, which then says what is wrong with it or
+# validates it in full. So every error is validate_task's own, by construction, and
+# the shortcut only has to agree with it on the tasks it accepts (pinned by
+# tests/unit/test_validation_fast_path.py).
+
+_PRIORITY_OF: dict[int, int] = {**{p: p for p in _PRIORITIES}, pb.PRIORITY_UNSPECIFIED: pb.PRIORITY_NORMAL}
+"""A task's priority as validated, by its value on the wire; missing: an unknown priority."""
+_has_field = pb.Task.HasField   # unbound: skips the message's attribute lookup, once per field per task
+
+_TypeFacts = tuple[RetryPolicy, int]
+"""A type's retry policy, and the bytes its namespace and task_type take on the wire."""
+_DueFacts = tuple[dt.datetime, int]
+"""A delay's due_at, and the bytes delay_ms takes on the wire."""
+_DECLINED_TYPE: _TypeFacts = (RetryPolicy(), -1)   # size -1: a type validate_task must check
+_DECLINED_DELAY: _DueFacts = (_EPOCH, -1)          # size -1: beyond the maximum delay
+
+
+class _TypicalTasks:
+    """validate_task for the typical tasks of one batch, and None for any other task.
+
+    Declined (None): a schedule_time, max_retries, timeout_ms, a retry_policy or
+    unique_ttl_ms given, a type with a unique-key rule, anything validate_task would
+    refuse, and a payload that fast_canonical_payload leaves to the full path. A task
+    id is drawn from `new_id` only once the task is accepted, so the ids drawn are those
+    validate_task would draw, in the same order.
+
+    Each field read from a message costs, so the most typical task of all (namespace,
+    task_type, an ASCII payload, perhaps delay_ms and priority, and nothing else) is
+    recognised by its size: when the message's serialised size is what those fields
+    take, no other field is on the wire (each would take a byte or more, an optional one
+    set to 0 included, and so would an unknown field), so the others have their
+    defaults and need not be read. Any other task has its fields read one by one.
+    """
+
+    def __init__(self, now: dt.datetime, limits: Limits) -> None:
+        self._now = now
+        self._limits = limits
+        self._max_bytes = limits.max_payload_bytes
+        self._max_depth = limits.max_payload_depth
+        self._max_key_chars = limits.max_key_chars
+        self._timeout_ms = limits.default_timeout_ms
+        self._max_retries = limits.default_max_retries
+        # Per batch, not per process: a Limits may change between batches (a reload).
+        self._types: dict[tuple[str, str], _TypeFacts] = {}
+        self._due: dict[int, _DueFacts] = {0: (now, 0)}   # a batch has a few delays; a datetime sum costs
+
+    def check(self, task: pb.Task, new_id: Callable[[], str]) -> ValidTask | None:
+        namespace = task.namespace
+        task_type = task.task_type
+        payload = task.payload_json
+        delay_ms = task.delay_ms
+        policy, names_size = self._types.get((namespace, task_type)) or self._type_facts(namespace, task_type)
+        due_at, delay_size = self._due.get(delay_ms) or self._due_facts(delay_ms)
+        if names_size < 0 or delay_size < 0:
+            return None
+        # The bytes beyond those fields, the payload counted as if ASCII (a byte a character):
+        # what a character beyond ASCII takes more, plus the priority's (2 bytes when it is
+        # a known one), plus every other field's. None of them: 0; the priority alone: 2.
+        n = len(payload)
+        beyond = task.ByteSize() - names_size - delay_size - (n + 2 if 0 < n < 128 else _string_size(n))
+        priority: int = pb.PRIORITY_NORMAL   # none on the wire: UNSPECIFIED
+        if beyond:
+            wire_priority = task.priority
+            known = _PRIORITY_OF.get(wire_priority)
+            if known is None:
+                return None
+            priority = known
+            if not (beyond == 2 and wire_priority):
+                return self._with_other_fields(task, new_id, namespace, task_type, payload, policy, due_at,
+                                               priority)
+        canonical = fast_canonical_payload(payload, self._max_bytes, self._max_depth) if payload else "{}"
+        if canonical is None:
+            return None
+        return ValidTask(new_id(), namespace, task_type, canonical, 0, due_at, self._timeout_ms,
+                         self._max_retries, policy, priority, "", 0, "", self._now)
+
+    def _with_other_fields(self, task: pb.Task, new_id: Callable[[], str], namespace: str, task_type: str,
+                           payload: str, policy: RetryPolicy, due_at: dt.datetime, priority: int) -> ValidTask | None:
+        """check() for a task with more on the wire: the other fields read, and checked, one by one."""
+        if (task.schedule_time or _has_field(task, "max_retries") or _has_field(task, "timeout_ms")
+                or _has_field(task, "retry_policy") or _has_field(task, "unique_ttl_ms")):
+            return None
+        task_id = task.task_id
+        if task_id and TASK_ID_RE.fullmatch(task_id) is None:
+            return None
+        unique_key = task.unique_key
+        trace_id = task.trace_id
+        if len(unique_key) > self._max_key_chars or len(trace_id) > self._max_key_chars:
+            return None
+        canonical = fast_canonical_payload(payload, self._max_bytes, self._max_depth) if payload else "{}"
+        if canonical is None:
+            return None
+        return ValidTask(task_id or new_id(), namespace, task_type, canonical, task.payload_version, due_at,
+                         self._timeout_ms, self._max_retries, policy, priority, unique_key, 0, trace_id, self._now)
+
+    def _type_facts(self, namespace: str, task_type: str) -> _TypeFacts:
+        """Of a type with valid names (ASCII, then) and no unique-key rule; else _DECLINED_TYPE."""
+        facts = _DECLINED_TYPE
+        registry = self._limits.retry_policies
+        if (NAMESPACE_RE.fullmatch(namespace) is not None and TASK_TYPE_RE.fullmatch(task_type) is not None
+                and (namespace, task_type) not in registry.unique_by_type):
+            facts = (registry.resolve(None, namespace, task_type), _string_size(len(namespace)) +
+                     _string_size(len(task_type)))
+        self._types[(namespace, task_type)] = facts
+        return facts
+
+    def _due_facts(self, delay_ms: int) -> _DueFacts:
+        """Of a delay within the maximum; else _DECLINED_DELAY."""
+        facts = _DECLINED_DELAY
+        if delay_ms <= self._limits.max_delay_ms:
+            facts = (self._now + dt.timedelta(milliseconds=delay_ms), 1 + len(_length(delay_ms)))
+        self._due[delay_ms] = facts
+        return facts
+
+
+_LENGTH_1 = [bytes((n,)) for n in range(128)]
+"""The varint of a length under 128 (the usual name and delay): one byte."""
+
+
+def _length(n: int) -> bytes:
+    """A length as protobuf writes it (a varint)."""
+    if n < 128:
+        return _LENGTH_1[n]
+    out = bytearray()
+    while n >= 128:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _string_size(n: int) -> int:
+    """Bytes a string field (number 1-15) of `n` UTF-8 bytes takes on the wire; 0 when empty (proto3)."""
+    return 1 + len(_length(n)) + n if n else 0
 
 
 def _unique_key(task: pb.Task, namespace: str, task_type: str, payload_json: str, limits: Limits,
