@@ -5,8 +5,9 @@ Wiring, in the order it happens (each part does one job):
 1. `handler()` / `add_handler()` fill the table of task types (before start).
 2. `start()` starts a private asyncio loop on a background thread (so a plain
    sync program can host it), and on it a `grpc.aio` server implementing
-   ExecutorService.Execute, which hands every delivery of a batch to the
-   `DeliveryRunner` (`_runner.py`) concurrently.
+   ExecutorService.Execute, which hands each batch to the `DeliveryRunner`
+   (`_runner.py`): its deliveries run concurrently, and the reply carries all
+   their outcomes.
 3. When `zk_hosts` is given, `start()` then announces the executor in ZooKeeper
    (`_registration.py`), only once the server can answer.
 4. `stop()` undoes this in reverse: deregister first so dispatchers stop
@@ -26,7 +27,6 @@ import secrets
 import signal
 import socket
 import threading
-import time
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import TypeVar
@@ -58,14 +58,7 @@ class _ExecutorServicer(pb_grpc.ExecutorServiceServicer):
         self._runner = runner
 
     async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:
-        received = time.monotonic()
-        run = self._runner.run
-        deliveries = request.deliveries
-        if len(deliveries) == 1:
-            outcomes = [await run(deliveries[0], received)]
-        else:
-            outcomes = await asyncio.gather(*(run(d, received) for d in deliveries))
-        return pb.ExecuteResponse(outcomes=outcomes)
+        return await self._runner.run_batch(request.deliveries)
 
 
 def _default_instance_id() -> str:
