@@ -167,6 +167,8 @@ class FaultReport:
     max_late_ms: float = 0.0
     """The latest first attempt of the whole run, before, during or after the fault."""
     twice_examples: list[str] = dataclasses.field(default_factory=list)
+    late_examples: list[str] = dataclasses.field(default_factory=list)
+    """Histories of the latest first attempts due after the fault: what a slow recovery shows."""
 
     def passed(self, recovery_bound_s: float = 2 * SESSION_TIMEOUT_MS / 1000) -> bool:
         return (self.lost == 0 and self.not_succeeded == 0 and self.stuck == 0 and self.early == 0 and self.stale == 0
@@ -195,7 +197,8 @@ class FaultReport:
             f" for example: {self.twice_examples}"
         if recovery_bound_s is not None:
             assert self.recovery_s <= recovery_bound_s, \
-                f"lateness back to normal only {self.recovery_s:.1f}s after the fault (bound {recovery_bound_s}s)"
+                f"lateness back to normal only {self.recovery_s:.1f}s after the fault (bound {recovery_bound_s}s);" \
+                f" the latest: {self.late_examples}"
         if lateness_bound_s is not None:
             assert self.max_late_ms <= lateness_bound_s * 1000, \
                 f"a first attempt started {self.max_late_ms / 1000:.1f}s late (bound {lateness_bound_s}s)"
@@ -253,14 +256,16 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
     # have been stored, and runs as its kind says.)
     twice_ids = [tid for tid, n in runs.items() if n > (2 if load.kinds.get(tid) == "fail_once" else 1)]
     twice = len(twice_ids)
-    examples = []
-    for tid in twice_ids[:3]:   # what a reader of a failed row needs first: the histories
+    def history(tid: str) -> str:   # what a reader of a failed row needs first
         events = env.sql("SELECT state, attempt, node, DATE_FORMAT(at, '%%H:%%i:%%s.%%f'), detail FROM task_history"
                          " WHERE task_id = %s ORDER BY seq", (tid,))
         runs_of = [(e.attempt, e.epoch, e.started_ms) for e in executions if e.task_id == tid]
-        examples.append(f"{tid}: runs (attempt, epoch, started_ms) {runs_of}; history {events}")
+        return f"{tid} ({load.kinds.get(tid)}, due {submitted[tid].due_ms if tid in submitted else '?'}):" \
+               f" runs (attempt, epoch, started_ms) {runs_of}; history {events}"
+    examples = [history(tid) for tid in twice_ids[:3]]
     early, before, after, late_due, max_late = 0, [], [], [], 0.0
     after_fault: list[tuple[int, float]] = []   # (due_ms, late_ms) of first attempts due after the fault
+    latest_after: list[tuple[float, str]] = []    # (late_ms, task_id) of the same
     for e in executions:
         sub = submitted.get(e.task_id)
         if sub is None or e.attempt != 1:
@@ -274,6 +279,7 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
         elif fault.end_ms is not None and sub.due_ms >= fault.end_ms:
             after.append(late)
             after_fault.append((sub.due_ms, late))
+            latest_after.append((late, e.task_id))
             if late > late_threshold_ms:
                 late_due.append(sub.due_ms)
     stale = len(stale_deliveries(executions, slots_of(env, submitted)))
@@ -283,4 +289,5 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
                        in_flight_at_fault=in_flight_at_fault, early=early, stale=stale, recovery_s=recovery_s,
                        late_after_fault=len(late_due), p99_late_ms_before=_p99(before),
                        p99_late_ms_after=_p99(after), max_late_ms=max_late,
-                       twice_examples=examples)
+                       twice_examples=examples,
+                       late_examples=[history(tid) for _, tid in sorted(latest_after, reverse=True)[:3]])
