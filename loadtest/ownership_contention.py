@@ -6,7 +6,7 @@ rows of `tasks` (16 slots), in three modes, one after the other in one run:
 
   owned              each poller owns a disjoint set of slots (the ring's split for
                      node-a/b/c, cluster.ring.desired_owners) and polls each owned
-                     slot by equality on idx_slot_status_trigger, round-robin:
+                     slot by equality on idx_slot_lane_trigger, round-robin:
                      taskring's poller.
   shared-skip-locked every poller polls the whole table (status + trigger_at,
                      oldest first) with FOR UPDATE SKIP LOCKED: a naive
@@ -90,8 +90,8 @@ _COLUMNS = """task_id, slot, namespace, task_type, priority, status, trigger_at,
 # taskring: one owned slot at a time, by equality (dispatcher/store/mysql.py claim_due).
 OWNED_SELECT_SQL = f"""
     SELECT {_COLUMNS}
-      FROM tasks FORCE INDEX (idx_slot_status_trigger)
-     WHERE slot = %s AND status = 'pending' AND trigger_at <= %s
+      FROM tasks FORCE INDEX (idx_slot_lane_trigger)
+     WHERE slot = %s AND lane = 1 AND trigger_at <= %s
      ORDER BY trigger_at, task_id
      LIMIT %s
        FOR UPDATE SKIP LOCKED

@@ -66,8 +66,8 @@ assert pymysql.cursors.RE_INSERT_VALUES.match(INSERT_SQL), "executemany would no
 CLAIM_SELECT_SQL = """
     SELECT task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch,
            envelope, last_error, last_stack_trace, created_at, updated_at
-      FROM tasks FORCE INDEX (idx_slot_status_trigger)
-     WHERE slot = %s AND status = 'pending' AND trigger_at <= %s
+      FROM tasks FORCE INDEX (idx_slot_lane_trigger)
+     WHERE slot = %s AND lane = 1 AND trigger_at <= %s
      ORDER BY trigger_at, task_id
      LIMIT %s
        FOR UPDATE SKIP LOCKED

@@ -594,6 +594,14 @@ BEGIN_DISPATCH = (
          when=lambda w: w.store.begin_dispatch([kafka_claim("a", 1), kafka_claim("a", 1)], w.epochs, NODE, T0),
          returns=({"a"}, set()), then={"a": (DISPATCHED, 1)},
          check=lambda w, _: equal(w.states("a"), ["accepted", "queued", "dispatched"])),
+    Case("first attempts with one row that does not expect them: the others are dispatched, once each",
+         given=(Row("a", ENQUEUED), Row("b", ENQUEUED), Row("gone", CANCELLED), Row("m", CLAIMED)),
+         when=lambda w: w.store.begin_dispatch(
+             [kafka_claim("a", 1), kafka_claim("gone", 1), kafka_claim("b", 1), mysql_claim("m", 1),
+              kafka_claim("nope", 1)], w.epochs, NODE, T0),
+         returns=({"a", "b", "m"}, set()), then={"a": (DISPATCHED, 1), "b": (DISPATCHED, 1), "m": (DISPATCHED, 1)},
+         check=lambda w, _: equal([w.states(t) for t in ("a", "b")],
+                                  [["accepted", "queued", "dispatched"]] * 2)),
     Case("nothing to do", given=(), when=lambda w: w.store.begin_dispatch([], {}, NODE, T0), returns=(set(), set())),
 )
 

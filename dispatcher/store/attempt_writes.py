@@ -33,18 +33,22 @@ def happy_success(w: r.OutcomeWrite) -> tuple[dt.datetime | None, dt.datetime, s
     return (running[0].at if running else None), done.at, done.node
 
 
-def _expected_rows(cur, items: Sequence, epochs: dict[int, int], expected) -> tuple[set[int], dict, list]:
-    """(stale slots, the locked rows, the items whose row is where `expected(item)` =
-    (status, attempts) says): the opening of every attempt write. A task listed twice
-    counts once, at its first place."""
-    stale = fenced.stale_slots(cur, {i.slot: epochs[i.slot] for i in items})
-    live = [i for i in items if i.slot not in stale]
-    if not live:
-        return stale, {}, []
-    rows = fenced.lock_states(cur, [i.task_id for i in live])
-    ok = list({i.task_id: i for i in reversed(live)
-               if i.task_id in rows and rows[i.task_id].expects(*expected(i))}.values())[::-1]
-    return stale, rows, ok
+def _first_of_each(items: Sequence) -> list:
+    """The items in order, a task listed twice counted once, at its first place."""
+    return list({i.task_id: i for i in reversed(items)}.values())[::-1]
+
+
+def _expected_rows(cur, items: Sequence, expected) -> tuple[dict, list]:
+    """(the locked rows, the items whose row is where `expected(item)` = (status,
+    attempts) says): the opening of every attempt write off the happy path."""
+    if not items:
+        return {}, []
+    rows = fenced.lock_states(cur, [i.task_id for i in items])
+    return rows, [i for i in items if i.task_id in rows and rows[i.task_id].expects(*expected(i))]
+
+
+_WANT = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
+"""The status a row has while the attempt about to be dispatched waits on each path."""
 
 
 def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
@@ -54,8 +58,18 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
     Eligible: the row still expects this attempt on this path. A cancelled,
     finished or already re-routed task is skipped, so duplicates are harmless.
     """
-    want = {"kafka": r.ENQUEUED, "mysql": r.CLAIMED}
-    stale, rows, ok = _expected_rows(cur, claims, epochs, lambda c: (want[c.source], c.attempt - 1))
+    stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
+    live = _first_of_each([c for c in claims if c.slot not in stale])
+    if not live:
+        return set(), stale
+    if all(c.attempt == 1 for c in live):
+        cur.execute("SAVEPOINT first_attempts")
+        if _first_attempts(cur, live, epochs, node, now):
+            return {c.task_id for c in live}, stale
+        # Some row was not where its claim expects (a duplicate, a cancel): undo, and
+        # find out which, row by row, below.
+        cur.execute("ROLLBACK TO SAVEPOINT first_attempts")
+    rows, ok = _expected_rows(cur, live, lambda c: (_WANT[c.source], c.attempt - 1))
     if ok:
         # Every way out of dispatched moves its event to task_events; this only
         # guards the columns of the attempt about to be overwritten.
@@ -76,37 +90,47 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
     return {c.task_id for c in ok}, stale
 
 
+def _first_attempts(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
+                    now: dt.datetime) -> bool:
+    """The happy path of begin_dispatch: first attempts, each written by a conditional
+    UPDATE with no locking read before it. True when every claim's row was where it
+    expects (then each is dispatched); False when any was not, and the caller rolls
+    these writes back. A row at attempts 0 was never dispatched, so its columns hold
+    no dispatched event to save."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for c in claims:
+        groups.setdefault((_WANT[c.source], epochs[c.slot]), []).append(c.task_id)
+    for (status, epoch), ids_ in groups.items():
+        moved = cur.execute(f"UPDATE tasks SET status = %s, attempts = 1, epoch = %s, updated_at = %s,"
+                            f" dispatched_at = %s, dispatched_by = %s"
+                            f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = 0",
+                            [r.DISPATCHED, epoch, now, now, node, status])
+        if moved != len(ids_):
+            return False
+    return True
+
+
 def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
                     now: dt.datetime) -> set[int]:
     """Record finished attempts; returns the stale slots whose writes were refused."""
-    stale, rows, live = _expected_rows(cur, writes, epochs, lambda w: (r.DISPATCHED, w.attempt))
+    stale = fenced.stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
+    live = _first_of_each([w for w in writes if w.slot not in stale])
     if not live:
         return stale
     happy = {w.task_id: h for w in live if (h := happy_success(w)) is not None}
-    # Off the happy path, the attempt's dispatched event joins the others in task_events.
-    fenced.move_dispatch_to_events(cur, [w.task_id for w in live if w.task_id not in happy], rows)
-    fenced.append_events(cur, [e for w in live if w.task_id not in happy for e in w.events])
-    done = [w for w in live if w.result == r.SUCCEEDED]
-    retry = [w for w in live if w.result == r.RETRY]
-    dead = [w for w in live if w.result == r.DEAD_LETTERED]
-    by_node: dict[str, list[str]] = {}
-    for task_id, (_, _, node) in happy.items():
-        by_node.setdefault(node, []).append(task_id)
-    for node, all_ids in by_node.items():
-        # The running and succeeded events become the row's started_at, finished_by
-        # and updated_at. A CASE is searched row by row, so a statement takes at most
-        # CASE_ROWS rows (measured: 1,000 rows in one cost the server half as much
-        # again as 100 at a time).
-        for i in range(0, len(all_ids), CASE_ROWS):
-            ids_ = all_ids[i:i + CASE_ROWS]
-            started = case_times("started_at", [(tid, happy[tid][0]) for tid in ids_])
-            finished = case_times("updated_at", [(tid, happy[tid][1]) for tid in ids_])
-            cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
-                        f" WHERE task_id IN ({names(ids_)})", [r.SUCCEEDED, node])
-    unhappy_done = [w.task_id for w in done if w.task_id not in happy]
-    if unhappy_done:
+    _record_happy(cur, happy, {w.task_id: w.attempt for w in live})
+    # Off the happy path: the rows are read under lock first, since the events written
+    # depend on them; the attempt's dispatched event joins the others in task_events.
+    rows, others = _expected_rows(cur, [w for w in live if w.task_id not in happy],
+                                  lambda w: (r.DISPATCHED, w.attempt))
+    fenced.move_dispatch_to_events(cur, [w.task_id for w in others], rows)
+    fenced.append_events(cur, [e for w in others for e in w.events])
+    done = [w.task_id for w in others if w.result == r.SUCCEEDED]
+    retry = [w for w in others if w.result == r.RETRY]
+    dead = [w for w in others if w.result == r.DEAD_LETTERED]
+    if done:
         cur.execute("UPDATE tasks SET status = %s, updated_at = %s"
-                    f" WHERE task_id IN ({marks(len(unhappy_done))})", [r.SUCCEEDED, now, *unhappy_done])
+                    f" WHERE task_id IN ({marks(len(done))})", [r.SUCCEEDED, now, *done])
     if retry:
         cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, last_error = %s,"
                         " last_stack_trace = %s, updated_at = %s WHERE task_id = %s",
@@ -119,9 +143,32 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
     return stale
 
 
+def _record_happy(cur, happy: dict[str, tuple[dt.datetime | None, dt.datetime, str]],
+                  attempt_of: dict[str, int]) -> None:
+    """Successes whose running and succeeded events become the row's started_at,
+    finished_by and updated_at: conditional UPDATEs with no read before them (a row
+    no longer dispatched at that attempt is left alone, and these write no event, so
+    nothing depends on which rows matched)."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for task_id, (_, _, node) in happy.items():
+        groups.setdefault((node, attempt_of[task_id]), []).append(task_id)
+    for (node, attempt), all_ids in groups.items():
+        # A CASE is searched row by row, so a statement takes at most CASE_ROWS rows
+        # (measured: 1,000 rows in one cost the server half as much again as 100 at a time).
+        for i in range(0, len(all_ids), CASE_ROWS):
+            ids_ = all_ids[i:i + CASE_ROWS]
+            started = case_times("started_at", [(tid, happy[tid][0]) for tid in ids_])
+            finished = case_times("updated_at", [(tid, happy[tid][1]) for tid in ids_])
+            cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
+                        f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = %s",
+                        [r.SUCCEEDED, node, r.DISPATCHED, attempt])
+
+
 def return_undelivered(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                        now: dt.datetime) -> set[int]:
-    stale, rows, back = _expected_rows(cur, claims, epochs, lambda c: (r.DISPATCHED, c.attempt))
+    stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
+    live = _first_of_each([c for c in claims if c.slot not in stale])
+    rows, back = _expected_rows(cur, live, lambda c: (r.DISPATCHED, c.attempt))
     if back:
         fenced.move_dispatch_to_events(cur, [c.task_id for c in back], rows)
         cur.executemany("UPDATE tasks SET status = %s, attempts = attempts - 1, trigger_at = %s,"

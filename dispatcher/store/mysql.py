@@ -10,6 +10,10 @@ act on a slot it lost: the store reports the slot stale and the node drops it.
 
 Transitions are conditional (`status`, `attempts`), so a task that reaches the
 owner twice (replayed Kafka message, swept row) is dispatched once.
+
+A slot's rows are found by lane (records.Lane, the `lane` column the server derives
+from `status`, migrations/011_lanes.sql): equality on (slot, lane), the index's
+prefix, then the status wanted. A status change inside a lane moves no index entry.
 """
 from __future__ import annotations
 
@@ -31,6 +35,9 @@ from dispatcher.store.unique_keys import hold_keys
 from taskring.task import TaskState
 
 _RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
+# The lanes as plain ints: PyMySQL would escape an IntEnum as a string.
+_MYSQL, _HEAP, _LIVE = int(r.Lane.MYSQL), int(r.Lane.HEAP), int(r.Lane.LIVE)
+_LANE_OF = {status: int(lane) for status, lane in r.LANE_OF.items()}
 _TASK_COLUMNS = ("task_id, slot, namespace, task_type, priority, status, trigger_at, attempts, epoch, "
                  "envelope, last_error, last_stack_trace, created_at, updated_at")
 
@@ -186,12 +193,12 @@ class TaskStore:
             # leaves the row's columns for task_events (the next attempt reuses them).
             cur.execute("INSERT INTO task_events (task_id, state, at, node, attempt, detail)"
                         " SELECT task_id, %s, dispatched_at, dispatched_by, attempts, NULL FROM tasks"
-                        " WHERE slot = %s AND status = %s AND dispatched_at IS NOT NULL ORDER BY task_id",
-                        (TaskState.DISPATCHED, slot, r.DISPATCHED))
+                        " WHERE slot = %s AND lane = %s AND status = %s AND dispatched_at IS NOT NULL"
+                        " ORDER BY task_id", (TaskState.DISPATCHED, slot, _LIVE, r.DISPATCHED))
             for status in (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if crashed else ()):
                 cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s,"
-                            " dispatched_at = NULL, dispatched_by = NULL WHERE slot = %s AND status = %s",
-                            (r.PENDING, epoch, now, slot, status))
+                            " dispatched_at = NULL, dispatched_by = NULL WHERE slot = %s AND lane = %s AND status = %s",
+                            (r.PENDING, epoch, now, slot, _LANE_OF[status], status))
             return epoch
         return self.run(body)
 
@@ -200,8 +207,8 @@ class TaskStore:
         def body(cur):
             if fenced.stale_slots(cur, {slot: epoch}):
                 return False
-            cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s",
-                        (r.PENDING, now, slot, r.CLAIMED))
+            cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND lane = %s",
+                        (r.PENDING, now, slot, _HEAP))
             cur.execute("UPDATE slot_owners SET owner = '' WHERE slot = %s AND epoch = %s", (slot, epoch))
             return True
         return self.run(body)
@@ -366,12 +373,13 @@ class TaskStore:
         def body(cur):
             if fenced.stale_slots(cur, {slot: epoch}):
                 return False, []
-            # Equality on slot and status, range on trigger_at: the index serves it
-            # without a filesort, and SKIP LOCKED keeps concurrent claimers apart.
-            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
-                        " WHERE slot = %s AND status = %s AND trigger_at <= %s"
+            # Equality on slot and lane (pending is the whole MySQL lane), range on
+            # trigger_at: the index serves it without a filesort, and SKIP LOCKED keeps
+            # concurrent claimers apart.
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_lane_trigger)"
+                        " WHERE slot = %s AND lane = %s AND trigger_at <= %s"
                         " ORDER BY trigger_at, task_id LIMIT %s FOR UPDATE SKIP LOCKED",
-                        (slot, r.PENDING, until, limit))
+                        (slot, _MYSQL, until, limit))
             rows = [r.TaskRow(*row) for row in cur.fetchall()]
             if rows:
                 ids = [row.task_id for row in rows]
@@ -386,9 +394,12 @@ class TaskStore:
         def body(cur):
             if fenced.stale_slots(cur, {slot: epoch}):
                 return 0
-            cur.execute("SELECT task_id FROM tasks FORCE INDEX (idx_slot_status_trigger)"
-                        " WHERE slot = %s AND status = %s AND trigger_at < %s"
-                        " ORDER BY trigger_at LIMIT %s FOR UPDATE SKIP LOCKED", (slot, r.ENQUEUED, older_than, limit))
+            # The live lane up to `older_than`: the overdue enqueued rows and the
+            # dispatched ones among them (no more than are in flight), told apart by status.
+            cur.execute("SELECT task_id FROM tasks FORCE INDEX (idx_slot_lane_trigger)"
+                        " WHERE slot = %s AND lane = %s AND trigger_at < %s AND status = %s"
+                        " ORDER BY trigger_at LIMIT %s FOR UPDATE SKIP LOCKED",
+                        (slot, _LIVE, older_than, r.ENQUEUED, limit))
             ids = [row[0] for row in cur.fetchall()]
             if ids:
                 cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({names(ids)})",
@@ -417,15 +428,17 @@ class TaskStore:
         def body(cur):
             if fenced.stale_slots(cur, {slot: epoch}):
                 return False, []
-            # By slot and status equality (the index's prefix): a slot has only as many
-            # dispatched or claimed rows as its owner has in flight and in its heap.
-            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
-                        " WHERE slot = %s AND status = %s AND updated_at < %s ORDER BY updated_at LIMIT %s",
-                        (slot, r.DISPATCHED, dispatched_before, limit))
+            # By slot and lane equality (the index's prefix). The live lane holds what the
+            # owner has in flight and the Kafka-path rows not yet dispatched, which the
+            # sweeper keeps to those due within its grace; the heap lane holds what is in
+            # the owner's heap.
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_lane_trigger)"
+                        " WHERE slot = %s AND lane = %s AND status = %s AND updated_at < %s"
+                        " ORDER BY updated_at LIMIT %s", (slot, _LIVE, r.DISPATCHED, dispatched_before, limit))
             rows = [r.TaskRow(*row) for row in cur.fetchall()]
-            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_status_trigger)"
-                        " WHERE slot = %s AND status = %s AND trigger_at < %s AND updated_at < %s"
-                        " ORDER BY updated_at LIMIT %s", (slot, r.CLAIMED, claimed_before, claimed_before, limit))
+            cur.execute(f"SELECT {_TASK_COLUMNS} FROM tasks FORCE INDEX (idx_slot_lane_trigger)"
+                        " WHERE slot = %s AND lane = %s AND trigger_at < %s AND updated_at < %s"
+                        " ORDER BY updated_at LIMIT %s", (slot, _HEAP, claimed_before, claimed_before, limit))
             rows += [r.TaskRow(*row) for row in cur.fetchall()]
             return True, sorted(rows, key=lambda row: row.updated_at)[:limit]
         return self.run(body)
@@ -435,8 +448,8 @@ class TaskStore:
             if fenced.stale_slots(cur, {slot: epoch}):
                 return False
             if task_ids:
-                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND status = %s"
-                            f" AND task_id IN ({marks(len(task_ids))})", [r.PENDING, now, slot, r.CLAIMED, *task_ids])
+                cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND lane = %s"
+                            f" AND task_id IN ({marks(len(task_ids))})", [r.PENDING, now, slot, _HEAP, *task_ids])
             return True
         return self.run(body)
 
@@ -480,9 +493,9 @@ class TaskStore:
                 wanted = list(slots)
             out = {}
             for slot in wanted:
-                # By slot and status equality: index ranges, never a scan of finished rows.
-                cur.execute("SELECT COUNT(*) FROM tasks WHERE slot = %s AND status IN (%s, %s, %s)",
-                            (slot, r.PENDING, r.ENQUEUED, r.CLAIMED))
+                # By slot and lane: index ranges, never a scan of finished rows.
+                cur.execute("SELECT COUNT(*) FROM tasks WHERE slot = %s AND lane IN (%s, %s, %s) AND status <> %s",
+                            (slot, _MYSQL, _HEAP, _LIVE, r.DISPATCHED))
                 out[slot] = cur.fetchone()[0]
             return out
         return self.run(body)

@@ -59,6 +59,23 @@ TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED})
 """Where the engine leaves a task for good; only a person brings a dead letter back."""
 CANCELLABLE = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
 
+class Lane(enum.IntEnum):
+    """Which of a slot's queues a row is in: the `lane` column (migrations/011_lanes.sql),
+    which the server derives from `status`. The owner's queries find a slot's rows by
+    lane, the prefix of the index, then filter the status; a status change within a
+    lane (enqueued -> dispatched) moves no index entry."""
+
+    DONE = 0
+    MYSQL = 1
+    HEAP = 2
+    LIVE = 3
+
+
+LANE_OF: dict[Status, Lane] = {
+    PENDING: Lane.MYSQL, CLAIMED: Lane.HEAP, ENQUEUED: Lane.LIVE, DISPATCHED: Lane.LIVE,
+    SUCCEEDED: Lane.DONE, DEAD_LETTERED: Lane.DONE, CANCELLED: Lane.DONE,
+}
+
 RETRY = "retry"
 """OutcomeWrite.result of an attempt that failed and will run again."""
 

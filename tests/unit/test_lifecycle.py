@@ -106,3 +106,18 @@ def test_records_carry_the_enums_even_when_built_from_database_text():
     assert row.status is r.Status.CLAIMED
     with pytest.raises(ValueError):
         r.Event("t", "exploded", NOW, "n1", 1)  # type: ignore[arg-type]
+
+
+def test_the_lane_column_of_the_migration_is_records_lane_of():
+    """The server derives `lane` from `status` (migrations/011_lanes.sql); the owner's
+    queries name lanes through records.LANE_OF. The two must say the same."""
+    import pathlib
+    import re
+    sql = (pathlib.Path(r.__file__).with_name("migrations") / "011_lanes.sql").read_text()
+    case = re.search(r"CASE status (.*?) ELSE (\d) END", sql, re.S)
+    assert case is not None
+    named = {r.Status(status): r.Lane(int(lane)) for status, lane in re.findall(r"WHEN '(\w+)' THEN (\d)", case[1])}
+    otherwise = r.Lane(int(case[2]))
+    assert {s: named.get(s, otherwise) for s in r.Status} == r.LANE_OF
+    # Terminal rows leave the lanes the owner reads; every live status is in one of them.
+    assert {s for s, lane in r.LANE_OF.items() if lane == r.Lane.DONE} == r.TERMINAL
