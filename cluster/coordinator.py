@@ -49,7 +49,7 @@ import logging
 from cluster.interface import Clock, Move, SlotListener, SlotRecords
 from cluster.ring import desired_owners
 from membership.claims import SlotClaims
-from membership.interface import SessionEvent, SessionState
+from membership.interface import SessionEvent, SessionState, describe_session
 from membership.nodes import NodeRegistry
 from membership.session import ZkSession
 
@@ -159,8 +159,13 @@ class ClusterOwnership:
                 await self._reconcile()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("ownership reconcile failed; retrying")
+            except Exception as exc:
+                if self._session.state != SessionState.CONNECTED or not self._session.has_lease():
+                    # The connection is down or in doubt: a normal, retried event, not a fault of ours.
+                    log.warning("ownership reconcile interrupted (zookeeper session %s: %s); retrying when it is back",
+                                self._session.state, _brief(exc))
+                else:
+                    log.exception("ownership reconcile failed; retrying")
             try:
                 await asyncio.wait_for(self._kick.wait(), _RECONCILE_EVERY_S)
             except TimeoutError:
@@ -234,8 +239,10 @@ class ClusterOwnership:
     def _delete_claim(self, slot: int) -> None:
         try:
             self._claim_board.delete_own(slot)
-        except Exception:
-            log.exception("slot %d: could not delete our claim", slot)
+        except Exception as exc:
+            # An ephemeral claim goes with our session anyway; after a freeze past the
+            # session it is already gone.
+            log.warning("slot %d: could not delete our claim (%s); it goes when our session ends", slot, _brief(exc))
 
     def _moved(self, slot: int, kind: str) -> None:
         self.moves.append((self._clock.now_ms() / 1000, slot, kind))
@@ -250,9 +257,15 @@ class ClusterOwnership:
         desired = desired_owners(self._members, self._slot_count) if self._members else {}
         return {
             "node": self._node_id,
-            "session": str(self._session.state),
+            "session": describe_session(self._session.state, self._session.has_lease()),
             "members": self._members,
             "desired": desired,
             "claims": dict(self._claims),
             "owned": dict(self._owned),
         }
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception in one line: its type and its text, if any."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -44,6 +44,7 @@ from dispatcher.store.shards import shards_of
 from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
+from membership.interface import describe_session
 from membership.session import ZkSession
 
 log = logging.getLogger(__name__)
@@ -186,8 +187,10 @@ class Node:
     def _ready(self) -> tuple[bool, str]:
         if not self._serving:
             return False, "not serving"
-        if self.session.state != "connected":
-            return False, f"zookeeper session {self.session.state}"
+        if self.session.state != "connected" or (self.config.cluster and not self.session.has_lease()):
+            # The lease is what gates dispatch (_may_send): readiness follows it, not only
+            # kazoo's state, which a frozen ZooKeeper server leaves "connected" for seconds.
+            return False, f"zookeeper session {describe_session(self.session.state, self.session.has_lease())}"
         if self.engine.held:
             return False, "holding: ownership in doubt"
         return True, "ready"
