@@ -196,11 +196,14 @@ def main() -> None:
     args = parser.parse_args()
     executor = FileRecordingExecutor(args.zk, args.record, port=args.port, advertise_port=args.advertise_port,
                                      zk_session_timeout_s=3.0)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # The handler only notes the signal: setting an Event from it can deadlock on the
+    # Event's own lock, held by this thread inside wait() when the signal lands.
+    signalled: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: signalled.append(signum))
     executor.start()
     print(f"executor ready at {executor.executor.address}", flush=True)
-    stop.wait()
+    while not signalled:
+        time.sleep(0.1)
     executor.stop()
 
 

@@ -53,6 +53,9 @@ F = TypeVar("F", bound=HandlerFn)
 _NEW, _RUNNING, _STOPPED = "new", "running", "stopped"
 
 
+_SIGNAL_POLL_S = 0.1
+"""How often serve_forever looks for a signal its handler noted (the handler takes no lock)."""
+
 class _ExecutorServicer(pb_grpc.ExecutorServiceServicer):
     def __init__(self, runner: DeliveryRunner) -> None:
         self._runner = runner
@@ -257,17 +260,22 @@ class Executor:
         the previous ones are restored afterwards.
         """
         previous: dict[signal.Signals, object] = {}
+        signalled: list[int] = []
         if threading.current_thread() is threading.main_thread():
             def on_signal(signum: int, frame: FrameType | None) -> None:
-                log.info("executor got signal %d; stopping", signum)
-                self._stop_requested.set()
+                # No lock in here: the signal may land while this same thread holds the
+                # Event's lock inside wait(), and set() would wait for it forever.
+                signalled.append(signum)
 
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, on_signal)
         try:
             if self._state == _NEW:
                 self.start()
-            self._stop_requested.wait()
+            while not signalled and not self._stop_requested.wait(_SIGNAL_POLL_S):
+                pass
+            if signalled:
+                log.info("executor got signal %d; stopping", signalled[0])
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
