@@ -26,36 +26,56 @@ and the claim that follows bumps the epoch, so anything the crashed or frozen
 process still tries to write for the slot is refused by the store (see
 dispatcher/store/mysql.py).
 
+Leases (dispatcher/store/migrations/012_slot_leases.sql). ZooKeeper says who should own
+a slot; the store says who does, until when. A claim leases the slot to its claimer for
+`lease_ms` (two thirds of the session timeout, by the store's clock), and the owner
+renews every slot it holds in one statement per store shard, `_RENEWALS_PER_LEASE` times
+a lease. The owner dispatches only while its lease holds by its own monotonic clock,
+counted from before the renewal was sent and only LEASE_FRACTION of it, so a frozen or
+cut-off owner stops before the store lets anyone else claim. A claim is refused while
+another node's lease is live, and marks the slot wanted: the owner's next renewal says
+so, and it hands the slot over cleanly (release clears the lease). So:
+
+    kill -9 / freeze   renewals stop; the lease lapses within lease_ms, before the
+                       session expires, and the next owner claims as before
+    ZooKeeper down     nothing can change hands (claims need ZooKeeper), and every
+                       owner keeps dispatching under its store leases
+    cut off from ZooKeeper alone
+                       the others claim after its session expires, are refused, and
+                       mark the slots wanted; its renewal says WANTED; it hands over
+
 Session states (membership/session.py):
 
     SUSPENDED  the connection dropped; the session may still be alive, or not.
-               Hold at once: take no new work, finish what is in flight. If the
-               suspension outlasts the session timeout, the server has expired
-               the session and others may own our slots: drop them all, writing
-               nothing more.
+               Carry on under the store leases: if the server expires the session
+               and others claim our slots, the renewals say so.
     CONNECTED  (same session) resume; ownership did not change.
-    LOST / new session  our znodes are gone: we own nothing until we claim again.
-
-The server expires a silent session only after the full timeout, while kazoo
-reports SUSPENDED after missing pings (about two thirds of it), so a node cut
-off from ZooKeeper stops acting before anyone else can claim its slots.
+    LOST / new session  our znodes are gone, our leases are not: keep the slots we
+               still hold, put their claims back in the new session (same epoch),
+               and hand over any that another node has claimed meanwhile.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
+import time
+from collections.abc import Callable
 
-from cluster.interface import Clock, Move, SlotListener, SlotRecords
+from cluster.interface import LOST, WANTED, Clock, Move, SlotLeased, SlotListener, SlotRecords
 from cluster.ring import desired_owners
 from membership.claims import SlotClaims
-from membership.interface import SessionEvent, SessionState, describe_session
+from membership.interface import SessionEvent, SessionState
 from membership.nodes import NodeRegistry
 from membership.session import ZkSession
 
 log = logging.getLogger(__name__)
 
 _RECONCILE_EVERY_S = 1.0
+_RENEWALS_PER_LEASE = 4
+LEASE_FRACTION = 0.75
+"""The share of a store lease this node counts on, from before the renewal was sent: the
+rest covers the store's clock running faster than ours, and the statement's own time."""
 _MOVES_KEPT = 200
 
 
@@ -72,8 +92,11 @@ class ClusterOwnership:
     advertises in its /nodes znode (its gRPC address and admin port)."""
 
     def __init__(self, *, node_id: str, slot_count: int, session: ZkSession, records: SlotRecords,
-                 listener: SlotListener, clock: Clock, node_info: dict):
+                 listener: SlotListener, clock: Clock, node_info: dict, lease_ms: int,
+                 monotonic: Callable[[], float] = time.monotonic):
         self._session = session
+        self._lease_ms = lease_ms
+        self._monotonic = monotonic
         self._records = records
         self._listener = listener
         self._clock = clock
@@ -82,12 +105,15 @@ class ClusterOwnership:
         self._registry = NodeRegistry(session, node_id, node_info)
         self._claim_board = SlotClaims(session, node_id)
         self._owned: dict[int, int] = {}          # slot -> epoch
+        self._revoking: dict[int, int] = {}       # slot -> epoch, while a clean handoff finishes
+        self._lease_deadline: dict[int, float] = {}   # slot -> monotonic time our lease is good until
         self._members: dict[str, dict] = {}
         self._claims: dict[int, dict] = {}        # slot -> owner znode data (any node)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kick = asyncio.Event()  # binds to the loop on first use
         self._task: asyncio.Task | None = None
-        self._generation_seen = 0
+        self._renewer: asyncio.Task | None = None
+        self._handoffs: set[asyncio.Task] = set()
         self._stopping = False
         self.moves: collections.deque[Move] = collections.deque(maxlen=_MOVES_KEPT)
 
@@ -102,8 +128,8 @@ class ClusterOwnership:
         self._registry.add_members_listener(self._on_members)
         await asyncio.to_thread(self._registry.start)
         self._members = self._registry.members()
-        self._generation_seen = self._session.session_generation
         self._task = asyncio.create_task(self._run(), name="ownership")
+        self._renewer = asyncio.create_task(self._renew_leases(), name="slot-leases")
 
     async def stop(self) -> None:
         """Leave the ring first (others recompute), then hand every slot off cleanly."""
@@ -113,13 +139,19 @@ class ClusterOwnership:
         await asyncio.to_thread(self._registry.stop)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
+        # The leases stay renewed while the handoffs below finish; then nothing is left.
         await _all(self._revoke(slot, clean=True) for slot in list(self._owned))
+        await asyncio.gather(*self._handoffs, return_exceptions=True)
+        if self._renewer is not None:
+            self._renewer.cancel()
+            await asyncio.gather(self._renewer, return_exceptions=True)
         self._session.remove_listener(self._on_session)
         await asyncio.to_thread(self._claim_board.stop)
 
     def slot_lost(self, slot: int) -> None:
         """The store refused our epoch: someone claimed the slot after us."""
         if self._owned.pop(slot, None) is not None:
+            self._lease_deadline.pop(slot, None)
             self._moved(slot, "lost")
             self._delete_claim_soon(slot)
 
@@ -141,11 +173,9 @@ class ClusterOwnership:
             self._loop.call_soon_threadsafe(self._session_changed, event)
 
     def _session_changed(self, event: SessionEvent) -> None:
-        if event.new_state == SessionState.SUSPENDED:
-            log.warning("zookeeper suspended: holding all work")
-            self._listener.hold(True)
-        elif event.new_state == SessionState.CONNECTED:
-            self._listener.hold(False)
+        if event.new_state in (SessionState.SUSPENDED, SessionState.LOST) and self._owned:
+            log.warning("zookeeper session %s: dispatching on under the store leases of %d slots",
+                        event.new_state, len(self._owned))
         self._kick.set()
 
     # ---- the reconcile loop ----
@@ -173,22 +203,12 @@ class ClusterOwnership:
 
     async def _reconcile(self) -> None:
         state = self._session.state
-        if state == SessionState.SUSPENDED:
-            # The timeout the server granted, not the one we asked for.
-            timeout_s = self._session.session_timeout_ms / 1000
-            if self._owned and self._session.suspended_for_s() >= timeout_s:
-                log.warning("zookeeper suspended for over the session timeout: giving up %d slots",
-                            len(self._owned))
-                await self._drop_all()
-            return
-        if state != SessionState.CONNECTED:
+        if state == SessionState.STOPPED:
             if self._owned:
                 await self._drop_all()
             return
-        if self._session.session_generation != self._generation_seen:
-            # A new session: every claim we made died with the old one.
-            self._generation_seen = self._session.session_generation
-            await self._drop_all()
+        if state != SessionState.CONNECTED:
+            return   # SUSPENDED or LOST: the store leases guard what we hold; wait for a session
         self._listener.hold(False)
         self._claims = await asyncio.to_thread(self._claim_board.read_all)
         for slot, claim in list(self._claims.items()):
@@ -197,6 +217,10 @@ class ClusterOwnership:
                 # delete it so the slot can be claimed afresh under a new epoch.
                 await asyncio.to_thread(self._delete_claim, slot)
                 self._claims.pop(slot)
+        # A new session lost our claims, not our slots: put each claim back (same epoch),
+        # or hand the slot over to the node that claimed it meanwhile.
+        await _all(self._reclaim(slot, epoch) for slot, epoch in sorted(self._owned.items())
+                   if self._claims.get(slot, {}).get("node") != self._node_id)
         members = self._registry.members()
         self._members = members
         if self._node_id not in members:
@@ -212,22 +236,49 @@ class ClusterOwnership:
     async def _claim(self, slot: int) -> None:
         if not await asyncio.to_thread(self._claim_board.create, slot, {"node": self._node_id, "epoch": None}):
             return
+        sent_at = self._monotonic()
         try:
-            epoch = await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now())
+            epoch = await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now(),
+                                            self._lease_ms)
+        except SlotLeased as leased:
+            # Its last owner still holds it in the store (cut off from ZooKeeper, or its
+            # session just expired): it now hands it over, or its lease runs out; the
+            # next reconcile pass claims again.
+            log.info("slot %d: %s; asked it to hand over", slot, leased)
+            await asyncio.to_thread(self._delete_claim, slot)
+            return
         except Exception:
             log.exception("slot %d: epoch bump failed; releasing the claim", slot)
             await asyncio.to_thread(self._delete_claim, slot)
             return
         await asyncio.to_thread(self._claim_board.update, slot, {"node": self._node_id, "epoch": epoch})
+        self._lease_deadline[slot] = sent_at + self._lease_ms / 1000 * LEASE_FRACTION
         self._owned[slot] = epoch
         self._moved(slot, "assigned")
         log.info("slot %d: claimed under epoch %d", slot, epoch)
         await self._listener.slot_assigned(slot, epoch)
 
-    async def _revoke(self, slot: int, *, clean: bool) -> None:
-        if self._owned.pop(slot, None) is None:
+    async def _reclaim(self, slot: int, epoch: int) -> None:
+        """Our claim on a slot we hold is gone (a new session): make it again, unless
+        another node has claimed the slot meanwhile; then hand it over."""
+        if self._claims.get(slot) is None and await asyncio.to_thread(
+                self._claim_board.create, slot, {"node": self._node_id, "epoch": epoch}):
+            self._claims[slot] = {"node": self._node_id, "epoch": epoch}
+            log.info("slot %d: claim made again in the new session, epoch %d", slot, epoch)
             return
-        await self._listener.slot_revoked(slot, clean=clean)
+        await self._revoke(slot, clean=True)
+
+    async def _revoke(self, slot: int, *, clean: bool) -> None:
+        epoch = self._owned.pop(slot, None)
+        if epoch is None:
+            return
+        self._lease_deadline.pop(slot, None)
+        if clean:
+            self._revoking[slot] = epoch   # its lease is renewed until the handoff is done
+        try:
+            await self._listener.slot_revoked(slot, clean=clean)
+        finally:
+            self._revoking.pop(slot, None)
         self._moved(slot, "revoked" if clean else "lost")
         if clean:
             await asyncio.to_thread(self._delete_claim, slot)
@@ -251,13 +302,60 @@ class ClusterOwnership:
         if self._loop is not None:
             self._loop.create_task(asyncio.to_thread(self._delete_claim, slot))
 
+    # ---- the store leases ----
+
+    def lease_remaining_s(self) -> float:
+        """Seconds this node may still dispatch what it owns: until the first of its
+        slots' leases runs out by our clock (0.0 once one has). Owning nothing, it
+        has nothing to guard: a whole lease."""
+        if not self._owned:
+            return self._lease_ms / 1000 * LEASE_FRACTION
+        now = self._monotonic()
+        return max(0.0, min(self._lease_deadline.get(slot, now) for slot in self._owned) - now)
+
+    async def _renew_leases(self) -> None:
+        interval_s = self._lease_ms / 1000 / _RENEWALS_PER_LEASE
+        while True:
+            started = self._monotonic()
+            try:
+                await self._renew_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("renewing the slot leases failed (%s); dispatch stops in %.1f s unless a renewal"
+                            " succeeds", _brief(exc), self.lease_remaining_s())
+            await asyncio.sleep(max(0.0, interval_s - (self._monotonic() - started)))
+
+    async def _renew_once(self) -> None:
+        epochs = {**self._revoking, **self._owned}
+        if not epochs:
+            return
+        sent_at = self._monotonic()
+        states = await asyncio.to_thread(self._records.renew_leases, self._node_id, epochs, self._lease_ms,
+                                         self._clock.now())
+        good_until = sent_at + self._lease_ms / 1000 * LEASE_FRACTION
+        for slot, state in states.items():
+            if self._owned.get(slot) != epochs[slot]:
+                continue   # revoking, or it moved while the statement ran
+            if state == LOST:
+                log.warning("slot %d: our lease ran out and another node claimed it; dropping it", slot)
+                await self._revoke(slot, clean=False)
+                continue
+            self._lease_deadline[slot] = good_until
+            if state == WANTED:
+                log.info("slot %d: another node claims it; handing it over", slot)
+                handoff = asyncio.create_task(self._revoke(slot, clean=True), name=f"handoff-{slot}")
+                self._handoffs.add(handoff)
+                handoff.add_done_callback(self._handoffs.discard)
+
     # ---- observation (admin view) ----
 
     def snapshot(self) -> dict:
         desired = desired_owners(self._members, self._slot_count) if self._members else {}
         return {
             "node": self._node_id,
-            "session": describe_session(self._session.state, self._session.has_lease()),
+            "session": str(self._session.state),
+            "store_lease_remaining_s": round(self.lease_remaining_s(), 3),
             "members": self._members,
             "desired": desired,
             "claims": dict(self._claims),

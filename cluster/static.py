@@ -7,8 +7,12 @@ incarnation of the node that was killed and is still writing.
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 
-from cluster.interface import Clock, SlotListener, SlotRecords
+from cluster.interface import Clock, SlotLeased, SlotListener, SlotRecords
+
+log = logging.getLogger(__name__)
 
 
 class StaticOwnership:
@@ -25,9 +29,19 @@ class StaticOwnership:
         for slot in range(self._slot_count):
             if slot in self._owned:
                 continue
-            epoch = await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now())
+            epoch = await self._claim(slot)
             self._owned[slot] = epoch
             await self._listener.slot_assigned(slot, epoch)
+
+    async def _claim(self, slot: int) -> int:
+        """Claim the slot; a cluster node that held it until just now may still have a
+        lease on it (a cluster turned into one node): wait that out."""
+        while True:
+            try:
+                return await asyncio.to_thread(self._records.claim_slot, slot, self._node_id, self._clock.now())
+            except SlotLeased as leased:
+                log.warning("slot %d: %s; waiting for it to run out", slot, leased)
+                await asyncio.sleep(leased.remaining_ms / 1000)
 
     async def stop(self) -> None:
         owned, self._owned = self._owned, {}
@@ -40,6 +54,9 @@ class StaticOwnership:
 
     def owned(self) -> dict[int, int]:
         return dict(self._owned)
+
+    def lease_remaining_s(self) -> float:
+        return math.inf
 
     def snapshot(self) -> dict:
         owned = dict(self._owned)

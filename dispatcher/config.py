@@ -118,6 +118,13 @@ class ZooKeeperConfig:
     def __post_init__(self) -> None:
         _positive(self, "session_timeout_ms")
 
+    @property
+    def slot_lease_ms(self) -> int:
+        """A slot's lease in the store (cluster/coordinator.py, "Leases"): two thirds of
+        the session timeout, so that a crashed owner's leases have run out by the time
+        its session expires and the next owner claims (no wait added to a takeover)."""
+        return self.session_timeout_ms * 2 // 3
+
 
 @dataclasses.dataclass(frozen=True)
 class TlsConfig:

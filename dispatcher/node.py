@@ -44,7 +44,6 @@ from dispatcher.store.shards import shards_of
 from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
-from membership.interface import describe_session
 from membership.session import ZkSession
 
 log = logging.getLogger(__name__)
@@ -136,17 +135,19 @@ class Node:
         return ClusterOwnership(node_id=config.node_id, slot_count=config.slot_count, session=self.session,
                                 records=self.store, listener=self.engine, clock=self.clock,
                                 node_info={"grpc": f"{config.grpc_host}:{config.grpc_port}",
-                                           "admin_port": config.admin_port})
+                                           "admin_port": config.admin_port},
+                                lease_ms=config.zookeeper.slot_lease_ms)
 
     def _may_send(self) -> bool:
-        """A clustered node acts only while its ZooKeeper session lease holds; a single
-        node owns every slot without claims, so nothing can take them from it."""
-        return not self.config.cluster or self.session.has_lease()
+        """A clustered node acts only while the store leases of its slots hold (cluster/
+        coordinator.py, "Leases"), whether or not ZooKeeper answers; a single node owns
+        every slot without claims, so nothing can take them from it."""
+        return not self.config.cluster or self.ownership.lease_remaining_s() > 0
 
     def _lease_ms(self) -> int | None:
         if not self.config.cluster:
             return None
-        return int(self.session.lease_remaining_s() * 1000)
+        return int(self.ownership.lease_remaining_s() * 1000)
 
     def _slot_lost(self, slot: int) -> None:
         self.ownership.slot_lost(slot)
@@ -187,12 +188,15 @@ class Node:
     def _ready(self) -> tuple[bool, str]:
         if not self._serving:
             return False, "not serving"
-        if self.session.state != "connected" or (self.config.cluster and not self.session.has_lease()):
-            # The lease is what gates dispatch (_may_send): readiness follows it, not only
-            # kazoo's state, which a frozen ZooKeeper server leaves "connected" for seconds.
-            return False, f"zookeeper session {describe_session(self.session.state, self.session.has_lease())}"
+        if not self._may_send():
+            # What gates dispatch gates readiness: the store leases, not ZooKeeper.
+            return False, "no store lease on its slots: not dispatching"
         if self.engine.held:
             return False, "holding: ownership in doubt"
+        if self.session.state != "connected":
+            # Still ready: it stores submits and dispatches the slots it holds. Nothing
+            # moves between nodes until ZooKeeper is back.
+            return True, f"ready; zookeeper session {self.session.state}: dispatching under the store leases"
         return True, "ready"
 
     async def start(self) -> None:

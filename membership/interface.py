@@ -105,11 +105,3 @@ class ExecutorDirectoryProtocol(Protocol):
     def known(self) -> dict[str, tuple[ExecutorInstance, ...]]: ...
     def add_listener(self, callback: ExecutorsListener) -> None: ...
 
-
-def describe_session(state: SessionState, has_lease: bool) -> str:
-    """The session as an operator needs it: its state, and whether its lease still lets
-    this process act as the holder of what it holds (dispatch stops when it does not,
-    which with a frozen ZooKeeper server is seconds before kazoo reports SUSPENDED)."""
-    if state in (SessionState.CONNECTED, SessionState.SUSPENDED) and not has_lease:
-        return f"{state}, lease expired: not dispatching"
-    return str(state)

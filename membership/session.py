@@ -29,10 +29,11 @@ CONNECTED   Our session is live: what we registered or claimed in this
 
 SUSPENDED   We cannot tell whether the session is still alive. kazoo learns of an
             expiry only when it reconnects, so a node that was cut off can believe,
-            for a while, that it still owns what it owned. The rule for a holder:
-            take no new work at once; give everything up once suspended_for_s()
-            exceeds session_timeout_ms. That timer is an upper bound, not a safe
-            bound: the server counts from the last packet it received, and kazoo
+            for a while, that it still owns what it owned. Slot owners do not
+            act on this state: the store leases of their slots decide whether they
+            may dispatch (cluster/coordinator.py, "Leases"). A timer on
+            suspended_for_s() would be an upper bound, not a safe bound: the
+            server counts from the last packet it received, and kazoo
             only declares a connection dead after a ping has gone unanswered (it
             pings every third of the timeout and waits another third), so other
             nodes may see our ephemerals vanish as early as about a third of a
@@ -40,8 +41,9 @@ SUSPENDED   We cannot tell whether the session is still alive. kazoo learns of a
             harmless is the epoch each claim carries (a fencing token checked by
             every write), not this timer.
 
-LOST        The session is gone, and every ephemeral it created with it. It may be
-            reported long after the fact (on reconnect). Own nothing.
+LOST        The session is gone, and every ephemeral it created with it (our slot
+            claims, not our store leases). It may be reported long after the fact
+            (on reconnect).
 
 new session A CONNECTED event with new_session=True (generation incremented) means
             start over: register again, claim again. A CONNECTED whose session id
@@ -56,7 +58,8 @@ timeout, and each answered read proves the server heard from us no earlier than
 when the read was sent. The server cannot expire the session sooner than one
 session timeout after that, so until LEASE_FRACTION of a timeout has passed since
 the last answered probe, nobody else can hold what this session holds.
-has_lease() says whether that is still so; a holder sends nothing without it.
+has_lease() says whether that is still so (slot owners gate dispatch on
+their store leases instead, which outlive a ZooKeeper outage).
 
 The rules live, pure and table-tested, in transitions.py; the in-memory twin
 (memory.py) uses the same rules.

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound
 from dispatcher.store import records as r
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
@@ -544,6 +545,55 @@ RELEASE_SLOT = (
          check=lambda w, _: equal(w.store.slot_owners()[0], (w.epochs[0] + 1, "n2"))),
 )
 
+# ---- slot leases (claim_slot's lease_ms, renew_leases, release_slot)
+
+LEASE_MS = 60_000   # live for the whole case, by either store's clock
+
+
+def _refused_claim(store, slot: int, node: str) -> tuple[str, bool]:
+    with pytest.raises(SlotLeased) as info:
+        store.claim_slot(slot, node, T0)
+    return info.value.owner, info.value.remaining_ms > 0
+
+
+def _leased_then_wanted(w: World) -> tuple:
+    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
+    refused = _refused_claim(w.store, 0, "n2")
+    return refused, epoch, w.store.renew_leases(NODE, {0: epoch}, LEASE_MS, T0)
+
+
+def _check_wanted(w: World, result: tuple) -> None:
+    refused, epoch, renewal = result
+    assert refused == (NODE, True)   # by NODE's live lease
+    assert renewal == {0: WANTED}    # NODE's renewal hears of it
+    assert w.store.slot_owners()[0] == (epoch, NODE)   # and nothing else changed
+
+
+def _renewals(w: World) -> dict[int, str]:
+    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
+    w.store.claim_slot(1, "n2", T0)   # NODE's lease on slot 1 (from `given`, lease_ms 0) has run out
+    return w.store.renew_leases(NODE, {0: epoch, 1: w.epochs[1], 2: w.epochs[2] - 1, 3: w.epochs[3]}, LEASE_MS, T0)
+
+
+def _released_then_claimed(w: World) -> tuple:
+    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
+    w.store.release_slot(0, epoch, T0)
+    return w.store.claim_slot(0, "n2", T0, LEASE_MS) - epoch, w.store.renew_leases(NODE, {0: epoch}, LEASE_MS, T0)
+
+
+LEASES = (
+    Case("a claim is refused while another node's lease is live, and marks the slot wanted",
+         given=(), when=_leased_then_wanted,
+         check=_check_wanted),
+    Case("renew_leases: renewed under the epoch held; lost when another claimed it or under an older epoch",
+         given=(), when=_renewals, returns={0: RENEWED, 1: LOST, 2: LOST, 3: RENEWED}),
+    Case("a release ends the lease: another node claims at once, and the old owner's renewal says lost",
+         given=(), when=_released_then_claimed, returns=(1, {0: LOST})),
+    Case("an owner's own lease does not refuse its own claim",
+         given=(), when=lambda w: w.store.claim_slot(0, NODE, T0, LEASE_MS) and w.store.claim_slot(0, NODE, T0),
+         returns=3),
+)
+
 # ---- begin_dispatch
 
 
@@ -877,6 +927,10 @@ class StoreConformance:
 
     @cases(*CLAIM_SLOT)
     def test_claim_slot(self, backend, case):
+        run_case(backend, case)
+
+    @cases(*LEASES)
+    def test_slot_leases(self, backend, case):
         run_case(backend, case)
 
     @cases(*RELEASE_SLOT)

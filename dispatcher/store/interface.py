@@ -52,27 +52,43 @@ class TaskStoreProtocol(Protocol):
         """Make sure slots 0..slot_count-1 have an ownership record (epoch 0, no owner).
         An existing record is never changed."""
 
-    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
-        """Take `slot` for `node` and return its new epoch. Unconditional.
+    def claim_slot(self, slot: int, node: str, now: dt.datetime, lease_ms: int = 0) -> int:
+        """Take `slot` for `node` and return its new epoch, unless another node's
+        lease on it is live.
 
-        The epoch becomes the previous one + 1 (a slot without a record starts
-        from 0, so its first claim returns 1) and the owner becomes `node`. From
-        then on every fenced write carrying an older epoch for the slot is
-        refused. The slot's rows that a previous owner held (claimed) or had
-        handed to an executor without recording the outcome (dispatched) go back
-        to pending, stamped with the new epoch, attempts unchanged: they run
-        again (at-least-once). Rows in any other status are untouched.
+        Leased (cluster.interface.SlotLeased): another node holds a lease on the
+        slot that has not run out by the store's clock. The slot is marked wanted
+        by `node` (its owner's next renew_leases says WANTED) and nothing else is
+        written.
+
+        Otherwise the epoch becomes the previous one + 1 (a slot without a record
+        starts from 0, so its first claim returns 1), the owner becomes `node`, and
+        the slot is leased to it for `lease_ms` (0: a lease that has already run
+        out, for callers without leases). From then on every fenced write carrying
+        an older epoch for the slot is refused. The slot's rows that a previous
+        owner held (claimed) or had handed to an executor without recording the
+        outcome (dispatched) go back to pending, stamped with the new epoch,
+        attempts unchanged: they run again (at-least-once). Rows in any other
+        status are untouched.
         """
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         """Give the slot up after a clean handoff. Fenced.
 
         Stale `epoch`: returns False and writes nothing. Otherwise the slot's
-        claimed rows go back to pending, its owner is cleared ('') and True is
-        returned. The epoch is *not* bumped (the next claim_slot does that), so
-        outcomes of attempts still in flight may be recorded until then; rows
-        still dispatched are left alone (the next claim_slot resets them).
+        claimed rows go back to pending, its owner is cleared ('') with its lease
+        (anyone may claim it at once) and True is returned. The epoch is *not*
+        bumped (the next claim_slot does that), so outcomes of attempts still in
+        flight may be recorded until then; rows still dispatched are left alone
+        (the next claim_slot resets them).
         """
+
+    def renew_leases(self, node: str, epochs: dict[int, int], lease_ms: int, now: dt.datetime) -> dict[int, str]:
+        """Extend `node`'s lease on each slot of `epochs` it holds under that epoch to
+        `lease_ms` from now (the MySQL store reads its own clock; the twin, `now`).
+        Returns {slot: RENEWED | WANTED | LOST} (cluster.interface) for each: WANTED is
+        renewed too (the owner hands the slot over, cleanly, under its lease); LOST
+        means another claim has taken it, or it was released."""
 
     def slot_owners(self) -> dict[int, tuple[int, str]]:
         """{slot: (epoch, owner)} for every slot with a record; owner '' when released

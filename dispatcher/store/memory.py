@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import overload
 
+from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import records as r
 from taskring.task import TaskState
@@ -62,6 +63,7 @@ class MemoryTaskStore:
         self._events: dict[str, list[r.Event]] = {}
         self._dead: dict[str, DeadLetter] = {}
         self._owners: dict[int, tuple[int, str]] = {}
+        self._leases: dict[int, tuple[str, int, dt.datetime, str]] = {}   # slot -> (owner, epoch, until, wanted_by)
         self._types: set[tuple[int, str, str]] = set()
         self._keys: dict[tuple[str, str], tuple[str, dt.datetime | None]] = {}
         """(namespace, unique_key) -> (holder task id, held_until): the unique_keys table."""
@@ -133,17 +135,22 @@ class MemoryTaskStore:
             for s in range(slot_count):
                 self._owners.setdefault(s, (0, ""))
 
-    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
+    def claim_slot(self, slot: int, node: str, now: dt.datetime, lease_ms: int = 0) -> int:
         with self._lock:
             self._maybe_fail("claim_slot")
+            now_ms = _ms(now)
+            holder, holder_epoch, until, _wanted = self._leases.get(slot, ("", 0, now_ms, ""))
+            if holder not in ("", node) and until > now_ms:
+                self._leases[slot] = (holder, holder_epoch, until, node)
+                raise SlotLeased(slot, holder, -(-(until - now_ms) // dt.timedelta(milliseconds=1)))
             previous_epoch, previous_owner = self._owners.get(slot, (0, ""))
             epoch = previous_epoch + 1
             self._owners[slot] = (epoch, node)
-            now = _ms(now)
+            self._leases[slot] = (node, epoch, now_ms + dt.timedelta(milliseconds=lease_ms), "")
             reset = (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if previous_owner else ())
             for row in list(self._rows.values()):
                 if row.slot == slot and row.status in reset:
-                    self._update(row.task_id, status=r.PENDING, epoch=epoch, updated_at=now)
+                    self._update(row.task_id, status=r.PENDING, epoch=epoch, updated_at=now_ms)
             return epoch
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
@@ -151,12 +158,27 @@ class MemoryTaskStore:
             self._maybe_fail("release_slot")
             if self._stale({slot: epoch}):
                 return False
-            now = _ms(now)
+            now_ms = _ms(now)
             for row in list(self._rows.values()):
                 if row.slot == slot and row.status == r.CLAIMED:
-                    self._update(row.task_id, status=r.PENDING, updated_at=now)
+                    self._update(row.task_id, status=r.PENDING, updated_at=now_ms)
             self._owners[slot] = (epoch, "")
+            self._leases.pop(slot, None)
             return True
+
+    def renew_leases(self, node: str, epochs: dict[int, int], lease_ms: int, now: dt.datetime) -> dict[int, str]:
+        with self._lock:
+            self._maybe_fail("renew_leases")
+            until = _ms(now) + dt.timedelta(milliseconds=lease_ms)
+            out: dict[int, str] = {}
+            for slot, epoch in epochs.items():
+                holder, holder_epoch, _until, wanted = self._leases.get(slot, ("", 0, until, ""))
+                if (holder, holder_epoch) != (node, epoch):
+                    out[slot] = LOST
+                    continue
+                self._leases[slot] = (node, epoch, until, wanted)
+                out[slot] = WANTED if wanted else RENEWED
+            return out
 
     def slot_owners(self) -> dict[int, tuple[int, str]]:
         with self._lock:

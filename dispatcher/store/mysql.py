@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import pymysql
 
+from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import attempt_writes, fenced
@@ -169,22 +170,35 @@ class TaskStore:
         if rows:
             self.run(body)
 
-    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
-        """Take the slot under a new epoch and return it.
+    def claim_slot(self, slot: int, node: str, now: dt.datetime, lease_ms: int = 0) -> int:
+        """Take the slot under a new epoch and return it, leased to `node` for `lease_ms`.
 
-        Rows the previous owner held in its heap (claimed) or had handed to an
-        executor without recording the outcome (dispatched) go back to pending:
-        they run again, which is the price of at-least-once after a crash. If the
-        previous owner did not release the slot, `enqueued` rows go to pending too.
+        Refused (SlotLeased, the slot marked wanted by `node`, nothing else written) while
+        another node's lease on the slot is live. Rows the previous owner held in its
+        heap (claimed) or had handed to an executor without recording the outcome
+        (dispatched) go back to pending: they run again, which is the price of
+        at-least-once after a crash. If the previous owner did not release the slot,
+        `enqueued` rows go to pending too.
         """
-        def body(cur):
+        def body(cur) -> int | SlotLeased:
+            # slot_owners first, then slot_leases: release_slot locks them in that order too.
             cur.execute("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')", (slot,))
             cur.execute("SELECT owner FROM slot_owners WHERE slot = %s FOR UPDATE", (slot,))
             crashed = cur.fetchone()[0] != ""  # the previous owner never released the slot
+            cur.execute("INSERT IGNORE INTO slot_leases (slot) VALUES (%s)", (slot,))
+            cur.execute("SELECT owner, TIMESTAMPDIFF(MICROSECOND, NOW(3), lease_until) FROM slot_leases"
+                        " WHERE slot = %s FOR UPDATE", (slot,))
+            holder, remaining_us = cur.fetchone()
+            if holder not in ("", node) and remaining_us is not None and remaining_us > 0:
+                cur.execute("UPDATE slot_leases SET wanted_by = %s WHERE slot = %s", (node, slot))
+                return SlotLeased(slot, holder, -(-remaining_us // 1000))
             cur.execute("UPDATE slot_owners SET epoch = epoch + 1, owner = %s, claimed_at = %s WHERE slot = %s",
                         (node, now, slot))
             cur.execute("SELECT epoch FROM slot_owners WHERE slot = %s", (slot,))
             epoch = cur.fetchone()[0]
+            cur.execute("UPDATE slot_leases SET owner = %s, epoch = %s, wanted_by = '',"
+                        " lease_until = NOW(3) + INTERVAL %s MICROSECOND WHERE slot = %s",
+                        (node, epoch, lease_ms * 1000, slot))
             # After a crash, an `enqueued` row may have no Kafka message (the owner died
             # between its write and its produce): take every such row into the MySQL
             # path now rather than after the sweeper's grace. Any message that does
@@ -200,7 +214,10 @@ class TaskStore:
                             " dispatched_at = NULL, dispatched_by = NULL WHERE slot = %s AND lane = %s AND status = %s",
                             (r.PENDING, epoch, now, slot, _LANE_OF[status], status))
             return epoch
-        return self.run(body)
+        claimed = self.run(body)
+        if isinstance(claimed, SlotLeased):
+            raise claimed   # after the commit: the wanted mark stands
+        return claimed
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         """Give the slot up after a clean handoff: rows in our heap go back to pending."""
@@ -210,7 +227,29 @@ class TaskStore:
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND lane = %s",
                         (r.PENDING, now, slot, _HEAP))
             cur.execute("UPDATE slot_owners SET owner = '' WHERE slot = %s AND epoch = %s", (slot, epoch))
+            # The lease goes with it: whoever wants the slot may claim it at once.
+            cur.execute("UPDATE slot_leases SET owner = '', lease_until = NULL, wanted_by = ''"
+                        " WHERE slot = %s AND epoch = %s", (slot, epoch))
             return True
+        return self.run(body)
+
+    def renew_leases(self, node: str, epochs: dict[int, int], lease_ms: int, now: dt.datetime) -> dict[int, str]:
+        """Extend `node`'s leases, by the server's clock; what each slot is now (SlotRecords)."""
+        if not epochs:
+            return {}
+        slots = sorted(epochs)
+        pairs = ",".join(f"({int(s)},{int(epochs[s])})" for s in slots)
+        def body(cur) -> dict[int, str]:
+            cur.execute("UPDATE slot_leases SET lease_until = NOW(3) + INTERVAL %s MICROSECOND"
+                        f" WHERE owner = %s AND (slot, epoch) IN ({pairs})", (lease_ms * 1000, node))
+            cur.execute(f"SELECT slot, owner, epoch, wanted_by FROM slot_leases WHERE slot IN ({marks(len(slots))})",
+                        slots)
+            found = {slot: (owner, epoch, wanted) for slot, owner, epoch, wanted in cur.fetchall()}
+            out: dict[int, str] = {}
+            for slot in slots:
+                owner, epoch, wanted = found.get(slot, ("", 0, ""))
+                out[slot] = LOST if (owner, epoch) != (node, epochs[slot]) else WANTED if wanted else RENEWED
+            return out
         return self.run(body)
 
     def server_time_ms(self) -> int:

@@ -94,8 +94,15 @@ class ShardedTaskStore:
         for index, shard in enumerate(self.shards):
             shard.ensure_slot_records(s for s in self._slots_of(index) if s < slot_count)
 
-    def claim_slot(self, slot: int, node: str, now: dt.datetime) -> int:
-        return self.shard_of(slot).claim_slot(slot, node, now)
+    def claim_slot(self, slot: int, node: str, now: dt.datetime, lease_ms: int = 0) -> int:
+        return self.shard_of(slot).claim_slot(slot, node, now, lease_ms)
+
+    def renew_leases(self, node: str, epochs: dict[int, int], lease_ms: int, now: dt.datetime) -> dict[int, str]:
+        """One statement per shard that holds any of the slots."""
+        out: dict[int, str] = {}
+        for index, slots in self._by_shard(epochs, lambda slot: slot).items():
+            out.update(self.shards[index].renew_leases(node, {s: epochs[s] for s in slots}, lease_ms, now))
+        return out
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         return self.shard_of(slot).release_slot(slot, epoch, now)

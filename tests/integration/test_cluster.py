@@ -198,7 +198,7 @@ def test_a_frozen_node_writes_and_dispatches_nothing_for_slots_it_lost(cluster, 
            duplicates=len(recording_executor.duplicates()), **figures)
 
 
-def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskring_env, recording_executor):
+def test_a_node_cut_off_from_zookeeper_alone_hands_its_slots_over(cluster, taskring_env, recording_executor):
     proxy = CutProxy(taskring_env.stack.host, taskring_env.stack.zk_port)
     chroot = taskring_env.zk_hosts.split("/", 1)[1]
     try:
@@ -208,11 +208,10 @@ def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskrin
         try:
             wait_until(lambda: len(load.acked) > 300, 20, "load to flow")
             proxy.cut()
-            # The cut node stops taking work (holds), then gives its slots up ...
-            wait_until(lambda: not cluster.nodes["n3"].probe("/readyz"), SESSION_TIMEOUT_MS / 1000 + 5,
-                       "the cut node to report not ready")
+            # Its session expires; the others claim its slots, the store refuses them while
+            # its leases are live and marks the slots wanted, and it hands them over ...
             wait_until(lambda: not cluster.nodes["n3"].status()["owned_slots"], SESSION_TIMEOUT_MS / 1000 + 10,
-                       "the cut node to give its slots up")
+                       "the cut node to hand its slots over")
             # ... and the others own them.
             wait_until(lambda: all(cluster.owners(cluster.nodes["n1"])[s] in ("n1", "n2") for s in cut_slots),
                        SESSION_TIMEOUT_MS / 1000 + 10, "the others to own the cut node's slots")
@@ -229,11 +228,56 @@ def test_a_node_cut_off_from_zookeeper_alone_gives_its_slots_up(cluster, taskrin
     report("zk cut", cut_slots=len(cut_slots), duplicates=len(recording_executor.duplicates()), **figures)
 
 
-def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownership(taskring_env,
-                                                                                    recording_executor):
+def _stack(*args: str) -> str:
+    """Run deploy/local/stack.sh; its output. The script's own bounds (30 s to stop,
+    TASKRING_READY_TIMEOUT to answer) are inside this one: killed half-way, it would
+    leave ZooKeeper down for every test after this."""
     import subprocess
 
     from harness.processes import REPO
+    out = subprocess.run(["bash", "deploy/local/stack.sh", *args], cwd=REPO, capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_a_zookeeper_outage_past_the_session_timeout_keeps_every_node_dispatching(cluster, taskring_env,
+                                                                                   recording_executor):
+    before = start_three(cluster)
+    epochs_before = taskring_env.epochs()
+    load = LoadGenerator(taskring_env, cluster.live()).start()
+    try:
+        wait_until(lambda: len(load.acked) > 300, 20, "load to flow")
+        _stack("stop-zookeeper")
+        try:
+            # Tasks started twice the session timeout into the outage: every node carries
+            # on under its store leases (it used to stop within the session timeout).
+            late_ms = (time.time() + 2 * SESSION_TIMEOUT_MS / 1000) * 1000
+            wait_until(lambda: sum(1 for e in recording_executor.snapshot() if e.started_ms > late_ms) >= 300,
+                       30, "300 tasks to start with ZooKeeper down past twice the session timeout")
+            assert all(node.probe("/readyz") for node in cluster.live()), "a node reported not ready"
+            started_during = {e.task_id for e in recording_executor.snapshot() if e.started_ms > late_ms}
+        finally:
+            _stack("start-zookeeper")
+        after = cluster.wait_settled(THREE, timeout_s=40)
+        acked = len(load.acked)
+        wait_until(lambda: len(load.acked) > acked + 300, 30, "load to continue after the outage")
+    finally:
+        load.stop()
+    # Nothing moved: the same owners under the same epochs, before, during and after.
+    assert after == before
+    assert taskring_env.epochs() == epochs_before, "a slot was claimed again: ownership changed"
+    slot_of_task = slots_of(taskring_env, load.acked)
+    assert {before[slot_of_task[t]] for t in started_during if t in slot_of_task} == THREE, \
+        "a node did not dispatch during the outage"
+    assert stale_deliveries(recording_executor.snapshot(), slot_of_task) == []
+    figures = assert_nothing_lost(taskring_env, load)
+    report("zk outage", started_during=len(started_during), duplicates=len(recording_executor.duplicates()),
+           **figures)
+
+
+def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownership(taskring_env,
+                                                                                    recording_executor):
     cluster = Cluster(taskring_env, TASKRING_ZK_SESSION_TIMEOUT_MS="10000")
     try:
         before = start_three(cluster)
@@ -242,11 +286,7 @@ def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownersh
         try:
             wait_until(lambda: len(load.acked) > 300, 20, "load to flow")
             t0 = time.time()
-            # The script's own bounds (30 s to stop, TASKRING_READY_TIMEOUT to answer) are inside
-            # this one: killed half-way, it would leave ZooKeeper down for every test after this.
-            out = subprocess.run(["bash", "deploy/local/stack.sh", "restart-zookeeper"], cwd=REPO,
-                                 capture_output=True, text=True, timeout=240)
-            assert out.returncode == 0, out.stdout + out.stderr
+            out = _stack("restart-zookeeper")
             after = cluster.wait_settled(THREE, timeout_s=20)
             wait_until(lambda: all(n.probe("/readyz") for n in cluster.live()), 20, "every node ready again")
             acked = len(load.acked)
@@ -258,7 +298,7 @@ def test_a_zookeeper_restart_shorter_than_the_session_timeout_changes_no_ownersh
         moves = [m for n in cluster.live() for m in n.status()["ownership_moves"] if m[0] >= t0]
         assert moves == []
         figures = assert_nothing_lost(taskring_env, load)
-        report("zk restart", restart=out.stdout.strip().splitlines()[-1], **figures)
+        report("zk restart", restart=out.strip().splitlines()[-1], **figures)
     finally:
         cluster.stop_all()
 

@@ -76,16 +76,3 @@ def test_node_registry_validates_and_needs_a_started_session():
         r.start()
     assert r.members() == {}
 
-
-@pytest.mark.parametrize("state,lease,expected", [
-    (SessionState.CONNECTED, True, "connected"),
-    # A frozen server: kazoo still says connected, but dispatch has stopped.
-    (SessionState.CONNECTED, False, "connected, lease expired: not dispatching"),
-    (SessionState.SUSPENDED, True, "suspended"),
-    (SessionState.SUSPENDED, False, "suspended, lease expired: not dispatching"),
-    (SessionState.LOST, False, "lost"),
-    (SessionState.STOPPED, False, "stopped"),
-])
-def test_describe_session_says_when_the_lease_no_longer_lets_it_dispatch(state, lease, expected):
-    from membership.interface import describe_session
-    assert describe_session(state, lease) == expected

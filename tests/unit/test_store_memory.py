@@ -34,7 +34,7 @@ def _parameters(fn) -> list[tuple[str, object, object]]:
 
 @pytest.mark.parametrize("implementation", [TaskStore, MemoryTaskStore], ids=lambda c: c.__name__)
 def test_implementations_have_the_protocols_methods_and_parameters(implementation):
-    assert len(PROTOCOL_METHODS) == 24
+    assert len(PROTOCOL_METHODS) == 25
     for name in PROTOCOL_METHODS:
         assert hasattr(implementation, name), f"{implementation.__name__} lacks {name}"
         assert _parameters(getattr(implementation, name)) == _parameters(getattr(TaskStoreProtocol, name)), name
