@@ -96,8 +96,12 @@ class KafkaConfig:
     bootstrap_servers: str = "127.0.0.1:29092"
     topic_prefix: str = "taskring.tasks"
     """Topics are `<prefix>.<priority>` for priority in low, normal, high."""
-    linger_ms: int = 5
-    """How long the producer waits to fill a batch (TASKRING_KAFKA_LINGER_MS)."""
+    linger_ms: int = 0
+    """How long the producer waits to fill a batch (TASKRING_KAFKA_LINGER_MS). 0: a Submit is
+    acknowledged once Kafka has its message, so any wait here is the caller's latency (5 ms
+    was half of a single Submit's 10 ms). Under load librdkafka batches anyway, with what
+    queues while its requests are in flight: bench_node at 0 against 5 accepted 12.2K/s
+    against 10.4K/s, and answered one Submit in 4.9 ms p50 against 10.4."""
     fetch_wait_max_ms: int = 50
     """How long the broker may hold a fetch that found nothing new (TASKRING_KAFKA_FETCH_WAIT_MS);
     data arriving meanwhile answers the fetch at once."""
