@@ -166,6 +166,8 @@ class FaultReport:
     p99_late_ms_after: float
     max_late_ms: float = 0.0
     """The latest first attempt of the whole run, before, during or after the fault."""
+    p99_late_ms_during: float = 0.0
+    """First attempts due while the fault lasted (a ZooKeeper outage: dispatch carries on)."""
     twice_examples: list[str] = dataclasses.field(default_factory=list)
     late_examples: list[str] = dataclasses.field(default_factory=list)
     """Histories of the latest first attempts due after the fault: what a slow recovery shows."""
@@ -179,7 +181,8 @@ class FaultReport:
                 f" not_succeeded={self.not_succeeded} stuck={self.stuck}"
                 f" twice={self.twice} in_flight={self.in_flight_at_fault} early={self.early} stale={self.stale}"
                 f" recovery_s={self.recovery_s:.2f} p99_late_ms before={self.p99_late_ms_before:.0f}"
-                f" after={self.p99_late_ms_after:.0f} max_late_ms={self.max_late_ms:.0f}")
+                f" after={self.p99_late_ms_after:.0f} during={self.p99_late_ms_during:.0f}"
+                f" max_late_ms={self.max_late_ms:.0f}")
 
     def check(self, recovery_bound_s: float | None = 2 * SESSION_TIMEOUT_MS / 1000,
               lateness_bound_s: float | None = None) -> None:
@@ -263,7 +266,7 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
         return f"{tid} ({load.kinds.get(tid)}, due {submitted[tid].due_ms if tid in submitted else '?'}):" \
                f" runs (attempt, epoch, started_ms) {runs_of}; history {events}"
     examples = [history(tid) for tid in twice_ids[:3]]
-    early, before, after, late_due, max_late = 0, [], [], [], 0.0
+    early, before, during, after, late_due, max_late = 0, [], [], [], [], 0.0
     after_fault: list[tuple[int, float]] = []   # (due_ms, late_ms) of first attempts due after the fault
     latest_after: list[tuple[float, str]] = []    # (late_ms, task_id) of the same
     for e in executions:
@@ -276,7 +279,9 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
             early += 1
         if fault.start_ms is not None and sub.due_ms < fault.start_ms:
             before.append(late)
-        elif fault.end_ms is not None and sub.due_ms >= fault.end_ms:
+        elif fault.end_ms is None or sub.due_ms < fault.end_ms:
+            during.append(late)
+        else:
             after.append(late)
             after_fault.append((sub.due_ms, late))
             latest_after.append((late, e.task_id))
@@ -288,6 +293,6 @@ def report(row: str, env: World, load: MixedLoad, executor: RecordingExecutor, f
                        twice=twice,
                        in_flight_at_fault=in_flight_at_fault, early=early, stale=stale, recovery_s=recovery_s,
                        late_after_fault=len(late_due), p99_late_ms_before=_p99(before),
-                       p99_late_ms_after=_p99(after), max_late_ms=max_late,
+                       p99_late_ms_after=_p99(after), max_late_ms=max_late, p99_late_ms_during=_p99(during),
                        twice_examples=examples,
                        late_examples=[history(tid) for _, tid in sorted(latest_after, reverse=True)[:3]])
