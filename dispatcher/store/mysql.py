@@ -26,10 +26,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import pymysql
 
-from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
+from cluster.interface import SlotLeased
 from dispatcher.config import MySQLConfig
 from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
-from dispatcher.store import attempt_writes, fenced
+from dispatcher.store import attempt_writes, fenced, leases
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
@@ -185,20 +185,14 @@ class TaskStore:
             cur.execute("INSERT IGNORE INTO slot_owners (slot, epoch, owner) VALUES (%s, 0, '')", (slot,))
             cur.execute("SELECT owner FROM slot_owners WHERE slot = %s FOR UPDATE", (slot,))
             crashed = cur.fetchone()[0] != ""  # the previous owner never released the slot
-            cur.execute("INSERT IGNORE INTO slot_leases (slot) VALUES (%s)", (slot,))
-            cur.execute("SELECT owner, TIMESTAMPDIFF(MICROSECOND, NOW(3), lease_until) FROM slot_leases"
-                        " WHERE slot = %s FOR UPDATE", (slot,))
-            holder, remaining_us = cur.fetchone()
-            if holder not in ("", node) and remaining_us is not None and remaining_us > 0:
-                cur.execute("UPDATE slot_leases SET wanted_by = %s WHERE slot = %s", (node, slot))
-                return SlotLeased(slot, holder, -(-remaining_us // 1000))
+            refused = leases.refused_claim(cur, slot, node)
+            if refused is not None:
+                return refused
             cur.execute("UPDATE slot_owners SET epoch = epoch + 1, owner = %s, claimed_at = %s WHERE slot = %s",
                         (node, now, slot))
             cur.execute("SELECT epoch FROM slot_owners WHERE slot = %s", (slot,))
             epoch = cur.fetchone()[0]
-            cur.execute("UPDATE slot_leases SET owner = %s, epoch = %s, wanted_by = '',"
-                        " lease_until = NOW(3) + INTERVAL %s MICROSECOND WHERE slot = %s",
-                        (node, epoch, lease_ms * 1000, slot))
+            leases.grant(cur, slot, node, epoch, lease_ms)
             # After a crash, an `enqueued` row may have no Kafka message (the owner died
             # between its write and its produce): take every such row into the MySQL
             # path now rather than after the sweeper's grace. Any message that does
@@ -227,9 +221,7 @@ class TaskStore:
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE slot = %s AND lane = %s",
                         (r.PENDING, now, slot, _HEAP))
             cur.execute("UPDATE slot_owners SET owner = '' WHERE slot = %s AND epoch = %s", (slot, epoch))
-            # The lease goes with it: whoever wants the slot may claim it at once.
-            cur.execute("UPDATE slot_leases SET owner = '', lease_until = NULL, wanted_by = ''"
-                        " WHERE slot = %s AND epoch = %s", (slot, epoch))
+            leases.end(cur, slot, epoch)
             return True
         return self.run(body)
 
@@ -237,20 +229,7 @@ class TaskStore:
         """Extend `node`'s leases, by the server's clock; what each slot is now (SlotRecords)."""
         if not epochs:
             return {}
-        slots = sorted(epochs)
-        pairs = ",".join(f"({int(s)},{int(epochs[s])})" for s in slots)
-        def body(cur) -> dict[int, str]:
-            cur.execute("UPDATE slot_leases SET lease_until = NOW(3) + INTERVAL %s MICROSECOND"
-                        f" WHERE owner = %s AND (slot, epoch) IN ({pairs})", (lease_ms * 1000, node))
-            cur.execute(f"SELECT slot, owner, epoch, wanted_by FROM slot_leases WHERE slot IN ({marks(len(slots))})",
-                        slots)
-            found = {slot: (owner, epoch, wanted) for slot, owner, epoch, wanted in cur.fetchall()}
-            out: dict[int, str] = {}
-            for slot in slots:
-                owner, epoch, wanted = found.get(slot, ("", 0, ""))
-                out[slot] = LOST if (owner, epoch) != (node, epochs[slot]) else WANTED if wanted else RENEWED
-            return out
-        return self.run(body)
+        return self.run(lambda cur: leases.renew(cur, node, epochs, lease_ms))
 
     def server_time_ms(self) -> int:
         """The store's clock, the cluster's one time (dispatcher/clock_sync.py)."""

@@ -57,20 +57,6 @@ def release() -> Iterator[threading.Event]:
     event.set()
 
 
-@pytest.fixture
-def make_executor() -> Iterator:
-    made: list[Executor] = []
-
-    def make(**kwargs) -> Executor:
-        ex = Executor("shop", zk_hosts=None, **kwargs)
-        made.append(ex)
-        return ex
-
-    yield make
-    for ex in made:
-        ex.stop(grace_s=0)
-
-
 def call(ex: Executor, *deliveries: pb.Delivery) -> dict[str, pb.Outcome]:
     with grpc.insecure_channel(ex.address) as channel:
         resp = pb_grpc.ExecutorServiceStub(channel).Execute(

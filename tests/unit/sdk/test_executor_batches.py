@@ -13,7 +13,6 @@ import asyncio
 import contextvars
 import threading
 import time
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -31,20 +30,6 @@ def delivery(task_type: str, task_id: str, *, timeout_ms: int = 5000, start_with
                      created_at="2030-01-01T00:00:00.000Z"),
         attempt=1, epoch=42, timeout_ms=timeout_ms, start_within_ms=start_within_ms,
     )
-
-
-@pytest.fixture
-def make_executor() -> Iterator:
-    made: list[Executor] = []
-
-    def make(**kwargs) -> Executor:
-        ex = Executor("shop", zk_hosts=None, **kwargs)
-        made.append(ex)
-        return ex
-
-    yield make
-    for ex in made:
-        ex.stop(grace_s=0)
 
 
 def call(ex: Executor, *deliveries: pb.Delivery, timeout: float = 30) -> dict[str, pb.Outcome]:
