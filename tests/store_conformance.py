@@ -753,7 +753,20 @@ RECORD_OUTCOMES = (
                                                  w.epochs, T0))[1],
          returns={0}, then={"a": (PENDING, 1), "b": (SUCCEEDED, 1)},   # a: reset by the claim, nothing more
          check=lambda w, _: equal((w.backend.dead_letters(), w.states("a")[-1]), ({}, "dispatched"))),
-    Case("nothing to do", given=(), when=lambda w: w.store.record_outcomes([], {}, T0), returns=set()),
+    Case("successes only: a stale slot's are refused and named; a live slot's are applied",
+         given=(Row("a", DISPATCHED), Row("b", DISPATCHED, slot=1)),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0),
+                         w.store.record_outcomes([outcome("a", 1, SUCCEEDED), outcome("b", 1, SUCCEEDED, slot=1)],
+                                                 w.epochs, T0))[1],
+         returns={0}, then={"a": (PENDING, 1), "b": (SUCCEEDED, 1)},   # a: reset by the claim, nothing more
+         check=lambda w, _: equal(w.states("a")[-1], "dispatched")),
+    Case("successes only, one row no longer dispatched: the others are recorded, no slot named",
+         given=(Row("a", DISPATCHED), Row("gone", CANCELLED), Row("b", DISPATCHED, slot=1)),
+         when=lambda w: w.store.record_outcomes(
+             [outcome("a", 1, SUCCEEDED), outcome("gone", 1, SUCCEEDED), outcome("b", 1, SUCCEEDED, slot=1)],
+             w.epochs, T0),
+         returns=set(), then={"a": (SUCCEEDED, 1), "gone": (CANCELLED, 0), "b": (SUCCEEDED, 1)}),
+Case("nothing to do", given=(), when=lambda w: w.store.record_outcomes([], {}, T0), returns=set()),
 )
 
 # ---- sweep_enqueued

@@ -58,17 +58,18 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
     Eligible: the row still expects this attempt on this path. A cancelled,
     finished or already re-routed task is skipped, so duplicates are harmless.
     """
+    firsts = _first_of_each(claims)
+    if firsts and all(c.attempt == 1 for c in firsts):
+        if _first_attempts(cur, firsts, epochs, node, now):
+            return {c.task_id for c in firsts}, set()
+        # Some row was not where its claim expects (a duplicate, a cancel, a stale
+        # slot, an insert not yet committed): undo, and find out which, row by row,
+        # below, under the locks that wait for such an insert.
+        cur.connection.rollback()
     stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
     live = _first_of_each([c for c in claims if c.slot not in stale])
     if not live:
         return set(), stale
-    if all(c.attempt == 1 for c in live):
-        cur.execute("SAVEPOINT first_attempts")
-        if _first_attempts(cur, live, epochs, node, now):
-            return {c.task_id for c in live}, stale
-        # Some row was not where its claim expects (a duplicate, a cancel): undo, and
-        # find out which, row by row, below.
-        cur.execute("ROLLBACK TO SAVEPOINT first_attempts")
     rows, ok = _expected_rows(cur, live, lambda c: (_WANT[c.source], c.attempt - 1))
     if ok:
         # Every way out of dispatched moves its event to task_events; this only
@@ -93,18 +94,22 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
 def _first_attempts(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,
                     now: dt.datetime) -> bool:
     """The happy path of begin_dispatch: first attempts, each written by a conditional
-    UPDATE with no locking read before it. True when every claim's row was where it
-    expects (then each is dispatched); False when any was not, and the caller rolls
-    these writes back. A row at attempts 0 was never dispatched, so its columns hold
-    no dispatched event to save."""
-    groups: dict[tuple[str, int], list[str]] = {}
+    UPDATE that checks the slots' epochs itself (fenced.epochs_hold), with no read
+    before it. True when every claim's row was where it expects and every slot's
+    epoch held (then each is dispatched, under the epochs' shared locks); False when
+    any was not, and the caller rolls these writes back. A row at attempts 0 was
+    never dispatched, so its columns hold no dispatched event to save."""
+    groups: dict[str, list[str]] = {}
     for c in claims:
-        groups.setdefault((_WANT[c.source], epochs[c.slot]), []).append(c.task_id)
-    for (status, epoch), ids_ in groups.items():
-        moved = cur.execute(f"UPDATE tasks SET status = %s, attempts = 1, epoch = %s, updated_at = %s,"
+        groups.setdefault(_WANT[c.source], []).append(c.task_id)
+    fence = fenced.epochs_hold({c.slot: epochs[c.slot] for c in claims})
+    for status, ids_ in groups.items():
+        # Each row's epoch is its slot's, the one the fence just checked.
+        epoch = "CASE slot " + " ".join(f"WHEN {int(s)} THEN {int(e)}" for s, e in sorted(epochs.items())) + " END"
+        moved = cur.execute(f"UPDATE tasks SET status = %s, attempts = 1, epoch = {epoch}, updated_at = %s,"
                             f" dispatched_at = %s, dispatched_by = %s"
-                            f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = 0",
-                            [r.DISPATCHED, epoch, now, now, node, status])
+                            f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = 0 AND {fence}",
+                            [r.DISPATCHED, now, now, node, status])
         if moved != len(ids_):
             return False
     return True
@@ -113,6 +118,16 @@ def _first_attempts(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, in
 def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int],
                     now: dt.datetime) -> set[int]:
     """Record finished attempts; returns the stale slots whose writes were refused."""
+    firsts = _first_of_each(writes)
+    happy = {w.task_id: h for w in firsts if (h := happy_success(w)) is not None}
+    if firsts and len(happy) == len(firsts):
+        # The usual batch: successes only, each statement checking the slots' epochs
+        # itself. Every row written: no slot was stale. Otherwise the way below finds
+        # out which slots were, and writes the others' rows (those written here are
+        # succeeded now, and its conditional writes leave them alone).
+        if _record_happy(cur, happy, {w.task_id: w.attempt for w in firsts},
+                         {w.slot: epochs[w.slot] for w in firsts}) == len(happy):
+            return set()
     stale = fenced.stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
     live = _first_of_each([w for w in writes if w.slot not in stale])
     if not live:
@@ -144,14 +159,18 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
 
 
 def _record_happy(cur, happy: dict[str, tuple[dt.datetime | None, dt.datetime, str]],
-                  attempt_of: dict[str, int]) -> None:
+                  attempt_of: dict[str, int], epochs: dict[int, int] | None = None) -> int:
     """Successes whose running and succeeded events become the row's started_at,
     finished_by and updated_at: conditional UPDATEs with no read before them (a row
     no longer dispatched at that attempt is left alone, and these write no event, so
-    nothing depends on which rows matched)."""
+    nothing depends on which rows matched). With `epochs`, each statement also checks
+    the slots' epochs (fenced.epochs_hold), for a caller that has not. Returns how
+    many rows were written."""
     groups: dict[tuple[str, int], list[str]] = {}
     for task_id, (_, _, node) in happy.items():
         groups.setdefault((node, attempt_of[task_id]), []).append(task_id)
+    fence = "" if epochs is None else f" AND {fenced.epochs_hold(epochs)}"
+    written = 0
     for (node, attempt), all_ids in groups.items():
         # A CASE is searched row by row, so a statement takes at most CASE_ROWS rows
         # (measured: 1,000 rows in one cost the server half as much again as 100 at a time).
@@ -159,9 +178,10 @@ def _record_happy(cur, happy: dict[str, tuple[dt.datetime | None, dt.datetime, s
             ids_ = all_ids[i:i + CASE_ROWS]
             started = case_times("started_at", [(tid, happy[tid][0]) for tid in ids_])
             finished = case_times("updated_at", [(tid, happy[tid][1]) for tid in ids_])
-            cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
-                        f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = %s",
-                        [r.SUCCEEDED, node, r.DISPATCHED, attempt])
+            written += cur.execute(f"UPDATE tasks SET status = %s, finished_by = %s, {started}, {finished}"
+                                   f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = %s{fence}",
+                                   [r.SUCCEEDED, node, r.DISPATCHED, attempt])
+    return written
 
 
 def return_undelivered(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int], node: str,

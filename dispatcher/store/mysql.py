@@ -2,8 +2,10 @@
 
 Fencing. Every write made on behalf of a slot's owner (claiming rows, starting
 a dispatch, recording outcomes, committing Kafka progress) runs in a transaction
-that first reads the slot's row in `slot_owners` under a shared lock and checks
-the epoch the caller holds. A claim bumps that epoch under an exclusive lock, so
+that reads the slot's row in `slot_owners` under a shared lock and checks the
+epoch the caller holds: first, or, on the hot path's happy writes, inside the
+conditional UPDATE itself (fenced.epochs_hold: one round trip instead of two).
+A claim bumps that epoch under an exclusive lock, so
 it waits for in-flight writes of the old owner and every later one sees the new
 epoch and writes nothing. A node that was paused or cut off therefore cannot
 act on a slot it lost: the store reports the slot stale and the node drops it.
@@ -36,6 +38,7 @@ from dispatcher.store.unique_keys import hold_keys
 from taskring.task import TaskState
 
 _RETRYABLE_MYSQL = {1213, 1205}  # deadlock, lock wait timeout: roll back and try again
+_DUPLICATE_KEY = 1062
 # The lanes as plain ints: PyMySQL would escape an IntEnum as a string.
 _MYSQL, _HEAP, _LIVE = int(r.Lane.MYSQL), int(r.Lane.HEAP), int(r.Lane.LIVE)
 _LANE_OF = {status: int(lane) for status, lane in r.LANE_OF.items()}
@@ -56,6 +59,9 @@ class TaskStore:
         # connection instead of opening more (MySQL connections are not free).
         self._slots = threading.BoundedSemaphore(config.pool_size)
         self._stopped = False
+        # (slot, namespace, task_type) this store has committed to slot_task_types: the
+        # admin view's list of types, written once each rather than with every insert.
+        self._types_seen: set[tuple[int, str, str]] = set()
 
     # ---- lifecycle ----
 
@@ -256,24 +262,35 @@ class TaskStore:
         """
         if not tasks:
             return {}
+        unseen = {(t.slot, t.namespace, t.task_type) for t in tasks} - self._types_seen
+        written: list[set[tuple[int, str, str]]] = []
         def body(cur):
+            written.clear()
             if not any(t.unique_key for t in tasks):
                 # The usual batch is all new ids: insert first, and read what stands only
-                # when some id was there already (then this insert is undone).
+                # when some id was there already. Then the INSERT fails as a whole (a
+                # statement is atomic in InnoDB), leaving the transaction as it was.
                 firsts = list({t.task_id: t for t in reversed(tasks)}.values())[::-1]
-                cur.execute("SAVEPOINT new_ids")
-                if self.insert_in(cur, firsts, node) == len(firsts):
+                try:
+                    self.insert_in(cur, firsts, node, types=unseen, ignore=False)
+                    written.append(unseen)
                     return {}
-                cur.execute("ROLLBACK TO SAVEPOINT new_ids")
+                except pymysql.err.IntegrityError as exc:
+                    if exc.args[0] != _DUPLICATE_KEY:
+                        raise
             fresh, existing = self.split_existing(cur, tasks)
             keyed = [t for t in fresh if t.unique_key]
             if keyed:
                 held = hold_keys(cur, keyed, lambda holders: self.statuses(cur, [h for h, _ in holders]))
                 existing.update(held)
                 fresh = [t for t in fresh if t.task_id not in held]
-            self.insert_in(cur, fresh, node)
+            types = {(t.slot, t.namespace, t.task_type) for t in fresh} & unseen
+            self.insert_in(cur, fresh, node, types=types)
+            written.append(types)
             return existing
-        return self.run(body)
+        existing = self.run(body)
+        self._types_seen.update(*written)
+        return existing
 
     @staticmethod
     def split_existing(cur, tasks: Sequence[r.NewTask]) -> tuple[list[r.NewTask], dict[str, r.Status | r.Held]]:
@@ -305,10 +322,14 @@ class TaskStore:
         return {task_id: r.Status(status) for task_id, status in cur.fetchall()}
 
     @staticmethod
-    def insert_in(cur, fresh: Sequence[r.NewTask], node: str) -> int:
+    def insert_in(cur, fresh: Sequence[r.NewTask], node: str, *,
+                  types: Iterable[tuple[int, str, str]] | None = None, ignore: bool = True) -> int:
         """Insert new rows inside a transaction the caller holds (the sharded store commits
         several shards' inserts once all of them succeeded); returns how many were
-        inserted (an id that exists is left alone, as INSERT IGNORE does)."""
+        inserted (an id that exists is left alone, as INSERT IGNORE does; with `ignore`
+        False it fails the statement instead, IntegrityError 1062). `types`: the
+        (slot, namespace, task_type) to record in slot_task_types, when the caller knows
+        which of the rows' are new (default: all of them)."""
         if not fresh:
             return 0
         # One multi-row INSERT of literals (see sql_literals): the names checked in one
@@ -321,12 +342,13 @@ class TaskStore:
             f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
             f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}',"
             f"{cur.connection.escape(t.trace_id) if t.trace_id else 'NULL'})" for t in fresh)
-        inserted = cur.execute("INSERT IGNORE INTO tasks (task_id, slot, namespace, task_type, priority, status,"
-                               " trigger_at, attempts, epoch, envelope, created_at, updated_at, accepted_by, intake,"
-                               f" trace_id) VALUES {values}")
-        types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh})
-        cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
-                        " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in types])
+        inserted = cur.execute(f"INSERT {'IGNORE ' if ignore else ''}INTO tasks (task_id, slot, namespace, task_type,"
+                               " priority, status, trigger_at, attempts, epoch, envelope, created_at, updated_at,"
+                               f" accepted_by, intake, trace_id) VALUES {values}")
+        new_types = sorted({(t.slot, t.namespace, t.task_type) for t in fresh} if types is None else types)
+        if new_types:
+            cur.executemany("INSERT IGNORE INTO slot_task_types (slot, namespace, task_type, first_seen_at)"
+                            " VALUES (%s, %s, %s, %s)", [(*k, fresh[0].created_at) for k in new_types])
         return inserted
 
     def take_key(self, task: r.NewTask) -> r.Held | None:
