@@ -644,6 +644,14 @@ BEGIN_DISPATCH = (
          when=lambda w: w.store.begin_dispatch([kafka_claim("a", 1), kafka_claim("a", 1)], w.epochs, NODE, T0),
          returns=({"a"}, set()), then={"a": (DISPATCHED, 1)},
          check=lambda w, _: equal(w.states("a"), ["accepted", "queued", "dispatched"])),
+    Case("a task claimed on both paths in one call is dispatched by the claim its row expects",
+         given=(Row("swept", CLAIMED), Row("kept", ENQUEUED)),
+         when=lambda w: w.store.begin_dispatch(
+             [kafka_claim("swept", 1), mysql_claim("swept", 1), mysql_claim("kept", 1), kafka_claim("kept", 1)],
+             w.epochs, NODE, T0),
+         returns=({"swept", "kept"}, set()), then={"swept": (DISPATCHED, 1), "kept": (DISPATCHED, 1)},
+         check=lambda w, _: equal([w.states(t) for t in ("swept", "kept")],
+                                  [["accepted", "queued", "dispatched"]] * 2)),
     Case("first attempts with one row that does not expect them: the others are dispatched, once each",
          given=(Row("a", ENQUEUED), Row("b", ENQUEUED), Row("gone", CANCELLED), Row("m", CLAIMED)),
          when=lambda w: w.store.begin_dispatch(

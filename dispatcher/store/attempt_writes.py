@@ -67,10 +67,13 @@ def begin_dispatch(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, int
         # below, under the locks that wait for such an insert.
         cur.connection.rollback()
     stale = fenced.stale_slots(cur, {c.slot: epochs[c.slot] for c in claims})
-    live = _first_of_each([c for c in claims if c.slot not in stale])
+    live = [c for c in claims if c.slot not in stale]
     if not live:
         return set(), stale
-    rows, ok = _expected_rows(cur, live, lambda c: (_WANT[c.source], c.attempt - 1))
+    # A task claimed twice (its row swept to the MySQL path while its message was on the
+    # way: one claim per path) is dispatched by the first claim its row expects.
+    rows, expected = _expected_rows(cur, live, lambda c: (_WANT[c.source], c.attempt - 1))
+    ok = _first_of_each(expected)
     if ok:
         # Every way out of dispatched moves its event to task_events; this only
         # guards the columns of the attempt about to be overwritten.
