@@ -15,6 +15,7 @@ import asyncio
 import collections
 import logging
 import random
+import time
 from typing import Protocol
 
 from prometheus_client import Gauge, Histogram
@@ -53,6 +54,9 @@ class DispatchHost(Protocol):
         """The store refused our epoch for these slots."""
 
 
+_NO_EXECUTOR_LOG_S = 60.0
+
+
 def _log_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("dispatch batch failed", exc_info=task.exception())
@@ -88,6 +92,8 @@ class Dispatch:
         self._batches: set[asyncio.Task] = set()
         self.in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
         self.dispatched_total = 0
+        self._paused_since: float | None = None   # monotonic, while the host may not act
+        self._no_executor_logged: dict[tuple[str, str], float] = {}   # (namespace, type) -> monotonic
 
     async def stop(self) -> None:
         """After the loop is cancelled: wait for the batches in flight, flush the outcomes."""
@@ -113,6 +119,7 @@ class Dispatch:
                 self._heap.push(d.due_ms, d.priority, d.slot, d)
             now = self._clock.now_ms()
             blocked = not self._host.may_act()
+            self._note_paused(blocked)
             entries = [] if blocked else self._heap.pop_due(now, self._config.dispatch_batch)
             taken = self._reserve([e.item for e in entries], now) if entries else []
             if not taken:
@@ -138,6 +145,25 @@ class Dispatch:
             batch.add_done_callback(self._batches.discard)
             batch.add_done_callback(_log_failure)
 
+    def _note_paused(self, blocked: bool) -> None:
+        """Say when dispatch stops and starts again: nothing due is dispatched meanwhile."""
+        if blocked and self._paused_since is None:
+            self._paused_since = time.monotonic()
+            log.warning("dispatch paused: this node holds its slots in doubt, or their store leases were not"
+                        " renewed in time; %d tasks held", len(self._heap) + len(self._overflow))
+        elif not blocked and self._paused_since is not None:
+            log.warning("dispatch resumed after %.1f s paused", time.monotonic() - self._paused_since)
+            self._paused_since = None
+
+    def _note_no_executor(self, namespace: str, task_type: str) -> None:
+        """A due task whose type no live executor announces waits: say so, once a minute a type."""
+        now = time.monotonic()
+        if now - self._no_executor_logged.get((namespace, task_type), -_NO_EXECUTOR_LOG_S) >= _NO_EXECUTOR_LOG_S:
+            self._no_executor_logged[(namespace, task_type)] = now
+            log.warning("no live executor announces %s/%s; its due tasks wait (tried again every %d ms): %s",
+                        namespace, task_type, self._config.no_executor_retry_ms,
+                        self._executors.describe(namespace, task_type))
+
     def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
         """Keep the items executors can take now, each group with its reservation;
         postpone what has no executor, put back what does not fit."""
@@ -148,6 +174,7 @@ class Dispatch:
                 continue  # the slot moved on; its new owner has this task
             if not self._executors.has_executor(d.task.namespace, d.task.task_type):
                 self._metrics.no_executor.labels(d.task.namespace).inc()
+                self._note_no_executor(d.task.namespace, d.task.task_type)
                 d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
                 self._host.push(d)
                 continue

@@ -113,6 +113,22 @@ class ExecutorPool:
     def has_executor(self, namespace: str, task_type: str) -> bool:
         return bool(self._handlers_of(namespace, task_type))
 
+    def describe(self, namespace: str, task_type: str) -> str:
+        """What this node knows of the namespace's executors, for a log line saying why a
+        type has none: each instance, whether it announces the type, and any cooldown."""
+        now = time.monotonic()
+        known = self._directory.instances(namespace)
+        if not known:
+            return f"no executor of namespace {namespace!r} is registered"
+        parts = []
+        for inst in known:
+            announces = not inst.task_types or task_type in inst.task_types
+            cooldown = self._unreachable_until.get(inst.address, 0.0) - now
+            parts.append(f"{inst.address} ({len(inst.task_types) or 'any'} types, "
+                         f"{'announces it' if announces else 'not this one'}"
+                         f"{f', unreachable for {cooldown:.1f} s more' if cooldown > 0 else ''})")
+        return f"{len(known)} executor(s) of namespace {namespace!r}: " + "; ".join(parts)
+
     def in_flight(self) -> int:
         return sum(self._in_flight.values())
 

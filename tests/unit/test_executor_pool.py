@@ -55,3 +55,20 @@ def test_only_instances_that_announce_the_type_are_chosen():
     pool = Pool(Directory(), "n1", now_ms=Clock().now_ms)
     assert {inst.address for inst, _ in pool.reserve("ns", "other", 4).allocations} == {LIVE}
     assert pool.has_executor("ns", "other") and not pool.has_executor("ns", "nothing")
+
+
+def test_describe_says_why_a_type_has_no_executor():
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60)
+    asyncio.run(pool.run(pool.reserve("ns", "send", 2), [delivery("a"), delivery("b")]))   # DEAD cools down
+    text = pool.describe("ns", "other")
+    assert text.startswith("2 executor(s) of namespace 'ns'")
+    assert f"{DEAD} (1 types, not this one, unreachable for " in text
+    assert f"{LIVE} (2 types, announces it)" in text
+
+
+def test_describe_of_a_namespace_without_executors():
+    class Empty:
+        def instances(self, namespace: str, *, wait_s: float | None = None):
+            return ()
+    assert Pool(Empty(), "n1", now_ms=Clock().now_ms).describe("ns", "send") == \
+        "no executor of namespace 'ns' is registered"
