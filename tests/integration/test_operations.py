@@ -191,7 +191,10 @@ def test_bulk_replay_at_a_rate_with_pause_and_a_kill_of_its_node(node, payments,
         ok(node, "POST", f"{path}/resume", {"reason": "they succeeded"})
         wait_until(lambda: ok(node, "GET", path)["replayed"] >= 8, 30, "progress after resume")
 
-        # kill -9 the node running it; a new node goes on from the stored cursor.
+        # kill -9 the node running it; a new node goes on from the stored cursor. A replayed
+        # task the node was running may run once more (its outcome died with the node): only
+        # one not yet succeeded when the kill came.
+        finished = {i for i in ids if client_state(node, i) == "succeeded"}
         node.kill()
         restarted = NodeProcess(taskring_env, "ops-2", single=True).start()
         try:
@@ -201,7 +204,9 @@ def test_bulk_replay_at_a_rate_with_pause_and_a_kill_of_its_node(node, payments,
             assert done["replayed"] + done["skipped"] == 20 and done["replayed"] >= 18, done
             wait_until(lambda: all(client_state(restarted, i) == "succeeded" for i in ids), 60,
                        "every replayed task to succeed")
-            assert all(payments.runs[i] == 2 for i in ids), {i: payments.runs[i] for i in ids}
+            # Each ran twice (dead-lettered, then replayed); once more at most if it was in flight.
+            extra = {i: payments.runs[i] for i in ids if payments.runs[i] != 2}
+            assert all(i not in finished and n == 3 for i, n in extra.items()), (extra, finished & set(extra))
             actions = [rec["action"] for rec in ok(restarted, "GET", f"/api/audit?target=bulk_replay:{job['id']}")
                        ["records"]]
             assert actions == ["bulk_replay.resume", "bulk_replay.pause", "bulk_replay.start"], actions
