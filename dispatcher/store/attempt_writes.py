@@ -105,10 +105,10 @@ def _first_attempts(cur, claims: Sequence[r.DispatchClaim], epochs: dict[int, in
     groups: dict[str, list[str]] = {}
     for c in claims:
         groups.setdefault(_WANT[c.source], []).append(c.task_id)
-    fence = fenced.epochs_hold({c.slot: epochs[c.slot] for c in claims})
+    held = {c.slot: epochs[c.slot] for c in claims}
+    fence = fenced.epochs_hold(held)
+    epoch = fenced.epoch_of_slot(held)   # each row's epoch is its slot's, the one the fence checks
     for status, ids_ in groups.items():
-        # Each row's epoch is its slot's, the one the fence just checked.
-        epoch = "CASE slot " + " ".join(f"WHEN {int(s)} THEN {int(e)}" for s, e in sorted(epochs.items())) + " END"
         moved = cur.execute(f"UPDATE tasks SET status = %s, attempts = 1, epoch = {epoch}, updated_at = %s,"
                             f" dispatched_at = %s, dispatched_by = %s"
                             f" WHERE task_id IN ({names(ids_)}) AND status = %s AND attempts = 0 AND {fence}",

@@ -65,9 +65,13 @@ def epochs_hold(epochs: dict[int, int]) -> str:
     asks stale_slots which). Uncorrelated, it runs once per statement, not per row (a
     join to slot_owners, per row, cost the server 5-7 µs a row more)."""
     slots = sorted(epochs)
-    whens = " ".join(f"WHEN {int(slot)} THEN {int(epochs[slot])}" for slot in slots)
     return (f"(SELECT COUNT(*) FROM slot_owners WHERE slot IN ({','.join(str(int(s)) for s in slots)})"
-            f" AND epoch = CASE slot {whens} END LOCK IN SHARE MODE) = {len(slots)}")
+            f" AND epoch = {epoch_of_slot(epochs)} LOCK IN SHARE MODE) = {len(slots)}")
+
+
+def epoch_of_slot(epochs: dict[int, int]) -> str:
+    """`CASE slot WHEN 3 THEN 17 ... END`: each slot's epoch, as an expression on a row's slot."""
+    return "CASE slot " + " ".join(f"WHEN {int(s)} THEN {int(e)}" for s, e in sorted(epochs.items())) + " END"
 
 
 def append_events(cur, events: Sequence[r.Event]) -> None:
