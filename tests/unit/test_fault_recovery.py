@@ -3,7 +3,7 @@ the end of the last second after the fault whose first attempts' p99 is late, so
 second counts and one straggler among a hundred on time does not."""
 from __future__ import annotations
 
-from tests.integration.fault_matrix import recovery_after
+from tests.integration.fault_matrix import normal_lateness_ms, recovery_after
 
 END = 1_000_000
 
@@ -27,3 +27,13 @@ def test_the_last_second_with_a_late_p99_ends_the_recovery():
 def test_one_straggler_in_a_busy_second_is_not_recovering_but_a_late_lone_task_is():
     assert recovery_after(second(6, [30.0] * 199 + [416.0]), END, 250) == 0.0
     assert recovery_after(second(6, [416.0]), END, 250) == 7.0
+
+
+def test_normal_is_the_threshold_or_twice_what_the_run_saw_before_the_fault():
+    assert normal_lateness_ms([], 250) == 250.0
+    assert normal_lateness_ms([40.0] * 100, 250) == 250.0          # a quiet box: the threshold
+    assert normal_lateness_ms([40.0] * 98 + [225.0] * 2, 250) == 450.0   # a busy one: its own p99, twice
+    busy_before = [225.0] * 100
+    after = second(16, [30.0] * 290 + [420.0] * 10)
+    assert recovery_after(after, END, normal_lateness_ms(busy_before, 250)) == 0.0
+    assert recovery_after(after, END, 250) == 17.0
