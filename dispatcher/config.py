@@ -294,6 +294,10 @@ class NodeConfig:
     being recorded go together into the next (dispatcher/outcome_batcher.py)."""
     executor_unreachable_cooldown_ms: int = 5_000
     """An executor whose connection failed gets no deliveries for this long."""
+    executor_streams: bool = True
+    """Deliver through one Work stream per executor (dispatcher/executor_stream.py), or,
+    False (TASKRING_EXECUTOR_STREAMS=0), one Execute call per batch and task type as
+    before. Executors without Work get calls either way."""
     max_submit_batch: int = 1000
     cron_tick_ms: int = 500
     """How often the owner of a slot plans its cron rules (dispatcher/cron/materializer.py)."""
@@ -411,6 +415,11 @@ class NodeConfig:
                           ("cron_missed_after_ms", "TASKRING_CRON_MISSED_AFTER_MS")):
             if var in env:
                 values[name] = int(env[var])
+        if "TASKRING_EXECUTOR_STREAMS" in env:
+            flag = env["TASKRING_EXECUTOR_STREAMS"].strip().lower()
+            if flag not in ("0", "1", "true", "false"):
+                raise ValueError(f"TASKRING_EXECUTOR_STREAMS: must be 1 or 0 (true or false), got {flag!r}")
+            values["executor_streams"] = flag in ("1", "true")
         if env.get("TASKRING_SLOT_SHARDS"):
             values["slot_shards"] = parse_slot_shards(env["TASKRING_SLOT_SHARDS"],
                                                       int(values.get("slot_count", cls.slot_count)))

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import grpc
 
+from dispatcher.executor_stream import ExecutorStream, StreamEnded
 from taskring.wire import pb, pb_grpc
 
 
@@ -65,7 +66,8 @@ class RunResult:
 class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, *, now_ms: Callable[[], int], rpc_margin_s: float = 5.0,
                  lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0,
-                 credentials: grpc.ChannelCredentials | None = None, server_name: str | None = None):
+                 credentials: grpc.ChannelCredentials | None = None, server_name: str | None = None,
+                 use_streams: bool = True):
         self._directory = directory
         # TLS to every executor when given (dispatcher/auth/tls.py); `server_name` is the
         # name checked in their certificates instead of the address each one registered.
@@ -90,6 +92,11 @@ class ExecutorPool:
         self._unreachable_cooldown_s = unreachable_cooldown_s
         self._unreachable_until: dict[str, float] = {}
         self._channels: dict[str, tuple[grpc.aio.Channel, pb_grpc.ExecutorServiceStub]] = {}
+        # One Work stream per executor (executor_stream.py); an address that answered
+        # UNIMPLEMENTED (an SDK without Work) gets Execute calls from then on.
+        self._streams: dict[str, ExecutorStream] = {}
+        self._calls_only: set[str] = set()
+        self.use_streams = use_streams
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
 
@@ -97,6 +104,9 @@ class ExecutorPool:
         pass
 
     async def stop(self) -> None:
+        streams, self._streams = self._streams, {}
+        for stream in streams.values():
+            await stream.close()
         channels, self._channels = self._channels, {}
         for channel, _ in channels.values():
             await channel.close(grace=None)
@@ -200,26 +210,68 @@ class ExecutorPool:
                 for d in chunk:
                     d.start_within_ms = lease_ms
                     d.start_by_unix_ms = start_by
-            reply = await self._stub(inst.address).Execute(
-                pb.ExecuteRequest(deliveries=chunk, dispatcher_node=self._node_id), timeout=deadline_s)
-            wanted = {(d.task.task_id, d.attempt) for d in chunk}
-            outcomes = [o for o in reply.outcomes if (o.task_id, o.attempt) in wanted]
-            got = {(o.task_id, o.attempt) for o in outcomes}
-            missing = [d for d in chunk if (d.task.task_id, d.attempt) not in got]
-            # Not started in time (the lease ran out while they queued at the executor):
-            # never run, so they come back unspent, as if never sent.
-            late = {(o.task_id, o.attempt) for o in outcomes if o.kind == pb.OUTCOME_KIND_NOT_STARTED}
-            outcomes = [o for o in outcomes if (o.task_id, o.attempt) not in late]
-            unstarted = [d for d in chunk if (d.task.task_id, d.attempt) in late]
-            missed = _failed(missing, self._now_ms(), f"executor {inst.address} returned no outcome")
-            return RunResult(outcomes + missed, unstarted)
+            streamed = await self._over_stream(inst.address, chunk, deadline_s)
+            if streamed is not None:
+                received, failure = streamed
+            else:
+                reply = await self._stub(inst.address).Execute(
+                    pb.ExecuteRequest(deliveries=chunk, dispatcher_node=self._node_id), timeout=deadline_s)
+                received, failure = list(reply.outcomes), None
         except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                self._unreachable_until[inst.address] = time.monotonic() + self._unreachable_cooldown_s
-            error = f"executor {inst.address}: {exc.code().name}: {exc.details()}"
-            return RunResult(_failed(chunk, self._now_ms(), error), [])
+            received, failure = [], exc
         finally:
             self._release(inst.address, len(chunk))
+        if isinstance(failure, grpc.aio.AioRpcError) and failure.code() == grpc.StatusCode.UNAVAILABLE:
+            self._unreachable_until[inst.address] = time.monotonic() + self._unreachable_cooldown_s
+        wanted = {(d.task.task_id, d.attempt) for d in chunk}
+        outcomes = [o for o in received if (o.task_id, o.attempt) in wanted]
+        got = {(o.task_id, o.attempt) for o in outcomes}
+        missing = [d for d in chunk if (d.task.task_id, d.attempt) not in got]
+        # Not started in time (the lease ran out while they queued at the executor):
+        # never run, so they come back unspent, as if never sent.
+        late = {(o.task_id, o.attempt) for o in outcomes if o.kind == pb.OUTCOME_KIND_NOT_STARTED}
+        outcomes = [o for o in outcomes if (o.task_id, o.attempt) not in late]
+        unstarted = [d for d in chunk if (d.task.task_id, d.attempt) in late]
+        missed = _failed(missing, self._now_ms(), f"executor {inst.address}: {_describe(failure)}")
+        return RunResult(outcomes + missed, unstarted)
+
+    async def _over_stream(self, address: str, chunk: list[pb.Delivery],
+                           deadline_s: float) -> tuple[list[pb.Outcome], BaseException | None] | None:
+        """The chunk's outcomes through the executor's Work stream, and why any are
+        missing; None when the chunk must go as an Execute call instead (an executor
+        without Work, or one of its tasks already waiting on the stream)."""
+        if not self.use_streams or address in self._calls_only:
+            return None
+        stream = self._streams.get(address)
+        if stream is None or stream.ended:
+            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._stream_ended)
+        elif stream.taken(chunk):
+            return None
+        result = await stream.run(chunk, deadline_s)
+        error = result.error
+        if isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNIMPLEMENTED \
+                and not result.outcomes:
+            # Nothing ran: the executor has no such method. Calls from now on.
+            self._calls_only.add(address)
+            return None
+        return result.outcomes, error
+
+    def _stream_ended(self, stream: ExecutorStream) -> None:
+        for address, known in list(self._streams.items()):
+            if known is stream:
+                del self._streams[address]
+
+
+def _describe(failure: BaseException | None) -> str:
+    if failure is None:
+        return "returned no outcome"
+    if isinstance(failure, grpc.aio.AioRpcError):
+        return f"{failure.code().name}: {failure.details()}"
+    if isinstance(failure, StreamEnded):
+        return f"UNAVAILABLE: {failure}"
+    if isinstance(failure, TimeoutError):
+        return f"DEADLINE_EXCEEDED: {failure}"
+    return f"{type(failure).__name__}: {failure}"
 
 
 def _failed(deliveries: Sequence[pb.Delivery], now_ms: int, error: str) -> list[pb.Outcome]:

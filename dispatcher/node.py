@@ -82,7 +82,8 @@ class Node:
                                    now_ms=self.clock.now_ms,
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000,
                                    credentials=executor_credentials,
-                                   server_name=config.executor_tls.server_name if config.executor_tls else None),
+                                   server_name=config.executor_tls.server_name if config.executor_tls else None,
+                                   use_streams=config.executor_streams),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats)
         self.ownership = self._build_ownership()

@@ -12,6 +12,7 @@ is reported.
     .venv/bin/python loadtest/executor_cost.py                     # 3 runs of 20 calls of 1,000
     .venv/bin/python loadtest/executor_cost.py --sdk /tmp/old      # another copy of the SDK
     .venv/bin/python loadtest/executor_cost.py --handler sync      # a `def` handler (threads)
+    .venv/bin/python loadtest/executor_cost.py --transport stream  # messages on one Work stream
 
 `--sdk DIR` imports `taskring` from DIR/taskring instead of sdk/python, to compare with
 another version of the SDK, e.g. the committed one:
@@ -51,9 +52,12 @@ def deliveries(pb: Any, batch: int, call: int) -> Any:
     ])
 
 
-def client(conn: Connection, address: str, calls: int, batch: int, runs: int) -> None:
-    """The dispatcher's side, in its own process: runs of `calls` Execute calls, run by run
-    as the server asks, each answered with the number of tasks that did not succeed."""
+def client(conn: Connection, address: str, calls: int, batch: int, runs: int, transport: str) -> None:
+    """The dispatcher's side, in its own process: runs of `calls` Execute calls (or messages
+    on one Work stream, each sent once the previous one's outcomes are all back), run by
+    run as the server asks, each answered with the number of tasks that did not succeed."""
+    import queue
+
     import grpc
 
     from taskring.wire import pb, pb_grpc
@@ -61,7 +65,19 @@ def client(conn: Connection, address: str, calls: int, batch: int, runs: int) ->
     requests = [deliveries(pb, batch, c) for c in range(calls)]
     with grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20),
                                                  ("grpc.max_send_message_length", 64 << 20)]) as channel:
-        execute = pb_grpc.ExecutorServiceStub(channel).Execute
+        stub = pb_grpc.ExecutorServiceStub(channel)
+        if transport == "stream":
+            outbox: queue.Queue[Any] = queue.Queue()
+            replies = stub.Work(iter(outbox.get, None))
+
+            def execute(req: Any, timeout: float) -> Any:
+                outbox.put(req)
+                got = pb.ExecuteResponse()
+                while len(got.outcomes) < len(req.deliveries):
+                    got.outcomes.extend(next(replies).outcomes)
+                return got
+        else:
+            execute = stub.Execute
         for req in requests[:3]:  # warm-up: connection, first-call paths, thread start
             execute(req, timeout=60)
         conn.send("warm")
@@ -73,6 +89,8 @@ def client(conn: Connection, address: str, calls: int, batch: int, runs: int) ->
                 failed += sum(o.kind != pb.OUTCOME_KIND_SUCCEEDED for o in resp.outcomes)
                 failed += len(req.deliveries) - len(resp.outcomes)
             conn.send(failed)
+        if transport == "stream":
+            outbox.put(None)
 
 
 def make_executor(kind: str, max_in_flight: int) -> Any:
@@ -108,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=20, help="Execute calls per run")
     p.add_argument("--batch", type=int, default=1000, help="deliveries per call")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--transport", choices=("call", "stream"), default="call",
+                   help="one Execute call per batch, or one message per batch on a Work stream")
     p.add_argument("--handler", choices=("async", "sync"), default="async")
     p.add_argument("--max-in-flight", type=int, default=64)
     p.add_argument("--sdk", type=pathlib.Path, default=REPO / "sdk" / "python",
@@ -117,12 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     import taskring
 
     print(f"taskring from {pathlib.Path(taskring.__file__).parent}; {args.handler} no-op handler, "
-          f"{args.runs} runs of {args.calls} calls of {args.batch} deliveries")
+          f"{args.runs} runs of {args.calls} {args.transport}s of {args.batch} deliveries")
     ex = make_executor(args.handler, args.max_in_flight)
     ex.start()
     ctx = mp.get_context("spawn")
     ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=client, args=(theirs, ex.address, args.calls, args.batch, args.runs), daemon=True)
+    proc = ctx.Process(target=client, daemon=True,
+                       args=(theirs, ex.address, args.calls, args.batch, args.runs, args.transport))
     proc.start()
     per_task: list[float] = []
     try:

@@ -84,3 +84,11 @@ def test_tls_and_tokens_settings():
         NodeConfig.from_env({"TASKRING_TLS_CERT_FILE": "s.pem"})
     with pytest.raises(ValueError, match="TASKRING_TLS_CLIENT_CA_FILE: needs"):
         NodeConfig.from_env({"TASKRING_TLS_CLIENT_CA_FILE": "ca.pem"})
+
+
+def test_executor_streams_from_the_environment():
+    assert NodeConfig.from_env({}, node_id="n1").executor_streams is True
+    assert NodeConfig.from_env({"TASKRING_EXECUTOR_STREAMS": "0"}, node_id="n1").executor_streams is False
+    assert NodeConfig.from_env({"TASKRING_EXECUTOR_STREAMS": "true"}, node_id="n1").executor_streams is True
+    with pytest.raises(ValueError, match="TASKRING_EXECUTOR_STREAMS"):
+        NodeConfig.from_env({"TASKRING_EXECUTOR_STREAMS": "maybe"}, node_id="n1")

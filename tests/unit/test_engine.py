@@ -129,7 +129,7 @@ class InProcessPool(ExecutorPool):
 
     def __init__(self, directory: FakeDirectory, executor: FakeExecutor, may_send: Callable[[], bool] = lambda: True):
         super().__init__(directory, node_id="n1", now_ms=Clock().now_ms,
-                         lease_remaining_ms=lambda: 3_000 if may_send() else 0)
+                         lease_remaining_ms=lambda: 3_000 if may_send() else 0, use_streams=False)
         self._executor = executor
 
     def _stub(self, address: str) -> FakeExecutor:  # type: ignore[override]  # stands in for the stub: Execute only

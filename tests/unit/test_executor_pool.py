@@ -40,7 +40,7 @@ def delivery(task_id: str) -> pb.Delivery:
 
 
 def test_an_unreachable_instance_is_left_out_for_a_while():
-    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60)
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60, use_streams=False)
     first = pool.reserve("ns", "send", 2)
     assert {inst.address for inst, _ in first.allocations} == {DEAD, LIVE}
     result = asyncio.run(pool.run(first, [delivery("a"), delivery("b")]))
@@ -58,7 +58,7 @@ def test_only_instances_that_announce_the_type_are_chosen():
 
 
 def test_describe_says_why_a_type_has_no_executor():
-    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60)
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60, use_streams=False)
     asyncio.run(pool.run(pool.reserve("ns", "send", 2), [delivery("a"), delivery("b")]))   # DEAD cools down
     text = pool.describe("ns", "other")
     assert text.startswith("2 executor(s) of namespace 'ns'")

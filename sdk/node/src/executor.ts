@@ -251,6 +251,10 @@ export class Executor {
     });
     const impl: ExecutorServiceHandlers = {
       Execute: (call, callback) => this.execute(call.request, callback),
+      // Not served yet: the dispatcher falls back to Execute calls on UNIMPLEMENTED.
+      Work: (call) => {
+        call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'Work is not served by this SDK; use Execute' });
+      },
     };
     server.addService(wire.ExecutorService.service, impl);
     this.server = server;

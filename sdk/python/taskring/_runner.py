@@ -1,4 +1,4 @@
-"""Run the deliveries of one Execute call to outcomes: the executor's hot path.
+"""Run the deliveries of one Execute call or Work message to outcomes: the executor's hot path.
 
 Design note.
 
@@ -7,8 +7,9 @@ Design note.
   longest task timeout plus a margin (5 s), so counting from receipt, not from
   when a handler starts, keeps the outcome inside the time the dispatcher is
   still listening. A delivery that waits for a free slot past its deadline is
-  reported TIMED_OUT without running. The reply waits for every delivery of
-  the batch (the wire contract: "returns once every task in it has an outcome").
+  reported TIMED_OUT without running. An Execute reply waits for every delivery of
+  the batch (the wire contract: "returns once every task in it has an outcome");
+  a Work stream (`_stream.py`) sends each outcome once it is known.
 - `max_in_flight` is a count of free slots shared by all Execute calls, with a
   FIFO queue of waiters once it runs out. A slot is held for as long as the
   handler really runs. (Not an asyncio.Semaphore: taking a free slot must not
@@ -296,15 +297,29 @@ class DeliveryRunner:
         """Every delivery of one Execute call to one outcome each; returns once all have one.
 
         Never raises, except when cancelled (or when a handler raises a BaseException
-        that is not an Exception, as before). The per-delivery path is written out in
-        one loop on purpose: at a few µs a task, each extra Python call would be a
-        noticeable share of it; the rarer paths are methods."""
+        that is not an Exception, as before)."""
+        response = pb.ExecuteResponse()
+        pending = self.start_batch(deliveries, response)
+        if pending:
+            for outcome in await asyncio.gather(*pending):
+                if outcome is not None:
+                    response.outcomes.append(outcome)
+        return response
+
+    def start_batch(self, deliveries: Sequence[pb.Delivery],
+                    response: pb.ExecuteResponse) -> list[asyncio.Future[Any]]:
+        """Start every delivery: the outcomes known at once (a handler done in its first
+        step, a refusal) go into `response`; the others are the futures returned, each
+        of one outcome or None (a spare host). Run from a task on the runner's loop.
+
+        The per-delivery path is written out in one loop on purpose: at a few µs a
+        task, each extra Python call would be a noticeable share of it; the rarer
+        paths are methods."""
         loop = self._loop
         received = time.monotonic()
         wall0_ms = time.time() * 1000.0
-        response = pb.ExecuteResponse()
         add = response.outcomes.add
-        pending: list[Awaitable[pb.Outcome | None]] = []
+        pending: list[asyncio.Future[Any]] = []
         handlers = self._handlers
         monotonic = time.monotonic
         now, now_ms = received, int(wall0_ms)
@@ -407,11 +422,7 @@ class DeliveryRunner:
                     _enter_task(loop, outer)
                 if not host.job.done():
                     host.job.set_result(None)  # the spare host ends at once
-        if pending:
-            for outcome in await asyncio.gather(*pending):
-                if outcome is not None:
-                    response.outcomes.append(outcome)
-        return response
+        return pending
 
     # ---- slots ----
 

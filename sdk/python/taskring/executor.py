@@ -27,12 +27,13 @@ import secrets
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from types import FrameType, TracebackType
 from typing import TypeVar
 
 import grpc
 
+from taskring import _stream
 from taskring._registration import Registration, znode_data, znode_path
 from taskring._runner import DeliveryRunner, Handler, HandlerFn
 from taskring.wire import pb, pb_grpc
@@ -59,9 +60,15 @@ _SIGNAL_POLL_S = 0.1
 class _ExecutorServicer(pb_grpc.ExecutorServiceServicer):
     def __init__(self, runner: DeliveryRunner) -> None:
         self._runner = runner
+        self.stopping = asyncio.Event()
+        """Set as the executor stops: open Work streams take no new deliveries and end."""
 
     async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:
         return await self._runner.run_batch(request.deliveries)
+
+    async def Work(self, request_iterator: AsyncIterator[pb.ExecuteRequest],
+                   context: grpc.aio.ServicerContext) -> None:
+        await _stream.serve(self._runner, request_iterator, context, self.stopping)
 
 
 def _default_instance_id() -> str:
@@ -138,6 +145,7 @@ class Executor:
         self._thread: threading.Thread | None = None
         self._server: grpc.aio.Server | None = None
         self._runner: DeliveryRunner | None = None
+        self._servicer: _ExecutorServicer | None = None
         self._registration: Registration | None = None
         self._bound_port: int | None = None
 
@@ -320,7 +328,8 @@ class Executor:
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
         ])
-        pb_grpc.add_ExecutorServiceServicer_to_server(_ExecutorServicer(self._runner), server)
+        self._servicer = _ExecutorServicer(self._runner)
+        pb_grpc.add_ExecutorServiceServicer_to_server(self._servicer, server)
         bind = f"{_format_address(self._host, self._port)}"
         try:
             port = int(server.add_insecure_port(bind) if self._credentials is None
@@ -335,6 +344,8 @@ class Executor:
 
     async def _astop(self, grace_s: float) -> None:
         assert self._server is not None
+        if self._servicer is not None:
+            self._servicer.stopping.set()  # before the server's grace starts: streams drain in it
         await self._server.stop(grace_s)
         if self._runner is not None:
             self._runner.close()

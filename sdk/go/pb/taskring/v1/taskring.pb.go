@@ -1966,9 +1966,10 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rListCronRules\x12!.taskring.v1.ListCronRulesRequest\x1a\".taskring.v1.ListCronRulesResponse\x12@\n" +
 	"\rPauseCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
 	"\x0eResumeCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
-	"\x0eDeleteCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule2W\n" +
+	"\x0eDeleteCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule2\x9e\x01\n" +
 	"\x0fExecutorService\x12D\n" +
-	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponseb\x06proto3"
+	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse\x12E\n" +
+	"\x04Work\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse(\x010\x01b\x06proto3"
 
 var (
 	file_taskring_v1_taskring_proto_rawDescOnce sync.Once
@@ -2044,20 +2045,22 @@ var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	15, // 29: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
 	15, // 30: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
 	21, // 31: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	6,  // 32: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	8,  // 33: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	10, // 34: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	13, // 35: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	17, // 36: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	17, // 37: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	14, // 38: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	19, // 39: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	14, // 40: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	14, // 41: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	14, // 42: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	23, // 43: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
+	21, // 32: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	6,  // 33: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	8,  // 34: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	10, // 35: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	13, // 36: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	17, // 37: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	17, // 38: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	14, // 39: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	19, // 40: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	14, // 41: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	14, // 42: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	14, // 43: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	23, // 44: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	23, // 45: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	33, // [33:46] is the sub-list for method output_type
+	20, // [20:33] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
 	20, // [20:20] is the sub-list for extension extendee
 	0,  // [0:20] is the sub-list for field type_name

@@ -578,6 +578,7 @@ var CronService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	ExecutorService_Execute_FullMethodName = "/taskring.v1.ExecutorService/Execute"
+	ExecutorService_Work_FullMethodName    = "/taskring.v1.ExecutorService/Work"
 )
 
 // ExecutorServiceClient is the client API for ExecutorService service.
@@ -586,6 +587,13 @@ const (
 type ExecutorServiceClient interface {
 	// A batch of due tasks; returns once every task in it has an outcome.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
+	// The same work on one long-lived stream per dispatcher node and executor: batches of
+	// deliveries down, outcomes up as each task finishes (several to a message, any order,
+	// one per delivery). A call costs both sides several times what a message on an open
+	// stream does, and a task that finishes early is not held back by a slow one sent
+	// beside it. An executor that does not implement it answers UNIMPLEMENTED, and the
+	// dispatcher uses Execute.
+	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse], error)
 }
 
 type executorServiceClient struct {
@@ -606,12 +614,32 @@ func (c *executorServiceClient) Execute(ctx context.Context, in *ExecuteRequest,
 	return out, nil
 }
 
+func (c *executorServiceClient) Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ExecutorService_ServiceDesc.Streams[0], ExecutorService_Work_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecuteRequest, ExecuteResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExecutorService_WorkClient = grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse]
+
 // ExecutorServiceServer is the server API for ExecutorService service.
 // All implementations must embed UnimplementedExecutorServiceServer
 // for forward compatibility.
 type ExecutorServiceServer interface {
 	// A batch of due tasks; returns once every task in it has an outcome.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
+	// The same work on one long-lived stream per dispatcher node and executor: batches of
+	// deliveries down, outcomes up as each task finishes (several to a message, any order,
+	// one per delivery). A call costs both sides several times what a message on an open
+	// stream does, and a task that finishes early is not held back by a slow one sent
+	// beside it. An executor that does not implement it answers UNIMPLEMENTED, and the
+	// dispatcher uses Execute.
+	Work(grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]) error
 	mustEmbedUnimplementedExecutorServiceServer()
 }
 
@@ -624,6 +652,9 @@ type UnimplementedExecutorServiceServer struct{}
 
 func (UnimplementedExecutorServiceServer) Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedExecutorServiceServer) Work(grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Work not implemented")
 }
 func (UnimplementedExecutorServiceServer) mustEmbedUnimplementedExecutorServiceServer() {}
 func (UnimplementedExecutorServiceServer) testEmbeddedByValue()                         {}
@@ -664,6 +695,13 @@ func _ExecutorService_Execute_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExecutorService_Work_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ExecutorServiceServer).Work(&grpc.GenericServerStream[ExecuteRequest, ExecuteResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExecutorService_WorkServer = grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]
+
 // ExecutorService_ServiceDesc is the grpc.ServiceDesc for ExecutorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -676,6 +714,13 @@ var ExecutorService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ExecutorService_Execute_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Work",
+			Handler:       _ExecutorService_Work_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "taskring/v1/taskring.proto",
 }

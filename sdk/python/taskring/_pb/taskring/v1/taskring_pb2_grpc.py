@@ -573,6 +573,11 @@ class ExecutorServiceStub:
                 request_serializer=taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.SerializeToString,
                 response_deserializer=taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.FromString,
                 _registered_method=True)
+        self.Work = channel.stream_stream(
+                '/taskring.v1.ExecutorService/Work',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.FromString,
+                _registered_method=True)
 
 
 class ExecutorServiceServicer:
@@ -585,11 +590,28 @@ class ExecutorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Work(self, request_iterator, context):
+        """The same work on one long-lived stream per dispatcher node and executor: batches of
+        deliveries down, outcomes up as each task finishes (several to a message, any order,
+        one per delivery). A call costs both sides several times what a message on an open
+        stream does, and a task that finishes early is not held back by a slow one sent
+        beside it. An executor that does not implement it answers UNIMPLEMENTED, and the
+        dispatcher uses Execute.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExecutorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Execute': grpc.unary_unary_rpc_method_handler(
                     servicer.Execute,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.SerializeToString,
+            ),
+            'Work': grpc.stream_stream_rpc_method_handler(
+                    servicer.Work,
                     request_deserializer=taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.FromString,
                     response_serializer=taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.SerializeToString,
             ),
@@ -619,6 +641,33 @@ class ExecutorService:
             request,
             target,
             '/taskring.v1.ExecutorService/Execute',
+            taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Work(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/taskring.v1.ExecutorService/Work',
             taskring_dot_v1_dot_taskring__pb2.ExecuteRequest.SerializeToString,
             taskring_dot_v1_dot_taskring__pb2.ExecuteResponse.FromString,
             options,
