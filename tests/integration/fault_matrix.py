@@ -16,7 +16,9 @@ compute a `FaultReport`:
   last second (by due time, from the fault's end) whose first attempts, of any slot, have
   a p99 start later than the run's normal after their due time (0 when none has): normal
   is `late_threshold_ms`, or twice the p99 of the tasks due before the fault when a busy
-  box already ran that late with no fault at all (`normal_lateness_ms`). A
+  box already ran that late with no fault at all (`normal_lateness_ms`). Once three
+  seconds in a row were normal, one late second alone is a hiccup, not recovery; two in
+  a row count again (`recovery_after`). A
   second is judged by its p99, not its one latest task, so that one straggler on a busy
   box (a 400 ms hiccup 7 s on) is not read as the system still recovering; the latest of
   all is reported apart, as max_late_ms.
@@ -220,14 +222,29 @@ def _p99(values: Sequence[float]) -> float:
     return values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
-def recovery_after(after_fault: Sequence[tuple[int, float]], end_ms: int, late_threshold_ms: float) -> float:
+def recovery_after(after_fault: Sequence[tuple[int, float]], end_ms: int, late_threshold_ms: float,
+                   settled_after_s: int = 3) -> float:
     """Seconds from `end_ms` to the end of the last second (by due time) whose first
-    attempts' p99 lateness is above the threshold; 0.0 when no second is."""
+    attempts' p99 lateness is above the threshold; 0.0 when no second is.
+
+    Once `settled_after_s` seconds in a row have been normal, the system has recovered:
+    a single late second after that, between normal ones, is a hiccup of a busy box
+    (it still shows in max_late_ms), while two late seconds in a row are a relapse and
+    count again."""
     by_second: dict[int, list[float]] = {}
     for due_ms, late_ms in after_fault:
         by_second.setdefault(int((due_ms - end_ms) // 1000), []).append(late_ms)
-    late_seconds = [second for second, lates in by_second.items() if _p99(lates) > late_threshold_ms]
-    return float(max(late_seconds) + 1) if late_seconds else 0.0
+    late = {second for second, lates in by_second.items() if _p99(lates) > late_threshold_ms}
+    last, normal_run, settled = -1, 0, False
+    for second in sorted(by_second):
+        if second in late:
+            if not settled or second - 1 in late or second + 1 in late:
+                last = second
+            normal_run = 0
+        else:
+            normal_run += 1
+            settled = settled or normal_run >= settled_after_s
+    return float(last + 1) if last >= 0 else 0.0
 
 
 def normal_lateness_ms(before_fault: Sequence[float], late_threshold_ms: float) -> float:

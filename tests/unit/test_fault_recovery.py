@@ -37,3 +37,14 @@ def test_normal_is_the_threshold_or_twice_what_the_run_saw_before_the_fault():
     after = second(16, [30.0] * 290 + [420.0] * 10)
     assert recovery_after(after, END, normal_lateness_ms(busy_before, 250)) == 0.0
     assert recovery_after(after, END, 250) == 17.0
+
+
+def test_after_three_normal_seconds_one_late_second_is_a_hiccup_but_two_are_a_relapse():
+    normal = [s for n in range(6) for s in second(n, [20.0] * 100)]
+    hiccup = second(7, [600.0] * 100) + second(8, [20.0] * 100)
+    assert recovery_after(normal + hiccup, END, 250) == 0.0
+    relapse = second(7, [600.0] * 100) + second(8, [600.0] * 100) + second(9, [20.0] * 100)
+    assert recovery_after(normal + relapse, END, 250) == 9.0
+    # Before three normal seconds in a row, a lone late second is still the recovery.
+    early = second(0, [20.0] * 100) + second(1, [20.0] * 100) + second(2, [600.0] * 100) + second(3, [20.0] * 100)
+    assert recovery_after(early, END, 250) == 3.0
