@@ -378,3 +378,86 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The Work stream: each outcome comes when its task ends, not with a slow one
+// sent beside it, and the stream ends once the dispatcher has closed its side
+// and what runs has answered.
+func TestExecutorWorkStreamSendsOutcomesAsTasksEnd(t *testing.T) {
+	release := make(chan struct{})
+	_, stub := startExecutor(t, map[string]HandlerFunc{
+		"slow": func(ctx context.Context, _ *Task) error { <-release; return nil },
+		"fast": func(ctx context.Context, _ *Task) error { return nil },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := stub.Work(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(ds ...*pb.Delivery) {
+		if err := stream.Send(&pb.ExecuteRequest{Deliveries: ds, DispatcherNode: "d1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(delivery("s", "slow", 1, 5000))
+	send(delivery("f1", "fast", 1, 5000), delivery("f2", "fast", 1, 5000), delivery("x", "nope", 1, 5000))
+	got := map[string]*pb.Outcome{}
+	for len(got) < 3 {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range resp.GetOutcomes() {
+			got[o.GetTaskId()] = o
+		}
+	}
+	if _, ok := got["s"]; ok {
+		t.Fatal("the slow task answered before it was released")
+	}
+	if got["x"].GetKind() != pb.OutcomeKind_OUTCOME_KIND_NO_HANDLER || got["f1"].GetKind() != pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED {
+		t.Errorf("outcomes: %v", got)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	resp, err := stream.Recv()
+	if err != nil || len(resp.GetOutcomes()) != 1 || resp.GetOutcomes()[0].GetTaskId() != "s" {
+		t.Fatalf("the slow task's outcome: %v %v", resp, err)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the last outcome: %v, want the end of the stream", err)
+	}
+}
+
+// A stopping executor finishes what runs on its streams, sends the outcomes and
+// ends them; Stop does not wait for the dispatcher to close its side.
+func TestExecutorStopEndsWorkStreamsAfterTheirOutcomes(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	ex, stub := startExecutor(t, map[string]HandlerFunc{
+		"slow": func(ctx context.Context, _ *Task) error { close(started); <-release; return nil },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := stub.Work(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&pb.ExecuteRequest{Deliveries: []*pb.Delivery{delivery("s", "slow", 1, 5000)}}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- ex.Stop(ctx) }()
+	close(release)
+	resp, err := stream.Recv()
+	if err != nil || resp.GetOutcomes()[0].GetKind() != pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED {
+		t.Fatalf("the in-flight task's outcome: %v %v", resp, err)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the last outcome: %v, want the end of the stream", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+}

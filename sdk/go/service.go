@@ -2,6 +2,8 @@ package taskring
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -10,8 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// executorService implements ExecutorService.Execute: every delivery of a
-// batch runs concurrently, and the call returns once each has an outcome.
+// executorService implements ExecutorService.Execute (every delivery of a
+// batch runs concurrently, and the call returns once each has an outcome) and
+// Work, the same on one stream per dispatcher with each outcome sent once known.
 type executorService struct {
 	pb.UnimplementedExecutorServiceServer
 	runner *runner
@@ -43,12 +46,118 @@ func (s *executorService) Execute(ctx context.Context, req *pb.ExecuteRequest) (
 	return &pb.ExecuteResponse{Outcomes: outcomes}, nil
 }
 
+// Work serves one dispatcher's stream: every delivery of each message starts at
+// once; one sender writes the outcomes as they come, all those waiting in one
+// message. A task is not held back by a slow one sent beside it, and a message
+// costs both sides far less than an Execute call. The stream ends once the
+// dispatcher has closed its side, or the executor stops, and every delivery it
+// took has answered; if the dispatcher is gone, nobody can read an outcome, and
+// what runs is cancelled through the stream's context.
+func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
+	ctx := stream.Context()
+	done := make(chan struct{}) // closed when this handler returns
+	defer close(done)
+	results := make(chan *pb.Outcome, 1024)
+	emit := func(o *pb.Outcome) {
+		select {
+		case results <- o:
+		case <-done:
+		}
+	}
+	var running sync.WaitGroup
+	received := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				received <- err
+				return
+			}
+			at := time.Now()
+			for _, d := range req.GetDeliveries() {
+				if !s.gate.enter() {
+					now := time.Now().UnixMilli()
+					emit(&pb.Outcome{TaskId: d.GetTask().GetTaskId(), Attempt: d.GetAttempt(),
+						Kind: pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, Error: "executor is stopping",
+						StartedAtMs: now, FinishedAtMs: now})
+					continue
+				}
+				running.Add(1)
+				go func() {
+					defer running.Done()
+					defer s.gate.leave()
+					emit(s.runner.run(ctx, d, at))
+				}()
+			}
+		}
+	}()
+	var idle chan struct{} // closed once every delivery taken has answered, after the intake ended
+	stopping := s.gate.closing()
+	closing := func() {
+		stopping = nil // a closed channel is always ready: stop selecting it
+		if idle == nil {
+			idle = make(chan struct{})
+			go func() { running.Wait(); close(idle) }()
+		}
+	}
+	for {
+		select {
+		case o := <-results:
+			batch := []*pb.Outcome{o}
+		more:
+			for {
+				select {
+				case o := <-results:
+					batch = append(batch, o)
+				default:
+					break more
+				}
+			}
+			if err := stream.Send(&pb.ExecuteResponse{Outcomes: batch}); err != nil {
+				return err
+			}
+		case err := <-received:
+			if !errors.Is(err, io.EOF) {
+				return err // the dispatcher is gone
+			}
+			closing()
+		case <-stopping:
+			closing()
+		case <-idle: // nil until closing(): never ready before
+			for {
+				select {
+				case o := <-results:
+					if err := stream.Send(&pb.ExecuteResponse{Outcomes: []*pb.Outcome{o}}); err != nil {
+						return err
+					}
+				default:
+					return nil
+				}
+			}
+		}
+	}
+}
+
 // gate counts Execute calls in progress and, once closed, turns new ones
 // away, so Stop can wait for exactly the calls it let in.
 type gate struct {
-	mu     sync.Mutex
-	closed bool
-	active sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	active   sync.WaitGroup
+	shutting chan struct{} // closed by close(); made on first use
+}
+
+// closing is closed once the gate is: Work streams end when it is.
+func (g *gate) closing() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shutting == nil {
+		g.shutting = make(chan struct{})
+		if g.closed {
+			close(g.shutting)
+		}
+	}
+	return g.shutting
 }
 
 func (g *gate) enter() bool {
@@ -66,6 +175,9 @@ func (g *gate) leave() { g.active.Done() }
 // close turns new calls away and returns a channel closed once the admitted ones are done.
 func (g *gate) close() <-chan struct{} {
 	g.mu.Lock()
+	if !g.closed && g.shutting != nil {
+		close(g.shutting)
+	}
 	g.closed = true
 	g.mu.Unlock()
 	done := make(chan struct{})

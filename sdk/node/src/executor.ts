@@ -101,6 +101,8 @@ export class Executor {
   private registration: Registration | null = null;
   private boundPort: number | null = null;
   private readonly calls = new Set<Promise<void>>();
+  /** Each open Work stream's "end once what runs has answered" (see work()). */
+  private readonly streams = new Set<() => void>();
   private stopping: Promise<void> | null = null;
 
   constructor(options: ExecutorOptions) {
@@ -238,6 +240,7 @@ export class Executor {
       this.runner?.abortAll(`executor stopped: its graceful stop of ${timeoutMs} ms ran out before the handler finished`);
       await Promise.all([...this.calls]);
     }
+    for (const end of [...this.streams]) end(); // their outcomes are written; the streams end
     await this.closeServer();
     this.state = 'stopped';
   }
@@ -251,10 +254,7 @@ export class Executor {
     });
     const impl: ExecutorServiceHandlers = {
       Execute: (call, callback) => this.execute(call.request, callback),
-      // Not served yet: the dispatcher falls back to Execute calls on UNIMPLEMENTED.
-      Work: (call) => {
-        call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'Work is not served by this SDK; use Execute' });
-      },
+      Work: (call) => this.work(call),
     };
     server.addService(wire.ExecutorService.service, impl);
     this.server = server;
@@ -296,6 +296,79 @@ export class Executor {
       });
     const tracked = call.finally(() => this.calls.delete(tracked));
     this.calls.add(tracked);
+  }
+
+  /**
+   * One dispatcher's Work stream: deliveries of each message start at once, and
+   * each outcome is written when it is known, those known in the same turn of the
+   * event loop together (one message). A task is never held back by a slow one sent
+   * beside it, and a message costs both sides far less than an Execute call.
+   * When the dispatcher closes its side, the stream ends once what runs has
+   * answered; when the executor stops, `streams` ends each one the same way after
+   * its in-flight work (tracked in `calls`, as Execute's) has answered.
+   */
+  private work(call: grpc.ServerDuplexStream<ExecuteRequest__Output, ExecuteResponse>): void {
+    let pending: BuiltOutcome[] = [];
+    let flushing = false;
+    let open = 0;
+    let closing = false;
+    let gone = false;
+    const flush = (): void => {
+      flushing = false;
+      if (gone || pending.length === 0) return;
+      const outcomes = pending;
+      pending = [];
+      call.write({ outcomes });
+    };
+    const endIfDone = (): void => {
+      if (!closing || open > 0 || gone) return;
+      flush();
+      gone = true;
+      this.streams.delete(endWhenIdle);
+      call.end();
+    };
+    const send = (outcome: BuiltOutcome): void => {
+      this.report(outcome);
+      pending.push(outcome);
+      if (!flushing) {
+        flushing = true;
+        setImmediate(flush);
+      }
+    };
+    const endWhenIdle = (): void => {
+      closing = true;
+      endIfDone();
+    };
+    this.streams.add(endWhenIdle);
+    call.on('data', (request: ExecuteRequest__Output) => {
+      const received = performance.now();
+      const runner = this.runner;
+      for (const d of request.deliveries) {
+        if (closing || this.state !== 'running' || runner === null) {
+          const now = String(Date.now());
+          send({ task_id: d.task?.task_id ?? '', attempt: d.attempt, kind: RETRYABLE, error: 'executor is stopping',
+            stack_trace: '', started_at_ms: now, finished_at_ms: now });
+          continue;
+        }
+        open += 1;
+        const tracked: Promise<void> = runner.run(d, received).then(send).finally(() => {
+          open -= 1;
+          this.calls.delete(tracked);
+          endIfDone();
+        });
+        this.calls.add(tracked);
+      }
+    });
+    call.on('end', endWhenIdle);
+    // The dispatcher is gone (cancelled, connection lost): nobody can read an outcome now.
+    call.on('error', () => {
+      gone = true;
+      this.streams.delete(endWhenIdle);
+    });
+    call.on('cancelled', () => {
+      gone = true;
+      this.streams.delete(endWhenIdle);
+    });
   }
 
   private report(outcome: BuiltOutcome): void {

@@ -5,6 +5,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sdk = require('../dist/index');
+const grpc = require('@grpc/grpc-js');
+const { loadWire } = require('../dist/wire/load');
 const { execute, delivery, sleep } = require('./helpers');
 
 async function started(handlers, options = {}) {
@@ -279,4 +281,53 @@ test('advertisePort: the address written for the dispatchers, not the bound port
     await ex.stop(100);
   }
   assert.throws(() => new sdk.Executor({ namespace: 'shop', zk: null, advertisePort: 0 }), /advertisePort/);
+});
+
+test('Work stream: each outcome comes when its task ends, not with a slow one sent beside it; ends after what runs', async () => {
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  const ex = await started({ fast: async () => {}, slow: async () => { await gate; } });
+  const client = new (loadWire().ExecutorService)(ex.address, grpc.credentials.createInsecure());
+  try {
+    const call = client.Work();
+    const got = [];
+    const ended = new Promise((resolve, reject) => { call.on('end', resolve); call.on('error', reject); });
+    call.on('data', (m) => got.push(...m.outcomes));
+    call.write({ deliveries: [delivery('s1', 'slow')], dispatcher_node: 'test' });
+    call.write({ deliveries: [delivery('f1', 'fast'), delivery('f2', 'fast'), delivery('x', 'nope')], dispatcher_node: 'test' });
+    await until(() => got.length === 3);
+    assert.deepEqual(got.map((o) => o.task_id).sort(), ['f1', 'f2', 'x']);
+    assert.equal(byId(got).x.kind, 'OUTCOME_KIND_NO_HANDLER');
+    call.end(); // the dispatcher closes its side: the stream ends once s1 has answered
+    await sleep(20);
+    assert.equal(got.length, 3);
+    release();
+    await ended;
+    assert.equal(byId(got).s1.kind, 'OUTCOME_KIND_SUCCEEDED');
+  } finally {
+    client.close();
+    await ex.stop(1_000);
+  }
+});
+
+test('Work stream: a stopping executor finishes what runs, writes its outcome, and ends the stream', async () => {
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  const ex = await started({ slow: async () => { await gate; } });
+  const client = new (loadWire().ExecutorService)(ex.address, grpc.credentials.createInsecure());
+  try {
+    const call = client.Work();
+    const got = [];
+    const ended = new Promise((resolve, reject) => { call.on('end', resolve); call.on('error', reject); });
+    call.on('data', (m) => got.push(...m.outcomes));
+    call.write({ deliveries: [delivery('s1', 'slow')], dispatcher_node: 'test' });
+    await until(() => ex.inFlight === 1);
+    const stopped = ex.stop(5_000);
+    release();
+    await ended;
+    await stopped;
+    assert.deepEqual(got.map((o) => [o.task_id, o.kind]), [['s1', 'OUTCOME_KIND_SUCCEEDED']]);
+  } finally {
+    client.close();
+  }
 });

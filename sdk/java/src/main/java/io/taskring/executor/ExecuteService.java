@@ -4,19 +4,25 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import taskring.v1.ExecutorServiceGrpc;
 import taskring.v1.Taskring;
 
-/** ExecutorService.Execute: every delivery of a batch runs concurrently; one answer once all have an outcome. */
+/**
+ * ExecutorService.Execute: every delivery of a batch runs concurrently; one answer once all have
+ * an outcome. And Work, the same on one stream per dispatcher, each outcome sent once it is known.
+ */
 final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
     private static final Logger log = LoggerFactory.getLogger(ExecuteService.class);
 
     private final DeliveryRunner runner;
     private final Consumer<Taskring.Outcome> observer; // null: none
+    private final Set<WorkStream> streams = ConcurrentHashMap.newKeySet();
 
     ExecuteService(DeliveryRunner runner) {
         this(runner, null);
@@ -54,6 +60,113 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
                 log.debug("could not answer Execute: {}", sendFailed.toString());
             }
         });
+    }
+
+    @Override
+    public StreamObserver<Taskring.ExecuteRequest> work(StreamObserver<Taskring.ExecuteResponse> responses) {
+        WorkStream stream = new WorkStream(responses);
+        streams.add(stream);
+        return stream;
+    }
+
+    /** The executor stops: every open stream ends once what it runs has answered. */
+    void closeStreams() {
+        for (WorkStream s : streams) {
+            s.close();
+        }
+    }
+
+    /**
+     * One dispatcher's Work stream: the deliveries of each message start at once, and the outcomes
+     * are written as they finish (all those waiting at a write in one message), so a task is never
+     * held back by a slow one sent beside it. It ends once the dispatcher has closed its side, or
+     * the executor stops, and what it took has answered. gRPC's observer is not thread-safe: every
+     * write is under the lock.
+     */
+    private final class WorkStream implements StreamObserver<Taskring.ExecuteRequest> {
+        private final StreamObserver<Taskring.ExecuteResponse> out;
+        private final Object lock = new Object();
+        private final List<Taskring.Outcome> pending = new ArrayList<>();
+        private int running;
+        private boolean closing;
+        private boolean gone;
+
+        WorkStream(StreamObserver<Taskring.ExecuteResponse> out) {
+            this.out = out;
+        }
+
+        @Override
+        public void onNext(Taskring.ExecuteRequest request) {
+            long received = System.nanoTime();
+            for (Taskring.Delivery d : request.getDeliveriesList()) {
+                synchronized (lock) {
+                    running++;
+                }
+                // Once the executor stops, run() answers at once (retryable), as Execute's do.
+                runner.run(d, received).whenComplete((o, e) -> finished(o));
+            }
+        }
+
+        private void finished(Taskring.Outcome o) {
+            if (observer != null && o != null) {
+                observe(o);
+            }
+            synchronized (lock) {
+                running--;
+                if (o != null) {
+                    pending.add(o);
+                }
+                flush();
+                endIfDone();
+            }
+        }
+
+        private void flush() { // under the lock
+            if (gone || pending.isEmpty()) {
+                return;
+            }
+            try {
+                out.onNext(Taskring.ExecuteResponse.newBuilder().addAllOutcomes(pending).build());
+            } catch (RuntimeException sendFailed) { // cancelled meanwhile: nobody to answer
+                log.debug("could not write to a Work stream: {}", sendFailed.toString());
+                gone = true;
+                streams.remove(this);
+            }
+            pending.clear();
+        }
+
+        private void endIfDone() { // under the lock
+            if (!closing || running > 0 || gone) {
+                return;
+            }
+            gone = true;
+            streams.remove(this);
+            try {
+                out.onCompleted();
+            } catch (RuntimeException e) {
+                log.debug("could not end a Work stream: {}", e.toString());
+            }
+        }
+
+        void close() {
+            synchronized (lock) {
+                closing = true;
+                endIfDone();
+            }
+        }
+
+        @Override
+        public void onCompleted() { // the dispatcher closed its side
+            close();
+        }
+
+        @Override
+        public void onError(Throwable t) { // the dispatcher is gone: nobody can read an outcome
+            synchronized (lock) {
+                gone = true;
+                streams.remove(this);
+            }
+        }
     }
 
     private void observe(Taskring.Outcome o) {

@@ -78,6 +78,7 @@ public final class TaskringExecutor implements AutoCloseable {
     private State state = State.NEW;
     private Server server;
     private DeliveryRunner runner;
+    private ExecuteService service;
     private ExecutorService pool;
     private ScheduledThreadPoolExecutor timer;
     private Registration registration;
@@ -118,7 +119,7 @@ public final class TaskringExecutor implements AutoCloseable {
             runner = new DeliveryRunner(handlers, maxInFlight, pool, timer);
             server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port), credentials)
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-                    .addService(new ExecuteService(runner, outcomeObserver))
+                    .addService(service = new ExecuteService(runner, outcomeObserver))
                     .build()
                     .start();
             if (zookeeper != null) {
@@ -156,6 +157,7 @@ public final class TaskringExecutor implements AutoCloseable {
         try {
             if (server != null) {
                 server.shutdown(); // new calls get UNAVAILABLE, which a dispatcher retries elsewhere
+                service.closeStreams(); // Work streams end once what they run has answered
                 if (!server.awaitTermination(Math.max(0, grace.toNanos()), TimeUnit.NANOSECONDS)) {
                     int n = runner.abandonAll("executor stopped before the task finished (grace of "
                             + grace.toMillis() + " ms passed)");

@@ -9,6 +9,7 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
 import io.taskring.errors.NonRetryableException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -299,6 +301,85 @@ class ExecutorTest {
         assertTrue(err.getMessage().startsWith("cannot reach ZooKeeper at 127.0.0.1:1"), err.getMessage());
         assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < 5000);
         assertThrows(IllegalStateException.class, e::start); // stopped, not half-started
+    }
+
+    /** The client side of a Work stream: what arrived, and how it ended ("completed" or the error). */
+    private static final class Received implements StreamObserver<Taskring.ExecuteResponse> {
+        final LinkedBlockingQueue<Taskring.Outcome> outcomes = new LinkedBlockingQueue<>();
+        final CompletableFuture<String> end = new CompletableFuture<>();
+
+        @Override
+        public void onNext(Taskring.ExecuteResponse r) {
+            outcomes.addAll(r.getOutcomesList());
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            end.complete(t.toString());
+        }
+
+        @Override
+        public void onCompleted() {
+            end.complete("completed");
+        }
+
+        Taskring.Outcome next() throws InterruptedException {
+            Taskring.Outcome o = outcomes.poll(10, TimeUnit.SECONDS);
+            if (o == null) {
+                throw new AssertionError("no outcome within 10 s");
+            }
+            return o;
+        }
+    }
+
+    private StreamObserver<Taskring.ExecuteRequest> work(TaskringExecutor e, Received received) {
+        ManagedChannel c = Grpc.newChannelBuilder(e.address(), InsecureChannelCredentials.create()).build();
+        channels.add(c);
+        return ExecutorServiceGrpc.newStub(c).work(received);
+    }
+
+    @Test
+    void aWorkStreamSendsEachOutcomeWhenItsTaskEndsAndEndsAfterWhatRuns() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop")
+                .handler("slow", ctx -> release.await())
+                .handler("fast", ctx -> { }));
+        Received received = new Received();
+        StreamObserver<Taskring.ExecuteRequest> stream = work(e, received);
+        stream.onNext(Taskring.ExecuteRequest.newBuilder().addDeliveries(delivery("s", "slow", 5000)).build());
+        stream.onNext(Taskring.ExecuteRequest.newBuilder().addDeliveries(delivery("f1", "fast", 5000))
+                .addDeliveries(delivery("x", "nope", 5000)).build());
+        Map<String, Taskring.Outcome> first = new java.util.HashMap<>();
+        for (int i = 0; i < 2; i++) {
+            Taskring.Outcome o = received.next();
+            first.put(o.getTaskId(), o);
+        }
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, first.get("f1").getKind());
+        assertEquals(OutcomeKind.OUTCOME_KIND_NO_HANDLER, first.get("x").getKind());
+        stream.onCompleted(); // the dispatcher closes its side: the stream ends once "s" has answered
+        assertTrue(!received.end.isDone() && received.outcomes.isEmpty());
+        release.countDown();
+        Taskring.Outcome slow = received.next();
+        assertEquals("s", slow.getTaskId());
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, slow.getKind());
+        assertEquals("completed", received.end.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aStoppingExecutorFinishesWhatItsWorkStreamRunsAndEndsIt() throws Exception {
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        TaskringExecutor e = start(TaskringExecutor.builder().namespace("shop")
+                .handler("slow", ctx -> { started.countDown(); release.await(); }));
+        Received received = new Received();
+        StreamObserver<Taskring.ExecuteRequest> stream = work(e, received);
+        stream.onNext(Taskring.ExecuteRequest.newBuilder().addDeliveries(delivery("s", "slow", 5000)).build());
+        assertTrue(started.await(10, TimeUnit.SECONDS));
+        CompletableFuture<Void> stopped = CompletableFuture.runAsync(() -> e.stop(Duration.ofSeconds(10)));
+        release.countDown();
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, received.next().getKind());
+        assertEquals("completed", received.end.get(10, TimeUnit.SECONDS));
+        stopped.get(15, TimeUnit.SECONDS);
     }
 
     static void waitFor(java.util.function.BooleanSupplier condition) {
