@@ -96,7 +96,7 @@ class ExecutorPool:
         # UNIMPLEMENTED (an SDK without Work) gets Execute calls from then on.
         self._streams: dict[str, ExecutorStream] = {}
         self._calls_only: set[str] = set()
-        self.use_streams = use_streams
+        self._use_streams = use_streams
         self._in_flight: dict[str, int] = {}
         self.on_release: Callable[[], None] = lambda: None
 
@@ -240,11 +240,11 @@ class ExecutorPool:
         """The chunk's outcomes through the executor's Work stream, and why any are
         missing; None when the chunk must go as an Execute call instead (an executor
         without Work, or one of its tasks already waiting on the stream)."""
-        if not self.use_streams or address in self._calls_only:
+        if not self._use_streams or address in self._calls_only:
             return None
         stream = self._streams.get(address)
         if stream is None or stream.ended:
-            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._stream_ended)
+            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id)
         elif stream.taken(chunk):
             return None
         result = await stream.run(chunk, deadline_s)
@@ -255,11 +255,6 @@ class ExecutorPool:
             self._calls_only.add(address)
             return None
         return result.outcomes, error
-
-    def _stream_ended(self, stream: ExecutorStream) -> None:
-        for address, known in list(self._streams.items()):
-            if known is stream:
-                del self._streams[address]
 
 
 def _describe(failure: BaseException | None) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
 
 import grpc
 
@@ -65,17 +64,16 @@ class ChunkResult:
 class ExecutorStream:
     """The node's Work stream to one executor address; opened on first use."""
 
-    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str,
-                 on_end: Callable[[ExecutorStream], None]) -> None:
+    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str) -> None:
         self._stub = stub
         self._node_id = node_id
-        self._on_end = on_end
         self._call: grpc.aio.StreamStreamCall | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: list[pb.Delivery] = []
         self._send = asyncio.Event()
         self._waiting: dict[tuple[str, int], _Chunk] = {}
         self.ended = False
+        """Failed or closed: the pool opens a new stream in its place for the next chunk."""
 
     def taken(self, deliveries: list[pb.Delivery]) -> bool:
         """Whether one of these (task, attempt) already waits on this stream: an outcome
@@ -158,7 +156,6 @@ class ExecutorStream:
                 task.cancel()
         if self._call is not None:
             self._call.cancel()
-        self._on_end(self)
 
     async def close(self) -> None:
         """Fail what waits, end the call and its tasks."""

@@ -283,16 +283,22 @@ test('advertisePort: the address written for the dispatchers, not the bound port
   assert.throws(() => new sdk.Executor({ namespace: 'shop', zk: null, advertisePort: 0 }), /advertisePort/);
 });
 
+/** A Work stream to `ex` as a dispatcher opens one: the call, the outcomes that came, and its end. */
+function openWork(ex) {
+  const client = new (loadWire().ExecutorService)(ex.address, grpc.credentials.createInsecure());
+  const call = client.Work();
+  const got = [];
+  const ended = new Promise((resolve, reject) => { call.on('end', resolve); call.on('error', reject); });
+  call.on('data', (m) => got.push(...m.outcomes));
+  return { client, call, got, ended };
+}
+
 test('Work stream: each outcome comes when its task ends, not with a slow one sent beside it; ends after what runs', async () => {
   let release;
   const gate = new Promise((resolve) => { release = resolve; });
   const ex = await started({ fast: async () => {}, slow: async () => { await gate; } });
-  const client = new (loadWire().ExecutorService)(ex.address, grpc.credentials.createInsecure());
+  const { client, call, got, ended } = openWork(ex);
   try {
-    const call = client.Work();
-    const got = [];
-    const ended = new Promise((resolve, reject) => { call.on('end', resolve); call.on('error', reject); });
-    call.on('data', (m) => got.push(...m.outcomes));
     call.write({ deliveries: [delivery('s1', 'slow')], dispatcher_node: 'test' });
     call.write({ deliveries: [delivery('f1', 'fast'), delivery('f2', 'fast'), delivery('x', 'nope')], dispatcher_node: 'test' });
     await until(() => got.length === 3);
@@ -314,12 +320,8 @@ test('Work stream: a stopping executor finishes what runs, writes its outcome, a
   let release;
   const gate = new Promise((resolve) => { release = resolve; });
   const ex = await started({ slow: async () => { await gate; } });
-  const client = new (loadWire().ExecutorService)(ex.address, grpc.credentials.createInsecure());
+  const { client, call, got, ended } = openWork(ex);
   try {
-    const call = client.Work();
-    const got = [];
-    const ended = new Promise((resolve, reject) => { call.on('end', resolve); call.on('error', reject); });
-    call.on('data', (m) => got.push(...m.outcomes));
     call.write({ deliveries: [delivery('s1', 'slow')], dispatcher_node: 'test' });
     await until(() => ex.inFlight === 1);
     const stopped = ex.stop(5_000);
