@@ -757,7 +757,10 @@ async def test_an_attempt_the_executor_did_not_start_in_time_is_given_back_unspe
         # When the executor can run it, it runs as attempt 1 again
         w.executor.script["a"] = [SUCCEEDED]
         await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
-        assert w.executor.attempts("a") == [1, 1]
+        # (It may have been given back more than once before the script changed: the
+        # engine sends it again as soon as it is pending. Never as another attempt.)
+        attempts = w.executor.attempts("a")
+        assert len(attempts) >= 2 and set(attempts) == {1}, attempts
         assert all(c.attempt == 1 for c in w.executor.calls)
 
 
