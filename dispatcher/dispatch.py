@@ -1,57 +1,37 @@
-"""The dispatch loop: due tasks out of the heap, to executors, and their outcomes recorded.
+"""The dispatch loop: due tasks out of the due queue, to executors.
 
 It pops what is due (never earlier), holds executor capacity for it, makes the
 conditional `-> dispatched` transition in the store (begin_dispatch, fenced by each
-slot's epoch), hands each task type's batch to its executors, and records the outcomes
-(outcomes.py decides, outcome_batcher.py groups the writes). A refused epoch means the
-slot moved on: the engine drops it (DispatchHost.lose).
+slot's epoch), and hands each task type's batch to its executors. What an attempt
+comes to goes to the completer (completer.py), which the recovery guard uses too. A
+refused epoch means the slot moved on: `lose` tells the engine.
 
-It shares with the engine the heap, its overflow and the slot table; what it needs
-beyond them is the small DispatchHost surface.
+It takes what it uses: the due queue, the slot table, the executor pool, the
+completer, and two calls into the engine (may it act now; a slot is lost).
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
-import random
 import time
-from typing import Protocol
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import Gauge, Histogram
 
 from dispatcher.clock import Clock, ms_to_datetime
+from dispatcher.completer import Completer
 from dispatcher.config import NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
+from dispatcher.due_queue import DueQueue
 from dispatcher.executor_pool import ExecutorPool, Reservation
-from dispatcher.heap import EtaHeap
-from dispatcher.log.interface import LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics, observe_many
-from dispatcher.outcome_batcher import OutcomeBatcher
-from dispatcher.outcomes import decide
-from dispatcher.slot_table import SlotState
+from dispatcher.slot_table import SlotTable
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.task_stats import TaskStats
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
-
-
-class DispatchHost(Protocol):
-    """What the dispatch loop acts through: the engine that owns the slots."""
-
-    def may_act(self) -> bool:
-        """False while ownership is in doubt (held) or the session lease has run out."""
-
-    def push(self, due: Due) -> None:
-        """Back into the heap (or its overflow): postponed, or not yet run."""
-
-    def settle(self, due: Due) -> None:
-        """The task of a Kafka message needs nothing more from the message."""
-
-    async def lose(self, slots: set[int]) -> None:
-        """The store refused our epoch for these slots."""
 
 
 _NO_EXECUTOR_LOG_S = 60.0
@@ -63,46 +43,33 @@ def _log_failure(task: asyncio.Task) -> None:
 
 
 class Dispatch:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
-                 executors: ExecutorPool, metrics: NodeMetrics, clock: Clock, rng: random.Random,
-                 heap: EtaHeap[Due], overflow: collections.deque[Due], slots: dict[int, SlotState],
-                 wake: asyncio.Event, host: DispatchHost, stats: TaskStats | None = None):
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, executors: ExecutorPool,
+                 metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
+                 may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]]):
         self._config = config
-        self._stats = stats
         self._store = store
-        self._producer = producer
         self._executors = executors
         self._metrics = metrics
         self._clock = clock
-        self._rng = rng
-        self._heap = heap
-        self._overflow = overflow       # mutated in place only: the engine holds the same deque
+        self._due = due
         self._slots = slots
-        self._wake = wake
-        self._host = host
+        self._completer = completer
+        self._may_act = may_act
+        self._lose = lose
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
         self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
-        self._outcomes = {name.removeprefix("OUTCOME_KIND_").lower(): metrics.outcomes.labels(
-            name.removeprefix("OUTCOME_KIND_").lower()) for name in pb.OutcomeKind.keys()}
         # Per task type, resolved on a type's first batch: (in-flight gauge, execution histogram).
         self._by_type: dict[tuple[str, str], tuple[Gauge, Histogram]] = {}
-        self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=config.outcome_batch)
         # asyncio's primitives bind to the running loop on first use, not here.
         self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
         self._batches: set[asyncio.Task] = set()
-        self.in_flight_ids: set[str] = set()   # in a batch: popped, dispatching, or awaiting an outcome
         self.dispatched_total = 0
-        self._paused_since: float | None = None   # monotonic, while the host may not act
+        self._paused_since: float | None = None   # monotonic, while the engine may not act
         self._no_executor_logged: dict[tuple[str, str], float] = {}   # (namespace, type) -> monotonic
 
     async def stop(self) -> None:
-        """After the loop is cancelled: wait for the batches in flight, flush the outcomes."""
+        """After the loop is cancelled: wait for the batches in flight."""
         await asyncio.gather(*self._batches, return_exceptions=True)
-        await self._outcome_batcher.stop()
-
-    async def finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
-        """Record outcomes known from elsewhere (the recovery guard's)."""
-        await self._finish(items, outcomes)
 
     async def run(self) -> None:
         """Pop what is due, hold executor capacity for it, and start a batch.
@@ -114,17 +81,14 @@ class Dispatch:
         """
         while True:
             await self._batch_gate.acquire()
-            while self._overflow and self._heap.free() > 0:
-                d = self._overflow.popleft()
-                self._heap.push(d.due_ms, d.priority, d.slot, d)
             now = self._clock.now_ms()
-            blocked = not self._host.may_act()
+            blocked = not self._may_act()
             self._note_paused(blocked)
-            entries = [] if blocked else self._heap.pop_due(now, self._config.dispatch_batch)
-            taken = self._reserve([e.item for e in entries], now) if entries else []
+            popped = [] if blocked else self._due.pop_due(now, self._config.dispatch_batch)
+            taken = self._reserve(popped, now) if popped else []
             if not taken:
                 self._batch_gate.release()
-                nxt = self._heap.next_eta_ms()
+                nxt = self._due.next_eta_ms()
                 # Always yield to the loop: while held, or while executors are full,
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
@@ -133,13 +97,9 @@ class Dispatch:
                     timeout = idle_s
                 else:
                     timeout = min(idle_s, max(0.001, (nxt - now) / 1000))
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout)
-                except TimeoutError:
-                    pass
+                await self._due.wait(timeout)
                 continue
-            self._metrics.heap_size.set(len(self._heap))
+            self._due.observe()
             batch = asyncio.create_task(self._run_batch(taken, now))
             self._batches.add(batch)
             batch.add_done_callback(self._batches.discard)
@@ -150,7 +110,7 @@ class Dispatch:
         if blocked and self._paused_since is None:
             self._paused_since = time.monotonic()
             log.warning("dispatch paused: this node holds its slots in doubt, or their store leases were not"
-                        " renewed in time; %d tasks held", len(self._heap) + len(self._overflow))
+                        " renewed in time; %d tasks held", self._due.held())
         elif not blocked and self._paused_since is not None:
             log.warning("dispatch resumed after %.1f s paused", time.monotonic() - self._paused_since)
             self._paused_since = None
@@ -169,22 +129,21 @@ class Dispatch:
         postpone what has no executor, put back what does not fit."""
         by_type: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
         for d in items:
-            state = self._slots.get(d.slot)
-            if state is None or not state.active or state.epoch != d.epoch:
+            if not self._slots.is_current(d.slot, d.epoch):
                 continue  # the slot moved on; its new owner has this task
             if not self._executors.has_executor(d.task.namespace, d.task.task_type):
                 self._metrics.no_executor.labels(d.task.namespace).inc()
                 self._note_no_executor(d.task.namespace, d.task.task_type)
                 d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
-                self._host.push(d)
+                self._due.push(d)
                 continue
             by_type[(d.task.namespace, d.task.task_type)].append(d)
         taken: list[tuple[Due, Reservation | None]] = []
         for (namespace, task_type), group in by_type.items():
             reservation = self._executors.reserve(namespace, task_type, len(group))
             fits, rest = group[:reservation.total], group[reservation.total:]
-            for d in rest:  # still due: back in the heap until capacity frees up
-                self._heap.push(d.due_ms, d.priority, d.slot, d)
+            for d in rest:  # still due: back in the queue until capacity frees up
+                self._due.put_back(d)
             if fits:
                 taken.extend((d, None) for d in fits[:-1])
                 taken.append((fits[-1], reservation))  # one reservation per group, carried by its last item
@@ -205,10 +164,7 @@ class Dispatch:
         current = [d for d in ready if d.attempt == top[d.task_id]]
         claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in current]
-        for d in ready:
-            self._slots[d.slot].in_flight += 1
-        ids = {d.task_id for d in ready}
-        self.in_flight_ids.update(ids)
+        ids = self._slots.begin(ready)
         try:
             try:
                 dispatched, stale = await asyncio.to_thread(self._store.begin_dispatch, claims, epochs,
@@ -217,13 +173,13 @@ class Dispatch:
                 log.exception("begin_dispatch failed; tasks go back to the heap")
                 for d in ready:
                     d.due_ms = now_ms + self._config.store_retry_ms
-                    self._host.push(d)  # not settled: they have not run
+                    self._due.push(d)  # not settled: they have not run
                 dispatched, stale, requeued = set(), set(), True
             else:
                 requeued = False
             finally:
                 self._batch_gate.release()
-            await self._host.lose(stale)
+            await self._lose(stale)
             for d in ready:
                 d.dispatched_ms = now_ms
             go: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
@@ -238,17 +194,13 @@ class Dispatch:
                     self._lateness[d.source].observe(max(0, now_ms - d.due_ms) / 1000)
                 elif d.slot not in stale and not requeued:
                     self._metrics.skipped.inc()
-                    self._host.settle(d)
+                    self._completer.settle(d)
             self._metrics.dispatched.inc(len(dispatched))
             self.dispatched_total += len(dispatched)
             # Every reservation is run, even with nothing to send: that releases it.
             await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
         finally:
-            self.in_flight_ids.difference_update(ids)
-            for d in ready:
-                state = self._slots.get(d.slot)
-                if state is not None:
-                    state.in_flight -= 1
+            self._slots.end(ready, ids)
 
     async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
         deliveries = []
@@ -274,10 +226,10 @@ class Dispatch:
                      len(items) - len(result.not_sent))
         if result.not_sent:
             unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
-            await self._give_back([d for d in items if (d.task_id, d.attempt) in unsent])
+            await self._completer.give_back([d for d in items if (d.task_id, d.attempt) in unsent])
             items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
-            await self._finish(items, result.outcomes)
+            await self._completer.finish(items, result.outcomes)
 
     def _type_metrics(self, key: tuple[str, str]) -> tuple[Gauge, Histogram]:
         """A task type's children: one dict lookup per batch. The series stay bounded,
@@ -287,107 +239,3 @@ class Dispatch:
             found = self._by_type[key] = (self._metrics.in_flight_by_type.labels(*key),
                                           self._metrics.execution_duration.labels(*key))
         return found
-
-    async def _finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
-        """Record each item's outcome, produce the short retries, settle the offsets."""
-        by_id = {(o.task_id, o.attempt): o for o in outcomes}
-        now_ms = self._clock.now_ms()
-        now = ms_to_datetime(now_ms)
-        writes, retry_messages = [], {}
-        kinds: collections.Counter[str] = collections.Counter()
-        for d in items:
-            o = by_id.get((d.task_id, d.attempt))
-            if o is None:  # the pool answers every delivery; never let a gap strand a task
-                o = pb.Outcome(task_id=d.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_RETRYABLE_FAILURE,
-                               error="no outcome came back for this attempt", finished_at_ms=now_ms)
-            write, message = self._decide(d, o, now_ms, kinds)
-            writes.append(write)
-            if message is not None:
-                retry_messages[d.task_id] = message
-        for kind, count in kinds.items():   # a counter's lock once per kind, not once per task
-            self._outcomes[kind].inc(count)
-        epochs = {d.slot: d.epoch for d in items}
-        stale = await self._record(writes, epochs, now)
-        if stale is None:
-            return
-        await self._host.lose(stale)
-        live = [d for d in items if d.slot not in stale]
-        if self._stats is not None and live:
-            self._count(live, writes, stale, now_ms)
-        to_send = [retry_messages[d.task_id] for d in live if d.task_id in retry_messages]
-        if to_send:
-            errors = await self._producer.send(to_send)
-            failed = [m.key.decode() for m, e in zip(to_send, errors) if e is not None]
-            if failed:
-                log.warning("%d retries could not be produced; moving them to the MySQL path", len(failed))
-                await asyncio.to_thread(self._store.reroute_to_mysql, failed, now)
-        for d in live:
-            self._host.settle(d)
-
-    def _count(self, live: list[Due], writes: list[r.OutcomeWrite], stale: set[int], now_ms: int) -> None:
-        """The batch's recorded outcomes, for the console's figures (one call per batch)."""
-        assert self._stats is not None
-        recorded = [w.result for w in writes if w.slot not in stale]
-        succeeded = recorded.count(r.SUCCEEDED)
-        task = live[0].task
-        self._stats.executed(task.namespace, task.task_type, succeeded=succeeded, failed=len(recorded) - succeeded,
-                             dead_lettered=recorded.count(r.DEAD_LETTERED),
-                             duration_ms=now_ms - live[0].dispatched_ms, runs=len(recorded))
-
-    async def _give_back(self, items: list[Due]) -> None:
-        """Dispatched but never run (the lease ran out before the send, or before the
-        executor could start it): the rows go back to
-        pending with their attempt unspent, if the slot is still ours; if it is not,
-        the new owner's claim has already taken them back."""
-        log.warning("%d dispatched tasks not run: the ZooKeeper session lease ran out; giving them back",
-                    len(items))
-        self._metrics.not_sent.inc(len(items))
-        claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
-                  for d in items]
-        epochs = {d.slot: d.epoch for d in items}
-        try:
-            stale = await asyncio.to_thread(self._store.return_undelivered, claims, epochs, self._config.node_id,
-                                   self._clock.now())
-        except Exception:
-            # Left dispatched: recovered as a failed attempt after their timeout and grace.
-            log.exception("giving back %d undelivered tasks failed", len(items))
-            return
-        await self._host.lose(stale)
-        for d in items:
-            if d.slot not in stale:
-                self._host.settle(d)  # durably re-queued as a row
-
-    async def _record(self, writes: list[r.OutcomeWrite], epochs: dict[int, int], now) -> set[int] | None:
-        """record_outcomes, retried while MySQL refuses, for as long as this node still
-        owns any of the slots under the epochs the writes carry: the outcome is known,
-        and giving up would leave the rows `dispatched`, to be run again once recovered.
-        (The write is conditional on (dispatched, attempt), so repeating it is safe.)
-        None if the slots moved on meanwhile: their new owner runs those attempts again."""
-        max_delay_s = self._config.outcome_retry_max_delay_ms / 1000
-        delay_s = min(0.2, max_delay_s)
-        failures = 0
-        while True:
-            try:
-                return await self._outcome_batcher.record(writes, epochs, now)
-            except Exception:
-                failures += 1
-                if failures == 1 or failures % 20 == 0:
-                    log.exception("record_outcomes failed for %d tasks (%d times so far); retrying",
-                                  len(writes), failures)
-            if not any(self._slots.get(slot) is not None and self._slots[slot].epoch == epoch
-                       for slot, epoch in epochs.items()):
-                log.warning("giving up recording %d outcomes: their slots moved on", len(writes))
-                return None
-            await asyncio.sleep(delay_s)
-            delay_s = min(delay_s * 2, max_delay_s)
-
-    def _decide(self, d: Due, o: pb.Outcome, now_ms: int,
-                kinds: collections.Counter[str]) -> tuple[r.OutcomeWrite, OutMessage | None]:
-        decision = decide(d, o, now_ms, self._config, self._rng)
-        kinds[decision.kind] += 1
-        if decision.retry_path is not None:
-            self._metrics.retries.labels(decision.retry_path).inc()
-        elif decision.write.result == r.DEAD_LETTERED:
-            self._metrics.dead_lettered.inc()
-        return decision.write, decision.message
-

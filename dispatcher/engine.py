@@ -8,37 +8,41 @@ records outcomes and schedules retries. Ownership tells the engine, through
 epoch; every store write carries that epoch, and a write refused as stale makes
 the engine drop the slot at once.
 
-Its parts with a module of their own: the dispatch loop (dispatch.py), the table of
-owned slots (slot_table.py), the heap's item (due.py), the decision after an attempt
-(outcomes.py, pure), Kafka progress (progress.py), the MySQL poller (poller.py), the
-sweeper of Kafka-routed rows whose message never came (sweeper.py) and the guard
-against stranded rows (recovery.py); the loops act through the small surfaces below.
+Its parts, each in a module of its own, with one direction between them: the shared
+state has two owners, the table of owned slots (slot_table.py: epochs, draining, in
+flight) and the due queue (due_queue.py: heap, overflow, the dispatch loop's wake, and
+the rule that a full heap pauses intake). The loops are handed what they use: the
+dispatch loop (dispatch.py) pops from the queue and delivers; the completer
+(completer.py: decide, record, retry, settle) finishes attempts for the dispatch loop
+and for the recovery guard (recovery.py) alike; the MySQL poller (poller.py) and the
+sweeper of Kafka-routed rows whose message never came (sweeper.py) see only the owned
+slots. The engine itself wires them, follows ownership, and feeds the queue from the
+Kafka intake.
 """
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import random
 from collections.abc import Callable
 
 from dispatcher.admission import Load
 from dispatcher.clock import Clock
+from dispatcher.completer import Completer
 from dispatcher.config import NodeConfig
 from dispatcher.dispatch import Dispatch
-from dispatcher.due import KAFKA, Due, due_of_message
+from dispatcher.due import Due, due_of_message
+from dispatcher.due_queue import DueQueue
 from dispatcher.executor_pool import ExecutorPool
-from dispatcher.heap import EtaHeap
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
 from dispatcher.metrics import NodeMetrics
 from dispatcher.poller import Poller
 from dispatcher.progress import KafkaProgress
 from dispatcher.recovery import RecoveryGuard
-from dispatcher.slot_table import SlotState
+from dispatcher.slot_table import SlotTable
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.sweeper import Sweeper
 from dispatcher.task_stats import TaskStats
-from taskring.wire import pb
 
 log = logging.getLogger(__name__)
 
@@ -59,25 +63,25 @@ class Engine:
         # The session lease (membership/session.py): without it this node cannot prove
         # that nobody else owns its slots yet, so it starts nothing new.
         self._may_send = may_send or (lambda: True)
-        self._heap: EtaHeap[Due] = EtaHeap(config.heap_capacity)
-        self._overflow: collections.deque[Due] = collections.deque()   # changed in place only (shared)
-        self._slots: dict[int, SlotState] = {}
+        self._due = DueQueue(config.heap_capacity, metrics.heap_size)
+        self._slots = SlotTable()
         self._progress = KafkaProgress(store=store, clock=self._clock)
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
         self._loop: asyncio.AbstractEventLoop | None = None
-        # asyncio's primitives bind to the running loop on first use, not here.
-        self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._held = False
         self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
-        self._dispatch = Dispatch(config=config, store=store, producer=producer, executors=executors,
-                                  metrics=metrics, clock=self._clock, rng=self._rng, heap=self._heap,
-                                  overflow=self._overflow, slots=self._slots, wake=self._wake, host=self,
-                                  stats=stats)
+        self._completer = Completer(config=config, store=store, producer=producer, metrics=metrics,
+                                    clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
+                                    lose=self._lose, stats=stats)
+        self._dispatch = Dispatch(config=config, store=store, executors=executors, metrics=metrics,
+                                  clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
+                                  may_act=self.may_act, lose=self._lose)
         self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
         self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics)
-        self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self)
+        self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self,
+                                    completer=self._completer)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.
@@ -91,7 +95,7 @@ class Engine:
             return
         self._loop = asyncio.get_running_loop()
         self._executors.start()
-        self._executors.on_release = self._wake.set
+        self._executors.on_release = self._due.wake
         self._intake.start()
         self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
             ("dispatch", self._dispatch.run()),
@@ -105,7 +109,7 @@ class Engine:
         if self._loop is None or self._stopping:
             return
         self._stopping = True
-        for slot in list(self._slots):
+        for slot in self._slots.slots():
             await self.slot_revoked(slot, clean=True)
         await self._guard.stop()
         await self._sweeper.stop()
@@ -114,6 +118,7 @@ class Engine:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._dispatch.stop()
+        await self._completer.stop()
         await asyncio.to_thread(self._intake.stop)
         await self._executors.stop()
 
@@ -131,8 +136,8 @@ class Engine:
         """Held: take no new work (no pops, no polls, no Kafka reads) while ownership
         is in doubt (ZooKeeper SUSPENDED); attempts already in flight finish."""
         self._held = held
-        if not held and self._wake is not None:
-            self._wake.set()
+        if not held:
+            self._due.wake()
             self._poller.poll_soon()
 
     @property
@@ -140,11 +145,11 @@ class Engine:
         return self._held
 
     def owned(self) -> dict[int, int]:
-        return {s: st.epoch for s, st in self._slots.items() if st.active}
+        return self._slots.owned()
 
     async def slot_assigned(self, slot: int, epoch: int) -> None:
         """Start acting on `slot` under `epoch` (already claimed in the store)."""
-        self._slots[slot] = SlotState(epoch=epoch)
+        self._slots.assign(slot, epoch)
         starts = await self._progress.open(slot, self._config.kafka.topics())
         await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
@@ -169,19 +174,15 @@ class Engine:
             deadline = self._running_loop().time() + self._config.handoff_drain_timeout_ms / 1000
             while state.in_flight > 0 and self._running_loop().time() < deadline:
                 await asyncio.sleep(0.01)
-        self._heap.drop_slots({slot})
-        kept = [d for d in self._overflow if d.slot != slot]
-        self._overflow.clear()
-        self._overflow.extend(kept)
+        self._due.drop_slots({slot})
         if clean:
             await self._commit_offsets(only_slot=slot)
             try:
                 await self._db(self._store.release_slot, slot, state.epoch, self._clock.now())
             except Exception:
                 log.exception("slot %d: release failed; the next owner resets its rows", slot)
-        if self._slots.get(slot) is state:  # not re-assigned while we were revoking
+        if self._slots.remove(slot, state):  # not re-assigned while we were revoking
             self._progress.close(slot, topics)
-            del self._slots[slot]
         self._metrics.owned_slots.set(len(self.owned()))
 
     async def _lose(self, slots: set[int]) -> None:
@@ -191,7 +192,7 @@ class Engine:
             # Only once per loss: while slot_revoked waits for the intake, the slot is
             # still in the table (inactive), and a second refusal must not drop it again.
             if state is not None and state.active:
-                log.warning("slot %d: epoch %d superseded; dropping the slot", slot, self._slots[slot].epoch)
+                log.warning("slot %d: epoch %d superseded; dropping the slot", slot, state.epoch)
                 self._metrics.fenced.inc()
                 await self.slot_revoked(slot, clean=False)
                 self._on_slot_lost(slot)
@@ -199,7 +200,7 @@ class Engine:
     # ---- intake ----
 
     def _may_read(self) -> bool:
-        return not self._held and self._heap.free() > 2 * self._config.poll_batch and not self._overflow
+        return not self._held and self._due.intake_open(2 * self._config.poll_batch)
 
     def _deliver_from_thread(self, messages: list[InMessage]) -> None:
         self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
@@ -214,39 +215,18 @@ class Engine:
             now_ms = self._clock.now_ms()
             self.last_consumed_at[m.partition] = now_ms / 1000
             due = due_of_message(m.value, slot=m.partition, epoch=state.epoch, topic=m.topic, offset=m.offset,
-                                 now_ms=now_ms, compact=len(self._heap) >= self._config.heap_decoded_capacity)
-            self._push(due)
-
-    def push(self, due: Due) -> None:
-        self._push(due)
-
-    def settle(self, due: Due) -> None:
-        self._settle(due)
-
-    def _push(self, due: Due) -> None:
-        nxt = self._heap.next_eta_ms()
-        if not self._heap.push(due.due_ms, due.priority, due.slot, due):
-            self._overflow.append(due)
-        elif nxt is None or due.due_ms < nxt:
-            self._wake.set()
-        self._metrics.heap_size.set(len(self._heap))
-
-    def _settle(self, due: Due) -> None:
-        """The task of a Kafka message needs nothing more from this message."""
-        if due.source == KAFKA and due.topic is not None:
-            state = self._slots.get(due.slot)
-            if state is not None and state.epoch == due.epoch:
-                self._progress.settle(due.topic, due.slot, due.offset)
+                                 now_ms=now_ms, compact=self._due.heap_size() >= self._config.heap_decoded_capacity)
+            self._due.push(due)
 
     # ---- what the MySQL poller (poller.py) acts through ----
 
     def room(self) -> int:
-        return self._heap.free() - len(self._overflow)
+        return self._due.room()
 
     def take_polled(self, slot: int, dues: list[Due]) -> None:
         self.last_claimed_at[slot] = self._clock.now_ms() / 1000
         for due in dues:
-            self._push(due)
+            self._due.push(due)
 
     # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
 
@@ -254,28 +234,19 @@ class Engine:
         return not self._held and self._may_send()
 
     def is_current(self, slot: int, epoch: int) -> bool:
-        state = self._slots.get(slot)
-        return state is not None and state.active and state.epoch == epoch
+        return self._slots.is_current(slot, epoch)
 
     def held_task_ids(self) -> set[str]:
-        ids = {d.task_id for d in self._heap.items()}
-        ids.update(d.task_id for d in self._overflow)
-        ids.update(self._dispatch.in_flight_ids)
-        return ids
+        return self._due.task_ids() | self._slots.in_flight_ids()
 
     def in_flight_ids(self) -> set[str]:
-        return set(self._dispatch.in_flight_ids)
+        return self._slots.in_flight_ids()
 
     def in_flight_count(self) -> int:
-        """For the admin threads: len() of the set reads it whole, where copying it from another
-        thread while the loop changes it could fail."""
-        return len(self._dispatch.in_flight_ids)
+        return self._slots.in_flight_count()
 
     async def lose(self, slots: set[int]) -> None:
         await self._lose(slots)
-
-    async def finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
-        await self._dispatch.finish(items, outcomes)
 
     def poll_soon(self) -> None:
         self._poller.poll_soon()
@@ -292,23 +263,22 @@ class Engine:
 
     async def _commit_offsets(self, only_slot: int | None = None) -> None:
         # Every slot in the table, draining ones included: a clean handoff commits last.
-        stale = await self._progress.commit({s: st.epoch for s, st in self._slots.items()}, only_slot)
+        stale = await self._progress.commit(self._slots.epochs(), only_slot)
         if stale and only_slot is None:
             await self._lose(stale)
 
     # ---- observation ----
 
     def heap_size(self) -> int:
-        return len(self._heap)
+        return self._due.heap_size()
 
     def load(self) -> Load:
         """What this node holds and how far behind it is, for admission control."""
         now = self._clock.now_ms()
-        due = [t for t in (self._heap.next_eta_ms(), self._overflow[0].due_ms if self._overflow else None)
-               if t is not None and t <= now]
-        return Load(held=len(self._heap) + len(self._overflow), capacity=self._config.heap_capacity,
-                    oldest_due_wait_ms=now - min(due) if due else 0, unread=sum(self._intake.lag().values()),
-                    dispatched_total=self._dispatch.dispatched_total)
+        earliest = self._due.earliest_due_ms()
+        waited = now - earliest if earliest is not None and earliest <= now else 0
+        return Load(held=self._due.held(), capacity=self._config.heap_capacity, oldest_due_wait_ms=waited,
+                    unread=sum(self._intake.lag().values()), dispatched_total=self._dispatch.dispatched_total)
 
     def kafka_lag(self) -> dict[tuple[str, int], int]:
         return self._intake.lag()

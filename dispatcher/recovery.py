@@ -21,6 +21,7 @@ import logging
 from typing import Protocol
 
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
+from dispatcher.completer import Completer
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
 from dispatcher.loop_task import LoopTask
@@ -50,19 +51,18 @@ class SlotWork(Protocol):
 
     async def lose(self, slots: set[int]) -> None: ...
 
-    async def finish(self, items: list[Due], outcomes: list[pb.Outcome]) -> None: ...
-
     def poll_soon(self) -> None: ...
 
 
 class RecoveryGuard:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, metrics: NodeMetrics,
-                 work: SlotWork):
+                 work: SlotWork, completer: Completer):
         self._config = config
         self._store = store
         self._clock = clock
         self._metrics = metrics
         self._work = work
+        self._completer = completer   # the dispatch loop's: a recovered attempt ends as any other does
         self._loop = LoopTask("recover", self._run)
 
     def start(self) -> None:
@@ -118,7 +118,7 @@ class RecoveryGuard:
             log.error("slot %d: %d dispatched tasks without an outcome past timeout + %d ms; recovering them"
                       " as failed attempts", slot, len(overdue), grace_ms)
             self._metrics.recovered.labels(r.DISPATCHED).inc(len(overdue))
-            await self._work.finish(overdue, [pb.Outcome(
+            await self._completer.finish(overdue, [pb.Outcome(
                 task_id=d.task.task_id, attempt=d.attempt, kind=pb.OUTCOME_KIND_TIMED_OUT,
                 error=f"recovered: no outcome within timeout + {grace_ms} ms grace", finished_at_ms=now_ms)
                 for d in overdue])
