@@ -151,6 +151,17 @@ class TlsConfig:
             raise ValueError("TlsConfig.client_ca_file must not be empty (None: no client certificates)")
 
 
+def _int_env(env, var: str, default: int) -> int:
+    """The integer in `var`, or `default` when unset; a value that is no integer is refused naming it."""
+    text = env.get(var)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{var}: {text!r} is not a whole number") from None
+
+
 def parse_tls(cert: str | None, key: str | None, ca: str | None) -> TlsConfig | None:
     """TASKRING_TLS_CERT_FILE and TASKRING_TLS_KEY_FILE together (or neither: no TLS);
     TASKRING_TLS_CLIENT_CA_FILE only with them. Empty counts as unset."""
@@ -243,7 +254,8 @@ class NodeConfig:
     """The poller claims rows due within this, so they sit in the heap before due."""
     poll_batch: int = 500
     dispatch_batch: int = 200
-    """Most tasks in one Execute call."""
+    """Most due tasks popped at once (TASKRING_DISPATCH_BATCH): one begin_dispatch, and one
+    message (or Execute call) per executor and task type."""
     enqueued_grace_ms: int = 5_000
     """A Kafka-routed row still `enqueued` this long after its due time is swept
     into the MySQL path: the safety net for a produce lost to a crash of the node
@@ -290,7 +302,7 @@ class NodeConfig:
     admission_max_unread_count: int = 500_000
     """... or while its owned Kafka partitions hold more unread messages than this."""
     outcome_batch: int = 2_000
-    """Most outcome writes in one store transaction: outcomes that arrive while one is
+    """Most outcome writes in one store transaction (TASKRING_OUTCOME_BATCH): outcomes that arrive while one is
     being recorded go together into the next (dispatcher/outcome_batcher.py)."""
     executor_unreachable_cooldown_ms: int = 5_000
     """An executor whose connection failed gets no deliveries for this long."""
@@ -371,7 +383,7 @@ class NodeConfig:
         m, k, z = MySQLConfig(), KafkaConfig(), ZooKeeperConfig()
         mysql = MySQLConfig(
             host=env.get("TASKRING_MYSQL_HOST", m.host),
-            port=int(env.get("TASKRING_MYSQL_PORT", m.port)),
+            port=_int_env(env, "TASKRING_MYSQL_PORT", m.port),
             user=env.get("TASKRING_MYSQL_USER", m.user),
             password=env.get("TASKRING_MYSQL_PASSWORD", m.password),
             database=env.get("TASKRING_MYSQL_DATABASE", m.database),
@@ -379,12 +391,12 @@ class NodeConfig:
         kafka = KafkaConfig(
             bootstrap_servers=env.get("TASKRING_KAFKA", k.bootstrap_servers),
             topic_prefix=env.get("TASKRING_TOPIC_PREFIX", k.topic_prefix),
-            linger_ms=int(env.get("TASKRING_KAFKA_LINGER_MS", k.linger_ms)),
-            fetch_wait_max_ms=int(env.get("TASKRING_KAFKA_FETCH_WAIT_MS", k.fetch_wait_max_ms)),
+            linger_ms=_int_env(env, "TASKRING_KAFKA_LINGER_MS", k.linger_ms),
+            fetch_wait_max_ms=_int_env(env, "TASKRING_KAFKA_FETCH_WAIT_MS", k.fetch_wait_max_ms),
         )
         zookeeper = ZooKeeperConfig(
             hosts=env.get("TASKRING_ZK", z.hosts),
-            session_timeout_ms=int(env.get("TASKRING_ZK_SESSION_TIMEOUT_MS", z.session_timeout_ms)),
+            session_timeout_ms=_int_env(env, "TASKRING_ZK_SESSION_TIMEOUT_MS", z.session_timeout_ms),
         )
         values: dict = dict(mysql=mysql, kafka=kafka, zookeeper=zookeeper)
         if env.get("TASKRING_MYSQL_SHARDS"):
@@ -412,9 +424,10 @@ class NodeConfig:
                           ("admission_max_wait_ms", "TASKRING_ADMISSION_MAX_WAIT_MS"),
                           ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD"),
                           ("cron_tick_ms", "TASKRING_CRON_TICK_MS"), ("cron_lead_ms", "TASKRING_CRON_LEAD_MS"),
-                          ("cron_missed_after_ms", "TASKRING_CRON_MISSED_AFTER_MS")):
+                          ("cron_missed_after_ms", "TASKRING_CRON_MISSED_AFTER_MS"),
+                          ("dispatch_batch", "TASKRING_DISPATCH_BATCH"), ("outcome_batch", "TASKRING_OUTCOME_BATCH")):
             if var in env:
-                values[name] = int(env[var])
+                values[name] = _int_env(env, var, 0)
         if "TASKRING_EXECUTOR_STREAMS" in env:
             flag = env["TASKRING_EXECUTOR_STREAMS"].strip().lower()
             if flag not in ("0", "1", "true", "false"):

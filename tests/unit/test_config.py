@@ -92,3 +92,17 @@ def test_executor_streams_from_the_environment():
     assert NodeConfig.from_env({"TASKRING_EXECUTOR_STREAMS": "true"}, node_id="n1").executor_streams is True
     with pytest.raises(ValueError, match="TASKRING_EXECUTOR_STREAMS"):
         NodeConfig.from_env({"TASKRING_EXECUTOR_STREAMS": "maybe"}, node_id="n1")
+
+
+def test_the_batch_sizes_come_from_the_environment():
+    config = NodeConfig.from_env({"TASKRING_DISPATCH_BATCH": "50", "TASKRING_OUTCOME_BATCH": "700"}, node_id="n1")
+    assert (config.dispatch_batch, config.outcome_batch) == (50, 700)
+    with pytest.raises(ValueError, match="dispatch_batch"):
+        NodeConfig.from_env({"TASKRING_DISPATCH_BATCH": "0"}, node_id="n1")
+
+
+@pytest.mark.parametrize("var", ["TASKRING_DISPATCH_BATCH", "TASKRING_MYSQL_PORT", "TASKRING_KAFKA_LINGER_MS",
+                                 "TASKRING_ZK_SESSION_TIMEOUT_MS", "TASKRING_HEAP_CAPACITY"])
+def test_a_number_setting_that_is_no_number_is_refused_naming_the_variable(var):
+    with pytest.raises(ValueError, match=f"{var}: '12 ms' is not a whole number"):
+        NodeConfig.from_env({var: "12 ms"}, node_id="n1")
