@@ -167,8 +167,8 @@ def main() -> None:
          "| figure | at the start | target | measured | report |", "| --- | ---: | ---: | --- | --- |"]
     L += [f"| {f} | {b} | {t} | {m} | {s} |" for f, b, t, m, s in rows]
     L += ["", "Phase B's tails move from run to run on this box, whose other load varies: on 2026-12-03, at the"
-          " same code, five runs of phase B gave a MySQL-path p99 of 11 to 148 ms and one a stall of about"
-          " 0.8 s on both paths at once (the older commit alternated with it showed the same spread). Read a"
+          " same code, eight runs of phase B gave Kafka- and MySQL-path p99s from 11 to 174 ms, and two runs a stall of"
+          " 0.25-0.8 s at once (the older commit alternated with it showed the same spread). Read a"
           " p99 here as one run's, and compare versions alternately, never against this page.", ""]
     (REPORTS / "hot_path.md").write_text("\n".join(L))
     (REPORTS / "hot_path.json").write_text(json.dumps({"rows": rows, "data": data}, indent=1))
