@@ -164,7 +164,7 @@ class Dispatch:
         current = [d for d in ready if d.attempt == top[d.task_id]]
         claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
                   for d in current]
-        ids = self._slots.begin(ready)
+        self._slots.begin(ready)
         try:
             try:
                 dispatched, stale = await asyncio.to_thread(self._store.begin_dispatch, claims, epochs,
@@ -200,7 +200,7 @@ class Dispatch:
             # Every reservation is run, even with nothing to send: that releases it.
             await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
         finally:
-            self._slots.end(ready, ids)
+            self._slots.end(ready)
 
     async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
         deliveries = []

@@ -33,17 +33,17 @@ class DueQueue:
         """A task to wait until due (or due now). Wakes the dispatch loop when it is the
         earliest: the loop sleeps until the earliest it knew of."""
         nxt = self._heap.next_eta_ms()
-        if not self._heap.push(due.due_ms, due.priority, due.slot, due):
-            self._overflow.append(due)
-        elif nxt is None or due.due_ms < nxt:
+        if self.put_back(due) and (nxt is None or due.due_ms < nxt):
             self._wake.set()
-        self._observe()
+        self.observe()
 
-    def put_back(self, due: Due) -> None:
+    def put_back(self, due: Due) -> bool:
         """Popped but not taken (no executor capacity yet): it waits again, without a wake;
-        a release of executor capacity wakes the loop."""
-        if not self._heap.push(due.due_ms, due.priority, due.slot, due):
-            self._overflow.append(due)
+        a release of executor capacity wakes the loop. False: it waits in the overflow."""
+        if self._heap.push(due.due_ms, due.priority, due.slot, due):
+            return True
+        self._overflow.append(due)
+        return False
 
     # ---- what goes out ----
 
@@ -64,7 +64,7 @@ class DueQueue:
         kept = [d for d in self._overflow if d.slot not in slots]
         self._overflow.clear()
         self._overflow.extend(kept)
-        self._observe()
+        self.observe()
 
     # ---- the dispatch loop's sleep ----
 
@@ -109,10 +109,7 @@ class DueQueue:
                  if t is not None]
         return min(times) if times else None
 
-    def _observe(self) -> None:
+    def observe(self) -> None:
+        """Publish the heap's size now (on every push, and once per batch popped)."""
         if self._size_gauge is not None:
             self._size_gauge.set(len(self._heap))
-
-    def observe(self) -> None:
-        """Publish the heap's size now (the loop calls it once per batch popped)."""
-        self._observe()

@@ -9,7 +9,7 @@ the completer records outcomes while the slot is still `held` under that epoch
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Protocol
 
 from dispatcher.due import Due
@@ -68,19 +68,16 @@ class SlotTable:
 
     # ---- attempts in flight (the dispatch loop) ----
 
-    def begin(self, dues: Iterable[Due]) -> set[str]:
-        """These attempts are in flight; returns their task ids, for end()."""
-        ids = set()
+    def begin(self, dues: Sequence[Due]) -> None:
+        """These attempts are in flight (until end() of the same dues)."""
         for d in dues:
-            ids.add(d.task_id)
+            self._in_flight_ids.add(d.task_id)
             state = self._slots.get(d.slot)
             if state is not None:
                 state.in_flight += 1
-        self._in_flight_ids.update(ids)
-        return ids
 
-    def end(self, dues: Iterable[Due], ids: set[str]) -> None:
-        self._in_flight_ids.difference_update(ids)
+    def end(self, dues: Sequence[Due]) -> None:
+        self._in_flight_ids.difference_update(d.task_id for d in dues)
         for d in dues:
             state = self._slots.get(d.slot)
             if state is not None:

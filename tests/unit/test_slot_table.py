@@ -36,11 +36,11 @@ def test_in_flight_is_counted_per_slot_and_by_task_id():
     t.assign(0, epoch=1)
     t.assign(1, epoch=1)
     batch = [due("a", 0), due("b", 0), due("c", 1)]
-    ids = t.begin(batch)
+    t.begin(batch)
     assert t.in_flight_ids() == {"a", "b", "c"} and t.in_flight_count() == 3
     s0, s1 = t.get(0), t.get(1)
     assert s0 is not None and s1 is not None
     assert (s0.in_flight, s1.in_flight) == (2, 1)
-    t.end(batch, ids)
+    t.end(batch)
     assert t.in_flight_ids() == set()
     assert (s0.in_flight, s1.in_flight) == (0, 0)
