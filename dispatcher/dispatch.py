@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 _NO_EXECUTOR_LOG_S = 60.0
 
+_PROBE = 64
+"""Due tasks popped even when the executors this node knows have no room: enough to find
+a type whose executors it has not looked up yet, and to postpone types that have none."""
+
 
 def _log_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
@@ -72,7 +76,8 @@ class Dispatch:
         await asyncio.gather(*self._batches, return_exceptions=True)
 
     async def run(self) -> None:
-        """Pop what is due, hold executor capacity for it, and start a batch.
+        """Pop what is due (no more than the executors have room for), hold executor
+        capacity for it, and start a batch.
 
         `_batch_gate` bounds concurrent begin_dispatch transactions only; a batch
         gives it back as soon as its rows are marked dispatched, so slow handlers
@@ -84,7 +89,10 @@ class Dispatch:
             now = self._clock.now_ms()
             blocked = not self._may_act()
             self._note_paused(blocked)
-            popped = [] if blocked else self._due.pop_due(now, self._config.dispatch_batch)
+            # No more than the executors can take: under saturation, popping a full batch
+            # only to put most of it back cost a fifth of the node's main thread.
+            limit = min(self._config.dispatch_batch, max(self._executors.free_room(), _PROBE))
+            popped = [] if blocked else self._due.pop_due(now, limit)
             taken = self._reserve(popped, now) if popped else []
             if not taken:
                 self._batch_gate.release()
@@ -128,16 +136,22 @@ class Dispatch:
         """Keep the items executors can take now, each group with its reservation;
         postpone what has no executor, put back what does not fit."""
         by_type: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
+        served: dict[tuple[str, str], bool] = {}   # has_executor, once per type and batch
         for d in items:
             if not self._slots.is_current(d.slot, d.epoch):
                 continue  # the slot moved on; its new owner has this task
-            if not self._executors.has_executor(d.task.namespace, d.task.task_type):
-                self._metrics.no_executor.labels(d.task.namespace).inc()
-                self._note_no_executor(d.task.namespace, d.task.task_type)
+            task = d.task
+            key = (task.namespace, task.task_type)
+            has = served.get(key)
+            if has is None:
+                has = served[key] = self._executors.has_executor(*key)
+            if not has:
+                self._metrics.no_executor.labels(key[0]).inc()
+                self._note_no_executor(*key)
                 d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
                 self._due.push(d)
                 continue
-            by_type[(d.task.namespace, d.task.task_type)].append(d)
+            by_type[key].append(d)
         taken: list[tuple[Due, Reservation | None]] = []
         for (namespace, task_type), group in by_type.items():
             reservation = self._executors.reserve(namespace, task_type, len(group))

@@ -98,6 +98,9 @@ class ExecutorPool:
         self._calls_only: set[str] = set()
         self._use_streams = use_streams
         self._in_flight: dict[str, int] = {}
+        # Each namespace's instances as last looked up (address -> max_in_flight): what
+        # free_room() adds up.
+        self._capacity: dict[str, dict[str, int]] = {}
         self.on_release: Callable[[], None] = lambda: None
 
     def start(self) -> None:
@@ -116,9 +119,10 @@ class ExecutorPool:
         announces no types at all is taken to handle any). Choosing by namespace alone
         sent tasks to executors that answered NO_HANDLER, spending an attempt each."""
         now = time.monotonic()
-        return [inst for inst in self._directory.instances(namespace)
-                if (not inst.task_types or task_type in inst.task_types)
-                and self._unreachable_until.get(inst.address, 0.0) <= now]
+        known = [inst for inst in self._directory.instances(namespace)
+                 if self._unreachable_until.get(inst.address, 0.0) <= now]
+        self._capacity[namespace] = {inst.address: inst.max_in_flight for inst in known}
+        return [inst for inst in known if not inst.task_types or task_type in inst.task_types]
 
     def has_executor(self, namespace: str, task_type: str) -> bool:
         return bool(self._handlers_of(namespace, task_type))
@@ -141,6 +145,16 @@ class ExecutorPool:
 
     def in_flight(self) -> int:
         return sum(self._in_flight.values())
+
+    def free_room(self) -> int:
+        """The room left on the reachable instances of every namespace this pool has
+        looked up: no reserve can hold more than this now. An instance not looked up yet
+        is not counted (its namespace's next lookup adds it)."""
+        capacity: dict[str, int] = {}
+        for of_namespace in self._capacity.values():
+            capacity.update(of_namespace)
+        in_flight = self._in_flight
+        return sum(max(0, most - in_flight.get(address, 0)) for address, most in capacity.items())
 
     def reserve(self, namespace: str, task_type: str, wanted: int) -> Reservation:
         """Hold capacity for up to `wanted` tasks of one type, spread evenly over the

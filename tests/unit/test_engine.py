@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dispatcher import dispatch as dispatch_module
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import KafkaConfig, NodeConfig
 from dispatcher.engine import Engine
@@ -397,6 +398,34 @@ async def test_no_executor_postpones_without_spending_an_attempt():
         # Then it runs as attempt 1
         await eventually(lambda: w.status("a") == (r.SUCCEEDED, 1), "success")
         assert w.executor.attempts("a") == [1]
+
+
+@scenario
+async def test_a_node_whose_executors_are_full_pops_no_more_than_they_can_take():
+    async with World(dispatch_batch=500) as w:
+        popped: list[int] = []
+        pop_due = w.engine._due.pop_due
+        def counting_pop(now_ms: int, limit: int) -> list:
+            got = pop_due(now_ms, limit)
+            popped.append(len(got))
+            return got
+        w.engine._due.pop_due = counting_pop  # type: ignore[method-assign]
+        # Given 300 due tasks that block, and one executor with room for 100
+        await w.own()
+        for i in range(300):
+            w.executor.gates[f"t{i}"] = asyncio.Event()
+            await w.submit(f"t{i}")
+        await eventually(lambda: len(w.executor.calls) == 100, "the executor to fill up")
+        before = len(popped)
+        await w.engine_looked()
+        # Then, while it is full, a look at the due queue takes a probe, not a batch
+        assert all(n <= dispatch_module._PROBE for n in popped[before:]), popped[before:]
+        # And when the tasks finish, the rest run, each once
+        w.executor.open_gates()
+        for i in range(300):
+            w.executor.gates.pop(f"t{i}")
+        await eventually(lambda: all(w.status(f"t{i}") == (r.SUCCEEDED, 1) for i in range(300)), "all 300 to succeed")
+        assert sorted(c.task_id for c in w.executor.calls) == sorted(f"t{i}" for i in range(300))
 
 
 # ---------------------------------------------------------------- fencing

@@ -72,3 +72,14 @@ def test_describe_of_a_namespace_without_executors():
             return ()
     assert Pool(Empty(), "n1", now_ms=Clock().now_ms).describe("ns", "send") == \
         "no executor of namespace 'ns' is registered"
+
+
+def test_free_room_is_what_reserves_could_still_hold_on_the_instances_looked_up():
+    pool = Pool(Directory(), "n1", now_ms=Clock().now_ms, unreachable_cooldown_s=60, use_streams=False)
+    assert pool.free_room() == 0   # nothing looked up yet
+    held = pool.reserve("ns", "send", 15)
+    assert held.total == 15 and pool.free_room() == 5
+    asyncio.run(pool.run(held, [delivery(f"t{i}") for i in range(15)]))   # all released; DEAD cools down
+    assert pool.free_room() == 20
+    pool.has_executor("ns", "send")   # the next lookup leaves the unreachable instance out
+    assert pool.free_room() == 10
