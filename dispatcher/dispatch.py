@@ -25,7 +25,7 @@ from dispatcher.config import NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
 from dispatcher.due_queue import DueQueue
 from dispatcher.executor_pool import ExecutorPool, Reservation
-from dispatcher.metrics import NodeMetrics, observe_many
+from dispatcher.metrics import NodeMetrics, observe_many, observe_values
 from dispatcher.slot_table import SlotTable
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -198,6 +198,7 @@ class Dispatch:
                 d.dispatched_ms = now_ms
             go: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
             delivered: set[str] = set()
+            lateness: dict[str, list[float]] = {KAFKA: [], MYSQL: []}
             for d in ready:
                 # The store dispatched each task at most once, as its highest attempt
                 # here, so that Due (the first of them) is the one delivered.
@@ -205,10 +206,12 @@ class Dispatch:
                         and d.task_id not in delivered:
                     delivered.add(d.task_id)
                     go[(d.task.namespace, d.task.task_type)].append(d)
-                    self._lateness[d.source].observe(max(0, now_ms - d.due_ms) / 1000)
+                    lateness[d.source].append(max(0, now_ms - d.due_ms) / 1000)
                 elif d.slot not in stale and not requeued:
                     self._metrics.skipped.inc()
                     self._completer.settle(d)
+            for source, values in lateness.items():
+                observe_values(self._lateness[source], values)
             self._metrics.dispatched.inc(len(dispatched))
             self.dispatched_total += len(dispatched)
             # Every reservation is run, even with nothing to send: that releases it.

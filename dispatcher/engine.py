@@ -206,17 +206,20 @@ class Engine:
         self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
 
     def _take_kafka(self, messages: list[InMessage]) -> None:
+        now_ms = self._clock.now_ms()   # one reading for the batch the intake hands over
+        compact = self._due.heap_size() >= self._config.heap_decoded_capacity
+        dues = []
         for m in messages:
             state = self._slots.get(m.partition)
             if state is None or not state.active:
                 continue  # arrived after the slot left; the next owner replays it
             if not self._progress.take(m.topic, m.partition, m.offset):
                 continue  # not tracked (the slot is leaving), or taken before a replay
-            now_ms = self._clock.now_ms()
             self.last_consumed_at[m.partition] = now_ms / 1000
-            due = due_of_message(m.value, slot=m.partition, epoch=state.epoch, topic=m.topic, offset=m.offset,
-                                 now_ms=now_ms, compact=self._due.heap_size() >= self._config.heap_decoded_capacity)
-            self._due.push(due)
+            dues.append(due_of_message(m.value, slot=m.partition, epoch=state.epoch, topic=m.topic,
+                                       offset=m.offset, now_ms=now_ms, compact=compact))
+        if dues:
+            self._due.push_many(dues)
 
     # ---- what the MySQL poller (poller.py) acts through ----
 
@@ -225,8 +228,7 @@ class Engine:
 
     def take_polled(self, slot: int, dues: list[Due]) -> None:
         self.last_claimed_at[slot] = self._clock.now_ms() / 1000
-        for due in dues:
-            self._due.push(due)
+        self._due.push_many(dues)
 
     # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
 

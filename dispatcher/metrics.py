@@ -2,6 +2,10 @@
 so several nodes can live in one test process)."""
 from __future__ import annotations
 
+import bisect
+import collections
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENESS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -89,3 +93,16 @@ def observe_many(histogram: Histogram, amount: float, count: int) -> None:
         if amount <= bound:
             histogram._buckets[i].inc(count)
             break
+
+
+def observe_values(histogram: Histogram, values: Sequence[float]) -> None:
+    """observe() of each value, with one update of the sum and one of each bucket touched:
+    a dispatch batch's lateness, one value per task, cost a lock and a scan of the buckets
+    per task otherwise. Checked against observe() in tests/unit/test_metrics.py, as
+    observe_many is."""
+    if not values:
+        return
+    bounds = histogram._upper_bounds   # ascending, the last +Inf: a value goes in the first bound >= it
+    histogram._sum.inc(sum(values))
+    for i, count in collections.Counter(bisect.bisect_left(bounds, v) for v in values).items():
+        histogram._buckets[i].inc(count)

@@ -6,7 +6,7 @@ import pytest
 from google.protobuf.message import DecodeError
 
 from dispatcher.due import KAFKA, Due, due_of_message
-from dispatcher.log.codec import decode_queued, queued_message, queued_message_of_envelope, split_queued
+from dispatcher.log.codec import decode_queued, queued_message, queued_message_of_envelope
 from taskring.wire import pb
 
 
@@ -24,22 +24,21 @@ def test_framing_around_the_envelope_matches_protobuf(attempt, due_ms, payload):
 
 
 @pytest.mark.parametrize("attempt, due_ms", [(1, 1_900_000_000_123), (0, 0), (300, 1), (2, -5)])
-def test_the_intake_reads_the_wrapper_without_decoding_the_task(attempt, due_ms):
+@pytest.mark.parametrize("compact", [False, True])
+def test_the_intake_reads_attempt_due_time_and_task_of_a_message(attempt, due_ms, compact):
     task = pb.Task(task_id="t-1", namespace="shop", task_type="order.cancel", payload_json='{"a":1}',
                    priority=pb.PRIORITY_LOW)
     value = queued_message("tasks.low", task, 3, attempt, due_ms).value
-    envelope, got_attempt, got_due = split_queued(value)
-    assert (pb.Task.FromString(envelope), got_attempt, got_due) == (task, attempt, due_ms)
+    due = due_of_message(value, slot=3, epoch=1, topic="tasks.low", offset=0, now_ms=due_ms - 60_000, compact=compact)
+    assert (due.task, due.task_id, due.priority, due.attempt, due.due_ms) == (task, "t-1", pb.PRIORITY_LOW, attempt,
+                                                                              due_ms)
 
 
-def test_unknown_fields_are_skipped_and_bad_bytes_refused():
-    task = pb.Task(task_id="t-2", namespace="shop", task_type="mail")
-    value = queued_message("tasks.normal", task, 0, 2, 77).value
-    extra = value + b"\x28\x05" + b"\x32\x02hi" + b"\x3d\x00\x00\x00\x00"   # fields 5 (varint), 6 (bytes), 7 (fixed32)
-    assert split_queued(extra)[1:] == (2, 77)
+def test_bytes_that_are_no_queued_task_are_refused():
+    value = queued_message("tasks.normal", pb.Task(task_id="t-2"), 0, 2, 77).value
     for bad in (value[:-1], b"\x0a\x10abc", b"\x0b", b"\xff"):
         with pytest.raises(DecodeError):
-            split_queued(bad)
+            due_of_message(bad, slot=0, epoch=1, topic="tasks.normal", offset=0, now_ms=0, compact=False)
 
 
 def test_in_a_large_heap_a_waiting_task_is_held_as_bytes_and_decoded_at_dispatch():

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from dispatcher.api import TaskApi
 from dispatcher.config import NodeConfig
 from dispatcher.executor_count import ANY_TYPE, ExecutorCount
-from dispatcher.metrics import NodeMetrics, observe_many
+from dispatcher.metrics import NodeMetrics, observe_many, observe_values
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from dispatcher.validation import Limits
@@ -36,6 +36,23 @@ def test_observe_many_is_count_observations_of_one_value():
             one_by_one.observe(amount)
         observe_many(batched, amount, count)
     observe_many(batched, 0.5, 0)   # nothing ran: nothing recorded
+
+    def samples(name: str) -> list[tuple[str, dict, float]]:
+        family = next(f for f in registry.collect() if f.name == name)
+        return [(s.name[1:], s.labels, s.value) for s in family.samples if not s.name.endswith("_created")]
+
+    assert samples("b") == samples("a")
+
+
+def test_observe_values_is_one_observation_of_each_value():
+    registry = CollectorRegistry()
+    one_by_one = Histogram("a", "a", buckets=(0.1, 1, 10), registry=registry)
+    batched = Histogram("b", "b", buckets=(0.1, 1, 10), registry=registry)
+    values = [0.0, 0.05, 0.1, 0.1000001, 1.0, 0.7, 7.5, 10.0, 60.0, 0.05]   # on and beside each bound
+    for v in values:
+        one_by_one.observe(v)
+    observe_values(batched, values)
+    observe_values(batched, [])
 
     def samples(name: str) -> list[tuple[str, dict, float]]:
         family = next(f for f in registry.collect() if f.name == name)
