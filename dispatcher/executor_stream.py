@@ -89,18 +89,19 @@ class ExecutorStream:
             self._open()
         chunk = _Chunk(len(deliveries), asyncio.get_running_loop().create_future())
         waiting = self._waiting
-        for d in deliveries:
-            waiting[(d.task.task_id, d.attempt)] = chunk
+        keys = [(d.task.task_id, d.attempt) for d in deliveries]   # built once: two protobuf reads each
+        for key in keys:
+            waiting[key] = chunk
         self._outbox.extend(deliveries)
         self._send.set()
         try:
             await asyncio.wait((chunk.done,), timeout=deadline_s)
             chunk.fail(TimeoutError(f"no outcome within {deadline_s:.1f} s"))  # (nothing, if all came)
         finally:
-            for d in deliveries:
-                key = (d.task.task_id, d.attempt)
-                if waiting.get(key) is chunk:
-                    del waiting[key]
+            if len(chunk.outcomes) < chunk.expected:   # all came: each was popped as it came
+                for key in keys:
+                    if waiting.get(key) is chunk:
+                        del waiting[key]
         return ChunkResult(chunk.outcomes, chunk.error)
 
     def _open(self) -> None:
