@@ -35,6 +35,7 @@ from dispatcher.due import Due, due_of_message
 from dispatcher.due_queue import DueQueue
 from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.metrics import NodeMetrics
 from dispatcher.poller import Poller
 from dispatcher.progress import KafkaProgress
@@ -51,7 +52,7 @@ class Engine:
                  intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
-                 stats: TaskStats | None = None):
+                 stats: TaskStats | None = None, loops: LoopWatch | None = None):
         self._config = config
         self._store = store
         self._producer = producer
@@ -68,7 +69,6 @@ class Engine:
         self._progress = KafkaProgress(store=store, clock=self._clock)
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._held = False
         self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
@@ -78,10 +78,11 @@ class Engine:
         self._dispatch = Dispatch(config=config, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose)
-        self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self)
-        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics)
+        self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
+        self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self, loops=loops)
+        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics, loops=loops)
         self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self,
-                                    completer=self._completer)
+                                    completer=self._completer, loops=loops)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.
@@ -97,9 +98,8 @@ class Engine:
         self._executors.start()
         self._executors.on_release = self._due.wake
         self._intake.start()
-        self._tasks = [asyncio.create_task(coro, name=name) for name, coro in (
-            ("dispatch", self._dispatch.run()),
-            ("commit", self._commit_loop()))]
+        for loop in self._loops:
+            loop.start()
         self._poller.start()
         self._sweeper.start()
         self._guard.start()
@@ -114,9 +114,8 @@ class Engine:
         await self._guard.stop()
         await self._sweeper.stop()
         await self._poller.stop()
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for loop in self._loops:
+            await loop.stop()
         await self._dispatch.stop()
         await self._completer.stop()
         await asyncio.to_thread(self._intake.stop)

@@ -33,6 +33,8 @@ class NodeMetrics:
         self.tokens_reloads = Counter("taskring_tokens_reloads", "Reads of the tokens file after it changed"
                                       " (result: loaded, failed: the tokens in use were kept)", ["result"],
                                       registry=r)
+        self.loop_crashes = Counter("taskring_loop_crashes", "Background loops that ended unexpectedly (the node"
+                                    " turns unhealthy)", ["loop"], registry=r)
         self.dispatched = Counter("taskring_tasks_dispatched", "Attempts handed to executors", registry=r)
         self.skipped = Counter("taskring_tasks_skipped", "Due tasks not dispatched (cancelled, done, re-routed)",
                                registry=r)

@@ -35,6 +35,7 @@ from dispatcher.executor_count import ExecutorCount
 from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.metrics import NodeMetrics
 from dispatcher.ops.wiring import Operations
 from dispatcher.retry import parse_retry_policies
@@ -53,6 +54,8 @@ class Node:
     def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None):
         self.config = config
         self.metrics = NodeMetrics()
+        # Every background loop reports here if it ends on its own; the liveness probe reads it.
+        self.loops = LoopWatch(on_crash=lambda name: self.metrics.loop_crashes.labels(name).inc())
         self.store = store_of(config)
         # The cluster's one time is the store's (dispatcher/clock_sync.py); a clock given
         # in (tests) is taken as it is.
@@ -67,7 +70,7 @@ class Node:
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
         # The console's figures, counted per batch and written every few seconds.
-        self.stats = TaskStats(shards=shards_of(self.store), node=config.node_id, clock=self.clock)
+        self.stats = TaskStats(shards=shards_of(self.store), node=config.node_id, clock=self.clock, loops=self.loops)
         self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
         self.producer = TaskProducer(config.kafka)
         # Read at construction, so that a CA file that is missing or not PEM stops the node
@@ -85,7 +88,7 @@ class Node:
                                    server_name=config.executor_tls.server_name if config.executor_tls else None,
                                    use_streams=config.executor_streams),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
-            stats=self.stats)
+            stats=self.stats, loops=self.loops)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
@@ -105,10 +108,10 @@ class Node:
                            stats=self.stats)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
-                                         limits=limits, stats=self.stats)
+                                         limits=limits, stats=self.stats, loops=self.loops)
         self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
-                                     stats=self.stats)
+                                     stats=self.stats, loops=self.loops)
         self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         tls = config.tls
@@ -123,7 +126,7 @@ class Node:
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
-        self._observer: asyncio.Task | None = None
+        self._observer = LoopTask("observe", self._observe, self.loops)
         self.grpc_port: int | None = None
         self._started = False
         self._serving = False
@@ -184,11 +187,20 @@ class Node:
                 "ownership_moves": list(getattr(self.ownership, "moves", []))[-200:]}
 
     def _alive(self) -> tuple[bool, str]:
-        return (True, "serving") if self._serving else (False, "not serving")
-
-    def _ready(self) -> tuple[bool, str]:
         if not self._serving:
             return False, "not serving"
+        ended = self.loops.ended()
+        if ended:
+            # A loop that died leaves a node that looks alive and does part of its job
+            # (say, accepts tasks that nothing dispatches): restart it instead.
+            return False, "loops ended unexpectedly: " + "; ".join(f"{name} ({why})"
+                                                                 for name, why in sorted(ended.items()))
+        return True, "serving"
+
+    def _ready(self) -> tuple[bool, str]:
+        alive, why = self._alive()
+        if not alive:
+            return False, why
         if not self._may_send():
             # What gates dispatch gates readiness: the store leases, not ZooKeeper.
             return False, "no store lease on its slots: not dispatching"
@@ -228,7 +240,7 @@ class Node:
         self.stats.start()
         if self.tokens is not None:
             self.tokens.start()
-        self._observer = asyncio.create_task(self._observe(), name="observe")
+        self._observer.start()
         if self.auth.open:
             log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
         if self.config.tls is None:
@@ -268,7 +280,7 @@ class Node:
                 log.exception("node %s: stopping %s failed", self.config.node_id, name)
                 failures.append(exc)
 
-        await step("observer", lambda: self._observer is not None and self._observer.cancel())
+        await step("observer", self._observer.stop)
         await step("admin", self.admin.stop)
         await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))
         await step("cron materializer", self.materializer.stop)

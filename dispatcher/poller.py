@@ -18,7 +18,7 @@ from typing import Protocol
 from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store.interface import TaskStoreProtocol
 
@@ -46,14 +46,14 @@ class PolledSlots(Protocol):
 
 class Poller:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: PolledSlots,
-                 metrics: NodeMetrics):
+                 metrics: NodeMetrics, loops: LoopWatch | None = None):
         self._config = config
         self._poll_duration = metrics.poll_duration
         self._store = store
         self._clock = clock
         self._slots = slots
         self._now = asyncio.Event()   # binds to the running loop on first use
-        self._loop = LoopTask("poll", self._run)
+        self._loop = LoopTask("poll", self._run, loops)
 
     def start(self) -> None:
         self._loop.start()

@@ -24,7 +24,7 @@ from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.completer import Completer
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -56,14 +56,14 @@ class SlotWork(Protocol):
 
 class RecoveryGuard:
     def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, metrics: NodeMetrics,
-                 work: SlotWork, completer: Completer):
+                 work: SlotWork, completer: Completer, loops: LoopWatch | None = None):
         self._config = config
         self._store = store
         self._clock = clock
         self._metrics = metrics
         self._work = work
         self._completer = completer   # the dispatch loop's: a recovered attempt ends as any other does
-        self._loop = LoopTask("recover", self._run)
+        self._loop = LoopTask("recover", self._run, loops)
 
     def start(self) -> None:
         self._loop.start()

@@ -13,7 +13,7 @@ import logging
 
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store.interface import TaskStoreProtocol
 
@@ -21,12 +21,13 @@ log = logging.getLogger(__name__)
 
 
 class Sweeper:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots):
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots,
+                 loops: LoopWatch | None = None):
         self._config = config
         self._store = store
         self._clock = clock
         self._slots = slots
-        self._loop = LoopTask("sweep", self._run)
+        self._loop = LoopTask("sweep", self._run, loops)
 
     def start(self) -> None:
         self._loop.start()

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 
 from dispatcher.clock import Clock, ms_to_datetime
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.store.shards import Shards
 from dispatcher.store.sql_literals import equalities
 
@@ -65,7 +65,8 @@ def percentile_ms(buckets: list[int], q: float) -> int | None:
 
 
 class TaskStats:
-    def __init__(self, *, shards: Shards, node: str, clock: Clock, flush_interval_s: float = 5.0):
+    def __init__(self, *, shards: Shards, node: str, clock: Clock, flush_interval_s: float = 5.0,
+                 loops: LoopWatch | None = None):
         self._store = shards.first
         self._node = node
         self._clock = clock
@@ -73,7 +74,7 @@ class TaskStats:
         self._lock = threading.Lock()   # recorded on the event loop, flushed on a thread
         self._counts: dict[Key, Counts] = {}
         self._dirty: set[Key] = set()
-        self._loop = LoopTask("task-stats", self._run)
+        self._loop = LoopTask("task-stats", self._run, loops)
 
     # ---- recording (per batch) ----
 

@@ -1,8 +1,9 @@
 """The admin endpoint of a node, for SREs, for the console and for Kubernetes probes.
 
-    GET /healthz   200 while the process serves (liveness)             open
-    GET /readyz    200 while the node has a live ZooKeeper session      open
-                   and is not holding
+    GET /healthz   200 while the process serves and none of its         open
+                   background loops has died (liveness)
+    GET /readyz    200 while alive, holding store leases on its slots   open
+                   and not holding back on ownership in doubt
     GET /ring      JSON: members, every slot's desired and actual       viewer
                    owner, epoch, task types, Kafka lag, MySQL pending
     GET /ring.html the same, as a page a person can read                viewer

@@ -17,7 +17,7 @@ import logging
 from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 class Materializer:
     def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
-                 stats: TaskStats | None = None):
+                 stats: TaskStats | None = None, loops: LoopWatch | None = None):
         """stats: where a written fire counts as submitted (the console's overview), as a
         task the API accepts does; a fire is submitted when it is written, ahead of its time."""
         self._config = config
@@ -41,7 +41,7 @@ class Materializer:
         self._limits = limits
         self._lead = dt.timedelta(milliseconds=config.cron_lead_ms)
         self._missed_after = dt.timedelta(milliseconds=config.cron_missed_after_ms)
-        self._loop = LoopTask("cron", self._run)
+        self._loop = LoopTask("cron", self._run, loops)
         self.materialized = 0
         """Fire tasks this node wrote (a second materialization of a fire does not count)."""
 

@@ -21,7 +21,7 @@ import time
 from dispatcher.auth.identity import Identity, Role
 from dispatcher.clock import Clock
 from dispatcher.errors import InvalidArgument, TaskNotFound, Unavailable
-from dispatcher.loop_task import LoopTask
+from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps
 from dispatcher.store import audit
 from dispatcher.store.bulk_replays import BulkReplayStore, Job
@@ -80,14 +80,14 @@ class BulkReplayRunner:
     """Runs the bulk replay whose lease this node holds, one step a second."""
 
     def __init__(self, *, jobs: BulkReplayStore, dead_letters: DeadLetterStore, ops: DeadLetterOps, node: str,
-                 clock: Clock, idle_s: float = 1.0):
+                 clock: Clock, idle_s: float = 1.0, loops: LoopWatch | None = None):
         self._jobs = jobs
         self._dead_letters = dead_letters
         self._ops = ops
         self._node = node
         self._clock = clock
         self._idle_s = idle_s
-        self._loop = LoopTask("bulk-replay", self._run)
+        self._loop = LoopTask("bulk-replay", self._run, loops)
 
     def start(self) -> None:
         self._loop.start()

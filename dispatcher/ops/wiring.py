@@ -6,6 +6,7 @@ from __future__ import annotations
 from dispatcher.admin import routes as rt
 from dispatcher.admin.ops_routes import OpsRoutes
 from dispatcher.clock import Clock
+from dispatcher.loop_task import LoopWatch
 from dispatcher.ops.bulk_replay import BulkReplayRunner, BulkReplays
 from dispatcher.ops.dead_letters import DeadLetterOps
 from dispatcher.store.audit import AuditStore
@@ -21,7 +22,7 @@ from dispatcher.validation import Limits
 
 class Operations:
     def __init__(self, *, store: TaskStore | ShardedTaskStore, limits: Limits, node: str, clock: Clock,
-                 stats: TaskStats):
+                 stats: TaskStats, loops: LoopWatch | None = None):
         shards = shards_of(store)
         self.audit = AuditStore(shards)
         self.dead_letter_store = DeadLetterStore(shards)
@@ -31,7 +32,7 @@ class Operations:
         self.bulk_replays = BulkReplays(jobs=jobs, dead_letters=self.dead_letter_store, clock=clock,
                                         max_retries=limits.max_retries_limit)
         self.runner = BulkReplayRunner(jobs=jobs, dead_letters=self.dead_letter_store, ops=self.dead_letters,
-                                       node=node, clock=clock)
+                                       node=node, clock=clock, loops=loops)
         self.search = SearchStore(shards)
         self._routes = OpsRoutes(tasks=store, dead_letters=self.dead_letter_store, ops=self.dead_letters,
                                  bulk=self.bulk_replays, search=self.search, audit=self.audit, clock=clock,

@@ -25,6 +25,7 @@ from dispatcher.engine import Engine
 from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
+from dispatcher.loop_task import LoopWatch
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
@@ -149,6 +150,7 @@ class World:
         self.directory = FakeDirectory("ns", "slow")
         self.executor = FakeExecutor(self.clock)
         self.metrics = NodeMetrics()
+        self.loops = LoopWatch()
         self.lost: list[int] = []
         self.intake: MemoryIntake | None = None
         # The session lease, as the engine's dispatch loop and the pool's send see it.
@@ -163,7 +165,8 @@ class World:
                              intake_factory=self._intake,
                              executors=InProcessPool(self.directory, self.executor, lambda: self.lease_at_send),
                              metrics=self.metrics, clock=self.clock, rng=random.Random(7),
-                             on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch)
+                             on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch,
+                             loops=self.loops)
 
     def _intake(self, deliver, may_read) -> MemoryIntake:
         self.intake = MemoryIntake(self.log, deliver, may_read)
@@ -663,6 +666,23 @@ async def test_a_clean_revoke_commits_progress_and_gives_claimed_rows_back():
         w.clock.set(later_ms)
         await w.engine_looked(times=4)
         assert w.executor.attempts("m") == [] and w.status("m") == (r.PENDING, 0)
+
+
+@scenario
+async def test_a_dispatch_loop_that_dies_on_a_defect_is_reported_and_a_stop_is_not():
+    w = World()
+    async with w:
+        await w.own()
+        assert w.loops.ended() == {}
+
+        def defect(popped, now):
+            raise TypeError("a defect in reserve")
+
+        w.engine._dispatch._reserve = defect  # type: ignore[method-assign]
+        await w.submit("t1")
+        await eventually(lambda: "dispatch" in w.loops.ended(), "the dispatch loop's end to be reported")
+    # The engine's own stop ends the others without a report.
+    assert w.loops.ended() == {"dispatch": "TypeError: a defect in reserve"}
 
 
 @scenario

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import urllib.error
+import urllib.request
 
 import pytest
 
+from dispatcher.admin.server import AdminServer
 from dispatcher.clock import Clock
 from dispatcher.config import MySQLConfig, NodeConfig
 from dispatcher.errors import Unavailable
+from dispatcher.loop_task import LoopTask
 from dispatcher.node import Node
 
 
@@ -89,6 +93,23 @@ class AsyncPart(_StandIn):
         self._call("stop")
 
 
+class SpiedLoop(LoopTask):
+    """The node's gauge refresher, recording its start and stop."""
+
+    def __init__(self, name, run):
+        super().__init__(name, run)
+        self.calls: list[str] = []
+
+    def start(self) -> None:
+        self.calls.append("start")
+        super().start()
+
+    async def stop(self) -> None:
+        if self.running:
+            self.calls.append("stop")
+        await super().stop()
+
+
 SYNC_PARTS = ("store", "session", "executors_directory", "producer", "admin", "ring_view")
 ASYNC_PARTS = ("engine", "ownership")
 START_ORDER = ("store", "session", "executors_directory", "producer", "engine", "ownership", "admin")
@@ -111,13 +132,10 @@ def test_a_failed_start_stops_every_part_that_came_up(failing):
     async def scenario():
         with pytest.raises(RuntimeError, match=f"{failing} start failed"):
             await node.start()
-        observer = node._observer
         await node.stop()  # a no-op now: the failed start has cleaned up already
-        if observer is not None:  # cancelled by the clean-up: let it finish cancelling
-            await asyncio.gather(observer, return_exceptions=True)
-        return observer
 
-    observer = run(scenario())
+    observer = node._observer = SpiedLoop("observe", node._observe)
+    run(scenario())
     up = START_ORDER[:START_ORDER.index(failing)]
     started = [c.split(".")[0] for c in calls if c.endswith(".start")]
     assert started == [*up, failing]  # nothing started after the failure
@@ -129,7 +147,9 @@ def test_a_failed_start_stops_every_part_that_came_up(failing):
     if failing == "admin":
         # The gRPC server and the gauge refresher were up: they are down again.
         assert node.grpc_port and refuses(node.grpc_port)
-        assert observer is not None and observer.cancelled()
+        assert observer.calls == ["start", "stop"] and not observer.running
+    else:
+        assert observer.calls == []
 
 
 def test_stop_runs_every_step_and_raises_a_failure_after_a_full_start():
@@ -148,3 +168,42 @@ def test_stop_runs_every_step_and_raises_a_failure_after_a_full_start():
                      "ring_view", "store"]
     assert node.grpc_port is not None, "the full start bound a port"
     assert refuses(node.grpc_port)
+
+
+def test_a_loop_that_ends_unexpectedly_turns_the_probes_unhealthy_and_is_counted():
+    node, _ = node_of_parts(None, "")
+    node.admin = AdminServer(host="127.0.0.1", port=0, ring=dict, ready=node._ready, alive=node._alive,
+                             registry=node.metrics.registry)
+    broke = asyncio.Event()
+
+    async def observe_then_break():
+        await broke.wait()
+        raise KeyError("slot 7")
+
+    node._observer = LoopTask("observe", observe_then_break, node.loops)
+
+    def probe(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{node.admin.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    async def scenario():
+        await node.start()
+        try:
+            healthy = await asyncio.to_thread(probe, "/healthz")
+            broke.set()
+            deadline = asyncio.get_running_loop().time() + 10
+            while not node.loops.ended():
+                assert asyncio.get_running_loop().time() < deadline, "the loop's end was never reported"
+                await asyncio.sleep(0.01)
+            return healthy, await asyncio.to_thread(probe, "/healthz"), await asyncio.to_thread(probe, "/readyz")
+        finally:
+            await node.stop()
+
+    healthy, alive, ready = run(scenario())
+    assert healthy[0] == 200
+    assert alive[0] == 503 and "observe (KeyError: 'slot 7')" in alive[1]
+    assert ready[0] == 503 and "observe" in ready[1]
+    assert node.metrics.registry.get_sample_value("taskring_loop_crashes_total", {"loop": "observe"}) == 1
