@@ -18,7 +18,8 @@ from tests.integration.cluster_harness import (
     slots_of,
 )
 
-pytestmark = pytest.mark.integration
+# serial: two tests stop the stack's ZooKeeper, and the others bound recovery by the session timeout.
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 THREE = {"n1", "n2", "n3"}
 

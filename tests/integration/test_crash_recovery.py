@@ -11,7 +11,8 @@ from harness.processes import NodeProcess
 from harness.wait import wait_until
 from taskring import Client, TaskSpec
 
-pytestmark = pytest.mark.integration
+# serial: kill -9 of a node with 10,000 tasks in flight, recovery bounded by the session timeout.
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 def test_kill9_with_10000_tasks_in_flight_loses_nothing(taskring_env, recording_executor, record_property):

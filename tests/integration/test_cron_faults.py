@@ -51,7 +51,8 @@ from loadtest.bench.stats import percentile
 from taskring.wire import pb, pb_grpc
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
 
-pytestmark = pytest.mark.integration
+# faults: the fault tier (deploy/local/test.sh --full, and CI), run alone on the machine.
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 THREE = {"n1", "n2", "n3"}
 SESSION_S = SESSION_TIMEOUT_MS / 1000

@@ -21,7 +21,8 @@ from harness.wait import wait_until
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
 from tests.integration.fault_matrix import FaultClock, MixedLoad, in_flight, report
 
-pytestmark = pytest.mark.integration
+# faults: the fault tier (deploy/local/test.sh --full, and CI), run alone on the machine.
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 FULL = os.environ.get("TASKRING_FAULT_MATRIX") == "full"
 REPEAT = int(os.environ.get("TASKRING_FAULT_REPEAT", "1"))

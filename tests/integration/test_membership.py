@@ -28,7 +28,8 @@ from membership import (
     ZkSession,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+# serial: session expiry and cut-offs timed against ZooKeeper's session timeout.
+pytestmark = [pytest.mark.integration, pytest.mark.serial, pytest.mark.timeout(90)]
 
 WAIT_S = 15.0
 SESSION_MS = 3000
