@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -74,3 +74,69 @@ class LoopTask:
                   exc_info=error)
         if self._watch is not None:
             self._watch.report(self._name, why)
+
+
+Step = Callable[[], Awaitable[float | None]]
+SlotJob = Callable[[int, int], Awaitable[None]]
+
+
+class PeriodicJob:
+    """The one shape of the node's periodic work (sweep, recovery check, cron planning, bulk
+    replay, stats flush, gauges): wait, and if the node may run it now, take one step. A
+    step that raises is logged and the next one runs after the interval as usual: these
+    jobs meet the store's and the network's failures every day, and a pass that failed is
+    simply the next pass's work. What the step cannot handle ends no loop; a defect in
+    the loop itself still does, and the LoopWatch sees it.
+
+    `step` returns the seconds to wait before the next step, or None for the interval (a
+    job with more to do comes back sooner)."""
+
+    def __init__(self, name: str, *, interval_s: float, step: Step, may_run: Callable[[], bool] = lambda: True,
+                 watch: LoopWatch | None = None, failure_level: int = logging.ERROR):
+        self._name = name
+        self._interval_s = interval_s
+        self._step = step
+        self._may_run = may_run
+        self._failure_level = failure_level
+        self._loop = LoopTask(name, self._run, watch)
+
+    def start(self) -> None:
+        self._loop.start()
+
+    async def stop(self) -> None:
+        await self._loop.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._loop.running
+
+    async def _run(self) -> None:
+        wait_s = self._interval_s
+        while True:
+            await asyncio.sleep(wait_s)
+            wait_s = self._interval_s
+            if not self._may_run():
+                continue
+            try:
+                next_s = await self._step()
+            except Exception as exc:
+                # ERROR with the traceback by default; a job whose failures are the store's
+                # everyday refusals asks for one WARNING line instead.
+                log.log(self._failure_level, "%s: a pass failed (%s: %s); the next runs in %.1f s", self._name,
+                        type(exc).__name__, exc, self._interval_s,
+                        exc_info=self._failure_level >= logging.ERROR)
+            else:
+                if next_s is not None:
+                    wait_s = max(0.0, next_s)
+
+
+def each_owned_slot(what: str, owned: Callable[[], dict[int, int]], job: SlotJob) -> Step:
+    """A step that runs `job(slot, epoch)` for every slot owned when it starts; one slot's
+    failure is logged and the next slot runs."""
+    async def step() -> None:
+        for slot, epoch in list(owned().items()):
+            try:
+                await job(slot, epoch)
+            except Exception:
+                log.exception("slot %d: %s failed", slot, what)
+    return step

@@ -24,7 +24,7 @@ from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
 from dispatcher.completer import Completer
 from dispatcher.config import NodeConfig
 from dispatcher.due import MYSQL, Due
-from dispatcher.loop_task import LoopTask, LoopWatch
+from dispatcher.loop_task import LoopWatch, PeriodicJob, each_owned_slot
 from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -63,24 +63,15 @@ class RecoveryGuard:
         self._metrics = metrics
         self._work = work
         self._completer = completer   # the dispatch loop's: a recovered attempt ends as any other does
-        self._loop = LoopTask("recover", self._run, loops)
+        self._loop = PeriodicJob("recover", interval_s=config.recovery_interval_ms / 1000,
+                                 step=each_owned_slot("recovery check", work.owned, self.check_slot),
+                                 may_run=work.may_act, watch=loops)
 
     def start(self) -> None:
         self._loop.start()
 
     async def stop(self) -> None:
         await self._loop.stop()
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.recovery_interval_ms / 1000)
-            if not self._work.may_act():
-                continue
-            for slot, epoch in list(self._work.owned().items()):
-                try:
-                    await self.check_slot(slot, epoch)
-                except Exception:
-                    log.exception("slot %d: recovery check failed", slot)
 
     async def check_slot(self, slot: int, epoch: int) -> None:
         now_ms = self._clock.now_ms()

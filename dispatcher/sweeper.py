@@ -13,7 +13,7 @@ import logging
 
 from dispatcher.clock import Clock, ms_to_datetime
 from dispatcher.config import NodeConfig
-from dispatcher.loop_task import LoopTask, LoopWatch
+from dispatcher.loop_task import LoopWatch, PeriodicJob, each_owned_slot
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store.interface import TaskStoreProtocol
 
@@ -27,19 +27,15 @@ class Sweeper:
         self._store = store
         self._clock = clock
         self._slots = slots
-        self._loop = LoopTask("sweep", self._run, loops)
+        self._loop = PeriodicJob("sweep", interval_s=min(config.sweep_interval_ms, config.enqueued_grace_ms / 2) / 1000,
+                                 step=each_owned_slot("sweep", slots.owned, self.sweep_slot),
+                                 may_run=lambda: not slots.held, watch=loops)
 
     def start(self) -> None:
         self._loop.start()
 
     async def stop(self) -> None:
         await self._loop.stop()
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(min(self._config.sweep_interval_ms, self._config.enqueued_grace_ms / 2) / 1000)
-            for slot, epoch in ([] if self._slots.held else list(self._slots.owned().items())):
-                await self.sweep_slot(slot, epoch)
 
     async def sweep_slot(self, slot: int, epoch: int) -> None:
         now = self._clock.now_ms()

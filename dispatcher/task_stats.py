@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 
 from dispatcher.clock import Clock, ms_to_datetime
-from dispatcher.loop_task import LoopTask, LoopWatch
+from dispatcher.loop_task import LoopWatch, PeriodicJob
 from dispatcher.store.shards import Shards
 from dispatcher.store.sql_literals import equalities
 
@@ -70,11 +70,13 @@ class TaskStats:
         self._store = shards.first
         self._node = node
         self._clock = clock
-        self._flush_interval_s = flush_interval_s
         self._lock = threading.Lock()   # recorded on the event loop, flushed on a thread
         self._counts: dict[Key, Counts] = {}
         self._dirty: set[Key] = set()
-        self._loop = LoopTask("task-stats", self._run, loops)
+        # A failed flush keeps its counts for the next one: one WARNING line, no traceback.
+        self._loop = PeriodicJob("task-stats", interval_s=flush_interval_s,
+                                 step=self._flush_in_thread, watch=loops,
+                                 failure_level=logging.WARNING)
 
     # ---- recording (per batch) ----
 
@@ -115,13 +117,8 @@ class TaskStats:
         except Exception:
             log.warning("task stats: last flush failed; this node's counts of the current minute are lost")
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._flush_interval_s)
-            try:
-                await asyncio.to_thread(self.flush)
-            except Exception as exc:
-                log.warning("task stats: flush failed (%s); trying again", exc)
+    async def _flush_in_thread(self) -> None:
+        await asyncio.to_thread(self.flush)
 
     def flush(self) -> int:
         """Write the rows that changed; returns how many."""

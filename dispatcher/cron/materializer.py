@@ -17,7 +17,7 @@ import logging
 from dispatcher.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.config import NodeConfig
 from dispatcher.cron import rules
-from dispatcher.loop_task import LoopTask, LoopWatch
+from dispatcher.loop_task import LoopWatch, PeriodicJob
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
@@ -41,7 +41,8 @@ class Materializer:
         self._limits = limits
         self._lead = dt.timedelta(milliseconds=config.cron_lead_ms)
         self._missed_after = dt.timedelta(milliseconds=config.cron_missed_after_ms)
-        self._loop = LoopTask("cron", self._run, loops)
+        self._loop = PeriodicJob("cron", interval_s=config.cron_tick_ms / 1000, step=self._plan_owned,
+                                 may_run=lambda: not slots.held, watch=loops)
         self.materialized = 0
         """Fire tasks this node wrote (a second materialization of a fire does not count)."""
 
@@ -51,15 +52,10 @@ class Materializer:
     async def stop(self) -> None:
         await self._loop.stop()
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.cron_tick_ms / 1000)
-            owned = {} if self._slots.held else self._slots.owned()
-            if owned:
-                try:
-                    await asyncio.to_thread(self.tick, owned)
-                except Exception:
-                    log.exception("cron: a planning pass failed; the next tick tries again")
+    async def _plan_owned(self) -> None:
+        owned = self._slots.owned()
+        if owned:
+            await asyncio.to_thread(self.tick, owned)
 
     def tick(self, owned: dict[int, int]) -> int:
         """Plan and write every due rule of the `owned` {slot: epoch}; returns the fires written."""

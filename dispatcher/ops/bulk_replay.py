@@ -21,7 +21,7 @@ import time
 from dispatcher.auth.identity import Identity, Role
 from dispatcher.clock import Clock
 from dispatcher.errors import InvalidArgument, TaskNotFound, Unavailable
-from dispatcher.loop_task import LoopTask, LoopWatch
+from dispatcher.loop_task import LoopWatch, PeriodicJob
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps
 from dispatcher.store import audit
 from dispatcher.store.bulk_replays import BulkReplayStore, Job
@@ -87,7 +87,7 @@ class BulkReplayRunner:
         self._node = node
         self._clock = clock
         self._idle_s = idle_s
-        self._loop = LoopTask("bulk-replay", self._run, loops)
+        self._loop = PeriodicJob("bulk-replay", interval_s=idle_s, step=self._step_in_thread, watch=loops)
 
     def start(self) -> None:
         self._loop.start()
@@ -95,19 +95,15 @@ class BulkReplayRunner:
     async def stop(self) -> None:
         await self._loop.stop()
 
-    async def _run(self) -> None:
-        while True:
-            started = time.monotonic()
-            try:
-                worked = await asyncio.to_thread(self.step)
-            except Unavailable as exc:
-                log.warning("bulk replay: the store refused (%s); trying again", exc)
-                worked = False
-            except Exception:
-                log.exception("bulk replay step failed")
-                worked = False
-            # A step is one second's worth of the job's rate; idle, look again after idle_s.
-            await asyncio.sleep(max(0.0, (1.0 if worked else self._idle_s) - (time.monotonic() - started)))
+    async def _step_in_thread(self) -> float:
+        started = time.monotonic()
+        try:
+            worked = await asyncio.to_thread(self.step)
+        except Unavailable as exc:
+            log.warning("bulk replay: the store refused (%s); trying again", exc)
+            worked = False
+        # A step is one second's worth of the job's rate; idle, look again after idle_s.
+        return (1.0 if worked else self._idle_s) - (time.monotonic() - started)
 
     def step(self) -> bool:
         """One second's worth of the job this node holds; False when it holds none."""
