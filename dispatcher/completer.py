@@ -23,7 +23,7 @@ from dispatcher.due import KAFKA, Due
 from dispatcher.log.interface import LogProducer, OutMessage
 from dispatcher.metrics import NodeMetrics
 from dispatcher.outcome_batcher import OutcomeBatcher
-from dispatcher.outcomes import decide
+from dispatcher.outcomes import DecideParams, decide
 from dispatcher.progress import KafkaProgress
 from dispatcher.slot_table import SlotTable
 from dispatcher.store import records as r
@@ -40,6 +40,7 @@ class Completer:
                  progress: KafkaProgress, lose: Callable[[set[int]], Awaitable[None]],
                  stats: TaskStats | None = None):
         self._config = config
+        self._decide_params = DecideParams.of(config)
         self._store = store
         self._producer = producer
         self._metrics = metrics
@@ -156,7 +157,7 @@ class Completer:
 
     def _decide(self, d: Due, o: pb.Outcome, now_ms: int,
                 kinds: collections.Counter[str]) -> tuple[r.OutcomeWrite, OutMessage | None]:
-        decision = decide(d, o, now_ms, self._config, self._rng)
+        decision = decide(d, o, now_ms, self._decide_params, self._rng)
         kinds[decision.kind] += 1
         if decision.retry_path is not None:
             self._metrics.retries.labels(decision.retry_path).inc()

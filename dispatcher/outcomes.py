@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 
 from dispatcher.clock import ms_to_datetime
 from dispatcher.config import NodeConfig
@@ -42,9 +43,23 @@ def outcome_kind(o: pb.Outcome) -> str:
     return name if name is not None else pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
 
 
-def decide(d: Due, o: pb.Outcome, now_ms: int, config: NodeConfig, rng: random.Random) -> Decision:
+@dataclasses.dataclass(frozen=True, slots=True)
+class DecideParams:
+    """The three settings a decision reads, and nothing else of the node's config."""
+    node_id: str
+    route_threshold_ms: int
+    """A retry due within this goes back to Kafka; later, to MySQL."""
+    topic_for: Callable[[int], str]
+    """The Kafka topic of a priority."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> DecideParams:
+        return cls(config.node_id, config.route_threshold_ms, config.kafka.topic_for)
+
+
+def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random.Random) -> Decision:
     """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
-    node = config.node_id
+    node = params.node_id
     now = ms_to_datetime(now_ms)
     # The executor's clock says when it started; keep that inside [dispatched, now] on
     # this node's clock, so that the history stays in order across the two machines.
@@ -61,12 +76,12 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, config: NodeConfig, rng: random.R
         policy = RetryPolicy.from_pb(d.task.retry_policy, RetryPolicy())
         delay = next_delay_ms(policy, attempt, rng)
         due_ms = now_ms + delay
-        short = delay <= config.route_threshold_ms
+        short = delay <= params.route_threshold_ms
         detail = f"{kind}: {error}; retry in {delay} ms"
         events.append(r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempt, detail, o.stack_trace or None))
         message = None
         if short:
-            message = queued_message(config.kafka.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
+            message = queued_message(params.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
         write = r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
                                retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
                                error=error, stack_trace=o.stack_trace or None)

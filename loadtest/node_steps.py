@@ -50,7 +50,7 @@ from dispatcher.due import due_of_message  # noqa: E402
 from dispatcher.due_queue import DueQueue  # noqa: E402
 from dispatcher.log.interface import OutMessage  # noqa: E402
 from dispatcher.metrics import NodeMetrics  # noqa: E402
-from dispatcher.outcomes import decide  # noqa: E402
+from dispatcher.outcomes import DecideParams, decide  # noqa: E402
 from dispatcher.store import attempt_writes  # noqa: E402
 from dispatcher.store import records as r  # noqa: E402
 from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
@@ -181,8 +181,9 @@ def _one_batch(steps: _Steps, api: TaskApi, producer: _AtOnceProducer, request: 
         finished_at_ms=now_ms + 2) for d in popped]).SerializeToString()
     outcomes = steps.time("outcome: ExecuteResponse parsed", BATCH, lambda: list(
         pb.ExecuteResponse.FromString(reply).outcomes))
+    params = DecideParams.of(config)
     writes = steps.time("outcome: decided", BATCH, lambda: [
-        decide(d, o, now_ms + 3, config, rng).write for d, o in zip(popped, outcomes)])
+        decide(d, o, now_ms + 3, params, rng).write for d, o in zip(popped, outcomes)])
     steps.time("outcome: the write's statement", BATCH, lambda: attempt_writes.record_outcomes(
         _TextCursor(), writes, {3: 5}, Clock().now()))
     steps.time("outcome: offset settled", BATCH, lambda: list(map(tracker.finish, range(BATCH))))

@@ -9,13 +9,14 @@ from dispatcher.clock import ms_to_datetime
 from dispatcher.config import KafkaConfig, NodeConfig
 from dispatcher.due import KAFKA, MYSQL, Due
 from dispatcher.log.codec import decode_queued
-from dispatcher.outcomes import decide
+from dispatcher.outcomes import DecideParams, decide
 from dispatcher.store import records as r
 from taskring.task import TaskState
 from taskring.wire import pb
 
 NOW_MS = 1_900_000_000_000
 CONFIG = NodeConfig(node_id="n1", route_threshold_ms=10_000, kafka=KafkaConfig(topic_prefix="t"))
+PARAMS = DecideParams.of(CONFIG)
 
 
 def _due(attempt: int = 1, max_retries: int = 3, schedule_ms: tuple[int, ...] = (5_000,)) -> Due:
@@ -35,14 +36,14 @@ def _states(write: r.OutcomeWrite) -> list[TaskState]:
 
 
 def test_a_success_is_running_then_succeeded_and_nothing_to_send():
-    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED), NOW_MS, CONFIG, random.Random(1))
+    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED), NOW_MS, PARAMS, random.Random(1))
     assert (d.write.result, d.message, d.kind, d.retry_path) == (r.SUCCEEDED, None, "succeeded", None)
     assert _states(d.write) == [TaskState.RUNNING, TaskState.SUCCEEDED]
     assert (d.write.task_id, d.write.slot, d.write.attempt) == ("a", 2, 1)
 
 
 def test_a_short_retry_goes_back_through_kafka_as_the_next_attempt():
-    d = decide(_due(), _outcome(pb.OUTCOME_KIND_RETRYABLE_FAILURE, error="boom"), NOW_MS, CONFIG, random.Random(1))
+    d = decide(_due(), _outcome(pb.OUTCOME_KIND_RETRYABLE_FAILURE, error="boom"), NOW_MS, PARAMS, random.Random(1))
     assert (d.write.result, d.write.retry_status, d.retry_path) == (r.RETRY, r.ENQUEUED, KAFKA)
     assert d.write.retry_at == ms_to_datetime(NOW_MS + 5_000) and d.write.error == "boom"
     assert d.message is not None and (d.message.topic, d.message.partition) == ("t.normal", 2)
@@ -52,7 +53,7 @@ def test_a_short_retry_goes_back_through_kafka_as_the_next_attempt():
 
 
 def test_a_retry_past_the_route_threshold_waits_in_mysql():
-    d = decide(_due(schedule_ms=(60_000,)), _outcome(pb.OUTCOME_KIND_TIMED_OUT), NOW_MS, CONFIG, random.Random(1))
+    d = decide(_due(schedule_ms=(60_000,)), _outcome(pb.OUTCOME_KIND_TIMED_OUT), NOW_MS, PARAMS, random.Random(1))
     assert (d.write.retry_status, d.retry_path, d.message) == (r.PENDING, MYSQL, None)
     assert d.write.error == "timed_out"  # no error text: the kind says what happened
 
@@ -63,7 +64,7 @@ def test_a_retry_past_the_route_threshold_waits_in_mysql():
     (1, 0, pb.OUTCOME_KIND_RETRYABLE_FAILURE, "gave up after 1 attempts"),
 ])
 def test_what_cannot_run_again_is_dead_lettered(attempt, max_retries, kind, why):
-    d = decide(_due(attempt=attempt, max_retries=max_retries), _outcome(kind, error="bad"), NOW_MS, CONFIG,
+    d = decide(_due(attempt=attempt, max_retries=max_retries), _outcome(kind, error="bad"), NOW_MS, PARAMS,
                random.Random(1))
     assert (d.write.result, d.message, d.retry_path) == (r.DEAD_LETTERED, None, None)
     assert _states(d.write) == [TaskState.RUNNING, TaskState.FAILED, TaskState.DEAD_LETTERED]
@@ -76,10 +77,10 @@ def test_what_cannot_run_again_is_dead_lettered(attempt, max_retries, kind, why)
     (NOW_MS + 10_000, NOW_MS),       # after now (its clock is ahead): now
 ])
 def test_the_start_time_is_kept_between_the_dispatch_and_now(started_ms, shown_ms):
-    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED, started_ms=started_ms), NOW_MS, CONFIG, random.Random(1))
+    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED, started_ms=started_ms), NOW_MS, PARAMS, random.Random(1))
     assert d.write.events[0].at == ms_to_datetime(shown_ms)
 
 
 def test_an_outcome_without_a_start_time_has_no_running_event():
-    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED, started_ms=0), NOW_MS, CONFIG, random.Random(1))
+    d = decide(_due(), _outcome(pb.OUTCOME_KIND_SUCCEEDED, started_ms=0), NOW_MS, PARAMS, random.Random(1))
     assert _states(d.write) == [TaskState.SUCCEEDED]
