@@ -37,12 +37,12 @@ from dispatcher.executor_pool import ExecutorPool
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
 from dispatcher.loop_task import LoopTask, LoopWatch
 from dispatcher.metrics import NodeMetrics
-from dispatcher.poller import Poller
+from dispatcher.poller import Poller, PollParams
 from dispatcher.progress import KafkaProgress
-from dispatcher.recovery import RecoveryGuard
+from dispatcher.recovery import RecoveryGuard, RecoveryParams
 from dispatcher.slot_table import SlotTable
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.sweeper import Sweeper
+from dispatcher.sweeper import Sweeper, SweepParams
 from dispatcher.task_stats import TaskStats
 
 log = logging.getLogger(__name__)
@@ -79,10 +79,11 @@ class Engine:
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
-        self._sweeper = Sweeper(config=config, store=store, clock=self._clock, slots=self, loops=loops)
-        self._poller = Poller(config=config, store=store, clock=self._clock, slots=self, metrics=metrics, loops=loops)
-        self._guard = RecoveryGuard(config=config, store=store, clock=self._clock, metrics=metrics, work=self,
-                                    completer=self._completer, loops=loops)
+        self._sweeper = Sweeper(params=SweepParams.of(config), store=store, clock=self._clock, slots=self, loops=loops)
+        self._poller = Poller(params=PollParams.of(config), store=store, clock=self._clock, slots=self,
+                              metrics=metrics, loops=loops)
+        self._guard = RecoveryGuard(params=RecoveryParams.of(config), store=store, clock=self._clock,
+                                    metrics=metrics, work=self, completer=self._completer, loops=loops)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
         # so a test or an SRE can check that a node touches only slots it owns.

@@ -11,6 +11,7 @@ refuses is lost to another owner.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Protocol
@@ -44,10 +45,24 @@ class PolledSlots(Protocol):
     async def lose(self, slots: set[int]) -> None: ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PollParams:
+    interval_ms: int
+    """The wait between passes when nothing woke the poller sooner."""
+    lookahead_ms: int
+    """Rows due within this are claimed ahead and wait in the heap."""
+    batch: int
+    """Rows claimed per slot per poll, and the heap room a poll needs."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> PollParams:
+        return cls(config.poll_interval_ms, config.poll_lookahead_ms, config.poll_batch)
+
+
 class Poller:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: PolledSlots,
+    def __init__(self, *, params: PollParams, store: TaskStoreProtocol, clock: Clock, slots: PolledSlots,
                  metrics: NodeMetrics, loops: LoopWatch | None = None):
-        self._config = config
+        self._params = params
         self._poll_duration = metrics.poll_duration
         self._store = store
         self._clock = clock
@@ -65,14 +80,14 @@ class Poller:
         self._now.set()
 
     async def _run(self) -> None:
-        interval = self._config.poll_interval_ms / 1000
+        interval = self._params.interval_ms / 1000
         while True:
             more = False
             for slot, epoch in ([] if self._slots.held else list(self._slots.owned().items())):
-                room = self._slots.room() - self._config.poll_batch
+                room = self._slots.room() - self._params.batch
                 if room <= 0:
                     break
-                limit = min(self._config.poll_batch, room)
+                limit = min(self._params.batch, room)
                 full = await self.poll_slot(slot, epoch, limit)
                 more = more or full
             if more:
@@ -91,7 +106,7 @@ class Poller:
         started = time.perf_counter()
         try:
             ok, rows = await asyncio.to_thread(self._store.claim_due, slot, epoch,
-                                               ms_to_datetime(now + self._config.poll_lookahead_ms), limit,
+                                               ms_to_datetime(now + self._params.lookahead_ms), limit,
                                                ms_to_datetime(now))
         except Exception:
             log.exception("slot %d: poll failed", slot)

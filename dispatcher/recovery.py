@@ -17,6 +17,7 @@ slot back to the engine as lost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Protocol
 
@@ -54,16 +55,29 @@ class SlotWork(Protocol):
     def poll_soon(self) -> None: ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecoveryParams:
+    interval_ms: int
+    grace_ms: int
+    """A row past its deadline (or its due time, when claimed) by this much, with nobody acting on it, is recovered."""
+    batch: int
+    """Rows recovered per slot per pass."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> RecoveryParams:
+        return cls(config.recovery_interval_ms, config.recovery_grace_ms, config.recovery_batch)
+
+
 class RecoveryGuard:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, metrics: NodeMetrics,
+    def __init__(self, *, params: RecoveryParams, store: TaskStoreProtocol, clock: Clock, metrics: NodeMetrics,
                  work: SlotWork, completer: Completer, loops: LoopWatch | None = None):
-        self._config = config
+        self._params = params
         self._store = store
         self._clock = clock
         self._metrics = metrics
         self._work = work
         self._completer = completer   # the dispatch loop's: a recovered attempt ends as any other does
-        self._loop = PeriodicJob("recover", interval_s=config.recovery_interval_ms / 1000,
+        self._loop = PeriodicJob("recover", interval_s=params.interval_ms / 1000,
                                  step=each_owned_slot("recovery check", work.owned, self.check_slot),
                                  may_run=work.may_act, watch=loops)
 
@@ -75,10 +89,10 @@ class RecoveryGuard:
 
     async def check_slot(self, slot: int, epoch: int) -> None:
         now_ms = self._clock.now_ms()
-        grace_ms = self._config.recovery_grace_ms
+        grace_ms = self._params.grace_ms
         before = ms_to_datetime(now_ms - grace_ms)
         ok, rows = await asyncio.to_thread(self._store.stranded, slot, epoch, before, before,
-                                           self._config.recovery_batch)
+                                           self._params.batch)
         if not ok:
             await self._work.lose({slot})
             return

@@ -9,6 +9,7 @@ a row whose message does exist is harmless: the message is skipped at dispatch.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from dispatcher.clock import Clock, ms_to_datetime
@@ -20,14 +21,27 @@ from dispatcher.store.interface import TaskStoreProtocol
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepParams:
+    interval_ms: int
+    grace_ms: int
+    """An `enqueued` row older than this whose message never came moves to the MySQL path."""
+    batch: int
+    """Rows moved per slot per pass."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> SweepParams:
+        return cls(config.sweep_interval_ms, config.enqueued_grace_ms, config.sweep_batch)
+
+
 class Sweeper:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots,
+    def __init__(self, *, params: SweepParams, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots,
                  loops: LoopWatch | None = None):
-        self._config = config
+        self._params = params
         self._store = store
         self._clock = clock
         self._slots = slots
-        self._loop = PeriodicJob("sweep", interval_s=min(config.sweep_interval_ms, config.enqueued_grace_ms / 2) / 1000,
+        self._loop = PeriodicJob("sweep", interval_s=min(params.interval_ms, params.grace_ms / 2) / 1000,
                                  step=each_owned_slot("sweep", slots.owned, self.sweep_slot),
                                  may_run=lambda: not slots.held, watch=loops)
 
@@ -41,8 +55,8 @@ class Sweeper:
         now = self._clock.now_ms()
         try:
             moved = await asyncio.to_thread(self._store.sweep_enqueued, slot, epoch,
-                                            ms_to_datetime(now - self._config.enqueued_grace_ms),
-                                            self._config.sweep_batch, ms_to_datetime(now))
+                                            ms_to_datetime(now - self._params.grace_ms),
+                                            self._params.batch, ms_to_datetime(now))
         except Exception:
             log.exception("slot %d: sweep failed", slot)
             return
