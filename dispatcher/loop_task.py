@@ -82,7 +82,7 @@ SlotJob = Callable[[int, int], Awaitable[None]]
 
 class PeriodicJob:
     """The one shape of the node's periodic work (sweep, recovery check, cron planning, bulk
-    replay, stats flush, gauges): wait, and if the node may run it now, take one step. A
+    replay, stats flush): wait, and if the node may run it now, take one step. A
     step that raises is logged and the next one runs after the interval as usual: these
     jobs meet the store's and the network's failures every day, and a pass that failed is
     simply the next pass's work. What the step cannot handle ends no loop; a defect in
