@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import faulthandler
 import gc
 import inspect
 import logging
@@ -16,34 +17,34 @@ import grpc
 from cluster.coordinator import ClusterOwnership
 from cluster.interface import Ownership
 from cluster.static import StaticOwnership
+from dispatcher.admin.auth import admin_authenticator
 from dispatcher.admin.console.routes import console_routes
+from dispatcher.admin.ops_wiring import Operations
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
-from dispatcher.admission import Admission
-from dispatcher.api import TaskApi, serve_api
-from dispatcher.auth.admin_auth import admin_authenticator
+from dispatcher.api.admission import Admission
+from dispatcher.api.service import TaskApi, serve_api
+from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.reload import ReloadingTokens
 from dispatcher.auth.tls import admin_ssl_context, executor_channel_credentials, grpc_server_credentials
-from dispatcher.clock import Clock
-from dispatcher.clock_sync import ClockSync, SyncedClock
-from dispatcher.config import NodeConfig
+from dispatcher.base.clock import Clock
+from dispatcher.base.clock_sync import ClockSync, SyncedClock
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.loop_task import LoopTask, LoopWatch
+from dispatcher.base.metrics import NodeMetrics
 from dispatcher.cron.api import CronApi
 from dispatcher.cron.materializer import Materializer
-from dispatcher.engine import Engine
-from dispatcher.executor_count import ExecutorCount
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.engine.engine import Engine
+from dispatcher.engine.executor_count import ExecutorCount
+from dispatcher.engine.executor_pool import ExecutorPool
+from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
-from dispatcher.loop_task import LoopTask, LoopWatch
-from dispatcher.metrics import NodeMetrics
-from dispatcher.ops.wiring import Operations
-from dispatcher.retry import parse_retry_policies
+from dispatcher.policy.retry import parse_retry_policies
 from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
 from dispatcher.store.shards import shards_of
-from dispatcher.task_stats import TaskStats
-from dispatcher.validation import Limits
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
 
@@ -57,7 +58,7 @@ class Node:
         # Every background loop reports here if it ends on its own; the liveness probe reads it.
         self.loops = LoopWatch(on_crash=lambda name: self.metrics.loop_crashes.labels(name).inc())
         self.store = store_of(config)
-        # The cluster's one time is the store's (dispatcher/clock_sync.py); a clock given
+        # The cluster's one time is the store's (dispatcher/base/clock_sync.py); a clock given
         # in (tests) is taken as it is.
         self.clock: Clock
         self.clock_sync: ClockSync | None
@@ -329,3 +330,12 @@ async def run_node(config: NodeConfig) -> None:
     await stop.wait()
     log.info("node %s stopping", config.node_id)
     await node.stop()
+
+
+def run_from_env(overrides: dict[str, object]) -> None:
+    """`taskring node`: the config from TASKRING_* variables and the command line's overrides, then
+    the node until it is stopped."""
+    # `kill -USR1 <pid>` prints every thread's stack to the log: the first thing an
+    # SRE wants from a node that looks stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    asyncio.run(run_node(NodeConfig.from_env(None, **overrides)))

@@ -306,7 +306,7 @@ class Demo:
         t_settle = time.monotonic()
         settled, views = wait_settled(plan, self.settle_timeout)
         if not settled:
-            from dispatcher.admin.ring_cli import format_ring
+            from taskring_cli.ring import format_ring
             say(f"demo: FAILED: the ring did not settle within {self.settle_timeout:g}s")
             for node_id, view in views.items():
                 say(f"--- /ring of {node_id}")
@@ -350,7 +350,7 @@ class Demo:
             failures.append("not every task reached a terminal state")
 
         say()
-        from dispatcher.admin.ring_cli import fetch_ring, format_ring
+        from taskring_cli.ring import fetch_ring, format_ring
         try:
             say(format_ring(fetch_ring(plan[0].admin, self.token)))
         except (OSError, ValueError) as exc:

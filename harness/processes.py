@@ -3,7 +3,7 @@
 - `ChildProcess`: any command (an SDK CLI, an executor): output to a log file (stderr
   to a second one if asked), `stop()` = SIGTERM then SIGKILL after a deadline, and the
   process faults of harness/faults.py (kill -9, pause, resume).
-- `NodeProcess`: a dispatcher node (`python -m dispatcher.cli node`) in a World, with
+- `NodeProcess`: a dispatcher node (`python -m taskring_cli.main node`) in a World, with
   its gRPC target, admin endpoint, readiness and metrics.
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ class NodeProcess(ChildProcess):
                  admin_ssl_context: ssl.SSLContext | None = None, **extra_env: str):
         """admin_token None: the node serves its admin endpoint without a token (--no-admin-token);
         else it takes the token from its environment and we send it. python_args go before
-        `-m dispatcher.cli` (e.g. `-m cProfile -o FILE`). admin_ssl_context: the admin
+        `-m taskring_cli.main` (e.g. `-m cProfile -o FILE`). admin_ssl_context: the admin
         endpoint is HTTPS (the node has TASKRING_TLS_* in `extra_env`), reached with it."""
         self.admin_ssl_context = admin_ssl_context
         self.world = world
@@ -177,7 +177,7 @@ class NodeProcess(ChildProcess):
         self.grpc_port = grpc_port or free_port()
         self.admin_port = admin_port or free_port()
         self.admin_token = admin_token
-        args = [sys.executable, *python_args, "-m", "dispatcher.cli", "node", "--node-id", node_id,
+        args = [sys.executable, *python_args, "-m", "taskring_cli.main", "node", "--node-id", node_id,
                 "--grpc-port", str(self.grpc_port), "--admin-port", str(self.admin_port)]
         if admin_token is None:
             args.append("--no-admin-token")

@@ -1,6 +1,6 @@
 """Where the local stack (`deploy/local/stack.sh up`) answers, read in one place.
 
-The defaults are the node's own (dispatcher/config.py), so a node started with no
+The defaults are the node's own (dispatcher/base/config.py), so a node started with no
 TASKRING_* variables and the tools here agree on the same servers. The environment
 overrides them with the variables stack.sh itself reads: TASKRING_STACK_HOST,
 TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, TASKRING_MYSQL_PORT, TASKRING_MYSQL_SHARD2_PORT,
@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Mapping
 
-from dispatcher.config import KafkaConfig, MySQLConfig, ZooKeeperConfig
+from dispatcher.base.config import KafkaConfig, MySQLConfig, ZooKeeperConfig
 
 
 def _host_port(hostport: str) -> tuple[str, int]:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dispatcher.config import PRIORITY_TOPICS
+from dispatcher.base.config import PRIORITY_TOPICS
 from harness.stack import CLUSTER_CHROOT, CLUSTER_DATABASE, StackEndpoints
 from harness.wait import wait_until
 

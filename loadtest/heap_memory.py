@@ -27,9 +27,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dispatcher.config import NodeConfig  # noqa: E402
-from dispatcher.due import Due, due_of_message  # noqa: E402
-from dispatcher.heap import EtaHeap  # noqa: E402
+from dispatcher.base.config import NodeConfig  # noqa: E402
+from dispatcher.engine.due import Due, due_of_message  # noqa: E402
+from dispatcher.engine.heap import EtaHeap  # noqa: E402
 from dispatcher.log.codec import queued_message  # noqa: E402
 from taskring.wire import pb  # noqa: E402
 

@@ -43,20 +43,20 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dispatcher.api import TaskApi  # noqa: E402
-from dispatcher.clock import Clock  # noqa: E402
-from dispatcher.config import NodeConfig  # noqa: E402
-from dispatcher.due import due_of_message  # noqa: E402
-from dispatcher.due_queue import DueQueue  # noqa: E402
+from dispatcher.api.service import TaskApi  # noqa: E402
+from dispatcher.api.validation import Limits  # noqa: E402
+from dispatcher.base.clock import Clock  # noqa: E402
+from dispatcher.base.config import NodeConfig  # noqa: E402
+from dispatcher.base.metrics import NodeMetrics  # noqa: E402
+from dispatcher.engine.due import due_of_message  # noqa: E402
+from dispatcher.engine.due_queue import DueQueue  # noqa: E402
+from dispatcher.engine.outcomes import DecideParams, decide  # noqa: E402
+from dispatcher.engine.watermark import OffsetTracker  # noqa: E402
 from dispatcher.log.interface import OutMessage  # noqa: E402
-from dispatcher.metrics import NodeMetrics  # noqa: E402
-from dispatcher.outcomes import DecideParams, decide  # noqa: E402
 from dispatcher.store import attempt_writes  # noqa: E402
 from dispatcher.store import records as r  # noqa: E402
 from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
-from dispatcher.validation import Limits  # noqa: E402
-from dispatcher.watermark import OffsetTracker  # noqa: E402
 from taskring.wire import pb  # noqa: E402
 
 BATCH = 1_000

@@ -42,7 +42,7 @@ import pymysql.cursors
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from dispatcher.ids import new_task_id
+from dispatcher.base.ids import new_task_id
 from dispatcher.store.migrate import migrate
 from harness.stack import StackEndpoints
 from taskring.wire import pb

@@ -24,7 +24,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dispatcher.config import MySQLConfig  # noqa: E402
+from dispatcher.base.config import MySQLConfig  # noqa: E402
 from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
 from dispatcher.store.search import Query, SearchStore, statements  # noqa: E402

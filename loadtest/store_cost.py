@@ -30,8 +30,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dispatcher.config import MySQLConfig  # noqa: E402
-from dispatcher.ids import new_task_id  # noqa: E402
+from dispatcher.base.config import MySQLConfig  # noqa: E402
+from dispatcher.base.ids import new_task_id  # noqa: E402
 from dispatcher.store import records as r  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
 from harness.stack import StackEndpoints  # noqa: E402

@@ -1,7 +1,7 @@
 """CPU per task of checking a submitted batch, and of serialising the envelopes it stores.
 
 A benchmark, not a test, and it needs no servers. What the API does per SubmitBatch
-before anything is written (dispatcher/api.py): `validate_batch` over the request's
+before anything is written (dispatcher/api/service.py): `validate_batch` over the request's
 tasks, then one envelope per task for the row (`to_pb().SerializeToString()`). Batches of 1,000 typical
 tasks: namespace "bench", task_type "noop", a small JSON object as the payload, half of
 them with a delay of 1-50 ms, everything else left to the defaults, no task_id (so one
@@ -27,8 +27,8 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from dispatcher.clock import ms_to_aware
-from dispatcher.validation import Limits, ValidTask, validate_batch
+from dispatcher.api.validation import Limits, ValidTask, validate_batch
+from dispatcher.base.clock import ms_to_aware
 from taskring.wire import pb
 
 PAYLOADS: dict[str, Callable[[int], str]] = {

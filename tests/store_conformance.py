@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
-from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound
+from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound
 from dispatcher.store import records as r
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
 from taskring.task import TaskState

@@ -1,6 +1,6 @@
 # The local stack's endpoints for the shell, written once: sourced by deploy/local/stack.sh,
 # sdk/test.sh and sdk/java/e2e.sh. The environment overrides each default. They are the node's
-# own defaults (dispatcher/config.py, which harness/stack.py reads for Python); a unit test
+# own defaults (dispatcher/base/config.py, which harness/stack.py reads for Python); a unit test
 # (tests/unit/test_harness.py) checks that the two agree.
 export TASKRING_ZK_PORT="${TASKRING_ZK_PORT:-22181}"
 export TASKRING_KAFKA_PORT="${TASKRING_KAFKA_PORT:-29092}"

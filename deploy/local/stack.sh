@@ -372,7 +372,7 @@ stop_demo_nodes() {
     [[ -f "$f" ]] || return 0
     for pid in $(cat "$f"); do
         [[ "$pid" =~ ^[0-9]+$ && -r "/proc/$pid/cmdline" ]] || continue
-        tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "dispatcher.cli node --node-id demo-node-" || continue
+        tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "taskring_cli.main node --node-id demo-node-" || continue
         pids+=("$pid")
     done
     if ((${#pids[@]})); then

@@ -26,9 +26,11 @@ import datetime as dt
 
 from dispatcher.admin import routes as rt
 from dispatcher.admin.routes import Request, Response
+from dispatcher.api.validation import parse_rfc3339
 from dispatcher.auth.identity import Role
-from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
-from dispatcher.errors import InvalidArgument
+from dispatcher.base.clock import Clock, datetime_to_ms, ms_to_datetime, rfc3339
+from dispatcher.base.errors import InvalidArgument
+from dispatcher.engine.task_stats import TaskStats
 from dispatcher.ops.bulk_replay import BulkReplays
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps, attempts_of, envelope_dict
 from dispatcher.store import records as r
@@ -36,8 +38,6 @@ from dispatcher.store.audit import AuditStore
 from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.store.search import MAX_PAGE, Query, SearchStore
-from dispatcher.task_stats import TaskStats
-from dispatcher.validation import parse_rfc3339
 
 _ID = r"(?P<task_id>[A-Za-z0-9._:-]{1,64})"
 
@@ -236,7 +236,7 @@ class OpsRoutes:
                                      limit=_int(req.arg("limit"), "limit", 100, 1, 1000))
         return Response.of_json({"records": [rec.as_dict() for rec in records]})
 
-    # ---- figures (from the per-minute aggregates, dispatcher/task_stats.py) ----
+    # ---- figures (from the per-minute aggregates, dispatcher/engine/task_stats.py) ----
 
     def overview(self, req: Request) -> Response:
         hours = _int(req.arg("hours"), "hours", 1, 1, 48)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 
-from dispatcher.config import NodeConfig
+from dispatcher.base.config import NodeConfig
 from dispatcher.store.interface import TaskStoreProtocol
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import grpc
 
 from dispatcher.auth.identity import Identity, Role
-from dispatcher.errors import InvalidArgument
+from dispatcher.base.errors import InvalidArgument
 
 HTTP_STATUS_OF_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: 400,

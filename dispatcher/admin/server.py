@@ -42,7 +42,7 @@ from dispatcher.admin import routes as rt
 from dispatcher.admin import sessions as ss
 from dispatcher.admin.ring_page import render_page
 from dispatcher.auth.identity import ANONYMOUS, LOCAL_OPERATOR, Identity, Role
-from dispatcher.errors import TaskringError, bounded
+from dispatcher.base.errors import TaskringError, bounded
 
 log = logging.getLogger(__name__)
 

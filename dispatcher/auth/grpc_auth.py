@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from dispatcher.auth.tokens import Token, TokenLookup
-from dispatcher.errors import PermissionDenied, Unauthenticated
-from dispatcher.metrics import NodeMetrics
+from dispatcher.base.errors import PermissionDenied, Unauthenticated
+from dispatcher.base.metrics import NodeMetrics
 
 log = logging.getLogger(__name__)
 

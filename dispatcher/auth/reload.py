@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from dispatcher.auth.tokens import Token, TokenSet, TokensFileError, load_tokens
-from dispatcher.periodic_thread import PeriodicThread
+from dispatcher.base.periodic_thread import PeriodicThread
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from dispatcher.config import ExecutorTlsConfig, TlsConfig
+from dispatcher.base.config import ExecutorTlsConfig, TlsConfig
 
 
 def _read(path: str, what: str) -> bytes:

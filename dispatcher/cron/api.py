@@ -13,17 +13,17 @@ import uuid
 from google.protobuf import json_format
 
 from cluster.slots import slot_of
-from dispatcher.api import _guarded, api_state
+from dispatcher.api.service import _guarded, api_state
+from dispatcher.api.validation import Limits, validate_task
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.tokens import Token
-from dispatcher.clock import Clock, ms_to_datetime, rfc3339
-from dispatcher.config import NodeConfig
+from dispatcher.base.clock import Clock, ms_to_datetime, rfc3339
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.cron import rules, schedule
-from dispatcher.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.store import audit
 from dispatcher.store.cron import Audit, CronStore, StoredRule
-from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb, pb_grpc
 
 

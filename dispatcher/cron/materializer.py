@@ -14,15 +14,15 @@ import asyncio
 import datetime as dt
 import logging
 
-from dispatcher.clock import Clock, ms_to_datetime, rfc3339
-from dispatcher.config import NodeConfig
+from dispatcher.api.validation import Limits, validate_task
+from dispatcher.base.clock import Clock, ms_to_datetime, rfc3339
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.loop_task import LoopWatch, PeriodicJob
 from dispatcher.cron import rules
-from dispatcher.loop_task import LoopWatch, PeriodicJob
-from dispatcher.slot_table import OwnedSlots
+from dispatcher.engine.slot_table import OwnedSlots
+from dispatcher.engine.task_stats import TaskStats
 from dispatcher.store import records as r
 from dispatcher.store.cron import CronStore, StoredRule
-from dispatcher.task_stats import TaskStats
-from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)

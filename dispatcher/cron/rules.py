@@ -20,8 +20,8 @@ import datetime as dt
 import enum
 import re
 
+from dispatcher.base.errors import InvalidArgument, quote
 from dispatcher.cron import schedule
-from dispatcher.errors import InvalidArgument, quote
 from taskring.wire import pb
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")

@@ -42,7 +42,7 @@ from typing import TypeVar
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from dispatcher.errors import InvalidArgument, bounded, quote
+from dispatcher.base.errors import InvalidArgument, bounded, quote
 
 CATCH_UP_LIMIT_MAX = 1000
 """Most fires one catch-up materializes (policy "all")."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from dispatcher.config import KafkaConfig
+from dispatcher.base.config import KafkaConfig
 from dispatcher.log.interface import InMessage, OutMessage, Partition
 
 

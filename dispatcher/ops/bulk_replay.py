@@ -19,9 +19,9 @@ import logging
 import time
 
 from dispatcher.auth.identity import Identity, Role
-from dispatcher.clock import Clock
-from dispatcher.errors import InvalidArgument, TaskNotFound, Unavailable
-from dispatcher.loop_task import LoopWatch, PeriodicJob
+from dispatcher.base.clock import Clock
+from dispatcher.base.errors import InvalidArgument, TaskNotFound, Unavailable
+from dispatcher.base.loop_task import LoopWatch, PeriodicJob
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps
 from dispatcher.store import audit
 from dispatcher.store.bulk_replays import BulkReplayStore, Job

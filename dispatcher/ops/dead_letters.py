@@ -21,9 +21,10 @@ from collections.abc import Callable
 
 from google.protobuf import json_format
 
+from dispatcher.api.validation import Limits, validate_task
 from dispatcher.auth.identity import Identity
-from dispatcher.clock import Clock, ms_to_aware
-from dispatcher.errors import InvalidArgument
+from dispatcher.base.clock import Clock, ms_to_aware
+from dispatcher.base.errors import InvalidArgument
 from dispatcher.store import audit
 from dispatcher.store import records as r
 from dispatcher.store.dead_letters import (
@@ -34,7 +35,6 @@ from dispatcher.store.dead_letters import (
     envelope_digest,
 )
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
 
 MAX_REASON_CHARS = 1000

@@ -15,7 +15,7 @@ import json
 
 import grpc
 
-from dispatcher.errors import TaskringError
+from dispatcher.base.errors import TaskringError
 from dispatcher.store import audit
 from dispatcher.store.dead_letters import DeadLetterFilter
 from dispatcher.store.shards import Shards

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import grpc
 
-from dispatcher.errors import TaskringError, quote
+from dispatcher.base.errors import TaskringError, quote
 from dispatcher.store import audit, fenced
 from dispatcher.store import records as r
 from dispatcher.store.mysql import TaskStore

@@ -1,5 +1,5 @@
 """What dead-lettering writes besides the task row, and what undoes it: the entry in
-`dead_letters`, grouped by failure (dispatcher/failures.py), and its group's count in
+`dead_letters`, grouped by failure (dispatcher/base/failures.py), and its group's count in
 `dead_letter_groups` (migrations/008, 010). Statements only, run on the caller's cursor, so
 they stay one transaction with the change of the task row they go with: the task store's
 record_outcomes adds, a replay or a delete (dead_letters.py) takes away."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from dispatcher.failures import Failure, classify
+from dispatcher.base.failures import Failure, classify
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import marks
 

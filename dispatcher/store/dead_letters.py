@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import grpc
 
-from dispatcher.errors import TaskNotFound, TaskringError, quote
+from dispatcher.base.errors import TaskNotFound, TaskringError, quote
 from dispatcher.store import audit, dead_lettering, fenced
 from dispatcher.store import records as r
 from dispatcher.store.shards import Shards

@@ -21,7 +21,7 @@ owner twice (a replayed Kafka message, a swept row) is dispatched once, and an
 outcome of an attempt that is no longer current changes nothing.
 
 What is returned, what is written and what is refused is specified per method
-below. Every method may raise dispatcher.errors.Unavailable when the backend
+below. Every method may raise dispatcher.base.errors.Unavailable when the backend
 underneath refused (nothing was written: each call is all-or-nothing). Times
 are naive UTC datetimes, stored with millisecond precision (truncated).
 Task ids, namespaces and task types are compared exactly (case-sensitive).

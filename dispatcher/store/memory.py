@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import overload
 
 from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
-from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
+from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import records as r
 from taskring.task import TaskState
 

@@ -16,7 +16,7 @@ import re
 
 import pymysql
 
-from dispatcher.config import MySQLConfig, parse_mysql_shards
+from dispatcher.base.config import MySQLConfig, parse_mysql_shards
 
 MIGRATIONS_DIR = pathlib.Path(__file__).with_name("migrations")
 _NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import pymysql
 
 from cluster.interface import SlotLeased
-from dispatcher.config import MySQLConfig
-from dispatcher.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
+from dispatcher.base.config import MySQLConfig
+from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import attempt_writes, fenced, leases
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import marks, names, sql_time
@@ -238,7 +238,7 @@ class TaskStore:
         return self.run(lambda cur: leases.renew(cur, node, epochs, lease_ms))
 
     def server_time_ms(self) -> int:
-        """The store's clock, the cluster's one time (dispatcher/clock_sync.py)."""
+        """The store's clock, the cluster's one time (dispatcher/base/clock_sync.py)."""
         def body(cur):
             cur.execute("SELECT UNIX_TIMESTAMP(NOW(6))")
             return int(float(cur.fetchone()[0]) * 1000)

@@ -116,7 +116,7 @@ class NewTask:
     envelope: bytes        # pb.Task, serialized
     created_at: dt.datetime
     unique_key: str = ""
-    """"" or the key this task must hold to be inserted (dispatcher/unique.py)."""
+    """"" or the key this task must hold to be inserted (dispatcher/policy/unique.py)."""
     unique_until: dt.datetime | None = None
     """None: the key is held while the task is live; else until this time."""
     trace_id: str = ""

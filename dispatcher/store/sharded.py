@@ -37,8 +37,8 @@ from typing import TypeVar
 
 import pymysql
 
-from dispatcher.config import MySQLConfig, NodeConfig, format_slot_shards
-from dispatcher.errors import TaskNotFound, Unavailable
+from dispatcher.base.config import MySQLConfig, NodeConfig, format_slot_shards
+from dispatcher.base.errors import TaskNotFound, Unavailable
 from dispatcher.store import records as r
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.unique_keys import hold_keys

@@ -1,7 +1,7 @@
 """Statements' literals for the MySQL store's hot path.
 
 Task ids, namespaces and task types are validated at the API edge as [A-Za-z0-9._:-]
-(dispatcher/validation.py), so the hot path writes them into its statements as they
+(dispatcher/api/validation.py), so the hot path writes them into its statements as they
 are: PyMySQL's escaping, value by value, cost about 12 us a row (FIELD-NOTES), a
 literal about 1. Each list is checked against that alphabet in one regex pass, so a
 name that did not come through validation is refused, never written.

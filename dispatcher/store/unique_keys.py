@@ -1,5 +1,5 @@
 """Unique keys in MySQL: a batch's new tasks take their keys, in the insert's own transaction
-(dispatcher/unique.py says what a key means; migrations/006_unique_keys.sql is the table).
+(dispatcher/policy/unique.py says what a key means; migrations/006_unique_keys.sql is the table).
 Used by TaskStore and, shard by shard, by ShardedTaskStore."""
 from __future__ import annotations
 

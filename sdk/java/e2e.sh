@@ -75,7 +75,7 @@ EOF
 TASKRING_MYSQL_PORT="$mysql_port" TASKRING_MYSQL_DATABASE="$db" TASKRING_KAFKA="$kafka" TASKRING_TOPIC_PREFIX="$prefix" \
 TASKRING_ZK="$zk_hosts$chroot" TASKRING_PARTITIONS=4 TASKRING_GRPC_PORT="$grpc_port" TASKRING_ADMIN_PORT="$admin_port" \
 TASKRING_ROUTE_THRESHOLD_MS=10000 TASKRING_NODE_ID="$run" \
-    "$py" -m dispatcher.cli node --single --no-admin-token > "$log" 2>&1 &
+    "$py" -m taskring_cli.main node --single --no-admin-token > "$log" 2>&1 &
 node_pid=$!
 for _ in $(seq 300); do
     grep -q " ready: grpc " "$log" && break

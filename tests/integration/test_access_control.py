@@ -197,7 +197,7 @@ def test_the_shell_commands_send_the_token_of_their_environment(taskring_env, no
     def taskring(*args: str, token: str | None) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k != "TASKRING_TOKEN"}
         env.update({"TASKRING_TARGET": node.target, **({"TASKRING_TOKEN": token} if token else {})})
-        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args], cwd=REPO, env=env,
+        return subprocess.run([sys.executable, "-m", "taskring_cli.main", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=60)
     done = taskring("submit", "billing", "ok", "--delay", "3600", token=secrets["billing-rw"])
     assert done.returncode == 0, done.stderr

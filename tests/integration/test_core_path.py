@@ -244,11 +244,11 @@ def test_slow_tasks_do_not_hold_up_quick_ones(client, recording_executor):
 
 def test_a_retried_submit_produces_a_message_the_first_call_never_did(taskring_env, recording_executor):
     from cluster.slots import slot_of
-    from dispatcher.clock import ms_to_datetime
-    from dispatcher.config import MySQLConfig
+    from dispatcher.api.validation import Limits, validate_task
+    from dispatcher.base.clock import ms_to_datetime
+    from dispatcher.base.config import MySQLConfig
     from dispatcher.store.mysql import TaskStore
     from dispatcher.store.records import ENQUEUED, NewTask
-    from dispatcher.validation import Limits, validate_task
     # Given a task written as `enqueued` whose Kafka message was never produced
     # (the node died between its MySQL write and its produce)
     now = dt.datetime.now(dt.UTC)

@@ -272,7 +272,7 @@ def test_the_taskring_command_manages_rules(node):
     from tests.integration.test_sdk_cron import RULE_KEYS
 
     def taskring(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "dispatcher.cli", "cron", "--target", node.target, *args],
+        return subprocess.run([sys.executable, "-m", "taskring_cli.main", "cron", "--target", node.target, *args],
                               capture_output=True, text=True, timeout=60)
     made = taskring("create", "tests", "cli-rule", "--type", "ok", "--schedule", "30 2 * * *",
                     "--zone", "America/New_York", "--payload", '{"a": 1}', "--owner-team", "ops")

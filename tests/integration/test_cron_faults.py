@@ -15,7 +15,7 @@ monotonic clock) by tests/integration/skewed_clock/sitecustomize.py, loaded thro
 PYTHONPATH with TASKRING_TEST_WALL_CLOCK_SHIFT_S, as the fault matrix's row 10 does. This
 shim is used instead of libfaketime, which hangs Python 3.11's timed waits (its wrappers of
 clock_nanosleep and pthread_cond_timedwait fail or never return). Nodes follow the store's
-clock (dispatcher/clock_sync.py), so the fires must stay on time whichever node owns them.
+clock (dispatcher/base/clock_sync.py), so the fires must stay on time whichever node owns them.
 
 The lead: the first generation of nodes writes fires only 4 s ahead (TASKRING_CRON_LEAD_MS),
 so that the kill and the freeze land on the materializer itself: the new owner must plan

@@ -8,7 +8,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.log_conformance")
 
-from dispatcher.config import KafkaConfig  # noqa: E402
+from dispatcher.base.config import KafkaConfig  # noqa: E402
 from dispatcher.log.kafka import PartitionReader, TaskProducer  # noqa: E402
 from tests.log_conformance import Backend, LogConformance  # noqa: E402
 

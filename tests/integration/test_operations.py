@@ -242,7 +242,7 @@ def test_search_by_trace_key_and_type_pages_on_indexes(node, taskring_env):
     assert call(node, "GET", f"/api/tasks?namespace={NS}&task_type=x&status=lost")[0] == 400
 
     # Every statement a search runs reads an index range, never the whole table.
-    from dispatcher.config import MySQLConfig
+    from dispatcher.base.config import MySQLConfig
     from dispatcher.store.mysql import TaskStore
     from dispatcher.store.search import Query, SearchStore
     from dispatcher.store.shards import shards_of

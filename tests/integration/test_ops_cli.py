@@ -27,7 +27,7 @@ def node(taskring_env):
 
 
 def taskring(node: NodeProcess, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args, "--admin", node.admin],
+    return subprocess.run([sys.executable, "-m", "taskring_cli.main", *args, "--admin", node.admin],
                           capture_output=True, text=True, timeout=120)
 
 

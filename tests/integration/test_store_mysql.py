@@ -14,7 +14,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.store_conformance")
 
-from dispatcher.config import MySQLConfig  # noqa: E402
+from dispatcher.base.config import MySQLConfig  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
 from harness.world import create_database, drop_database  # noqa: E402
 from tests.store_conformance import Backend, StoreConformance  # noqa: E402

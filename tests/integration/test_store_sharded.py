@@ -16,8 +16,8 @@ import pytest
 
 pytest.register_assert_rewrite("tests.store_conformance")
 
-from dispatcher.config import MySQLConfig, NodeConfig  # noqa: E402
-from dispatcher.errors import TaskNotFound, Unavailable  # noqa: E402
+from dispatcher.base.config import MySQLConfig, NodeConfig  # noqa: E402
+from dispatcher.base.errors import TaskNotFound, Unavailable  # noqa: E402
 from dispatcher.store import records as r  # noqa: E402
 from dispatcher.store.sharded import ShardedTaskStore, store_of  # noqa: E402
 from harness.executors import RecordingExecutor  # noqa: E402

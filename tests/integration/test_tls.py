@@ -117,7 +117,7 @@ def test_the_shell_commands_take_tls_files_from_the_environment(mtls_node, certs
     def submit(**tls: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKRING_CA", "TASKRING_CLIENT"))}
         env.update(TASKRING_TARGET=mtls_node.target, **tls)
-        return subprocess.run([sys.executable, "-m", "dispatcher.cli", "submit", "tests", "ok", "--delay", "3600"],
+        return subprocess.run([sys.executable, "-m", "taskring_cli.main", "submit", "tests", "ok", "--delay", "3600"],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     done = submit(TASKRING_CA_FILE=str(certs / "ca.pem"), TASKRING_CLIENT_CERT_FILE=str(certs / "client.pem"),
                   TASKRING_CLIENT_KEY_FILE=str(certs / "client.key"))
@@ -130,7 +130,7 @@ def test_the_admin_commands_show_a_client_certificate_under_mutual_tls(mtls_node
 
     def taskring(*args: str, **env: str) -> subprocess.CompletedProcess:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("TASKRING_ADMIN")}
-        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args], cwd=REPO, env={**clean, **env},
+        return subprocess.run([sys.executable, "-m", "taskring_cli.main", *args], cwd=REPO, env={**clean, **env},
                               capture_output=True, text=True, timeout=60)
     ca, cert, key = str(certs / "ca.pem"), str(certs / "client.pem"), str(certs / "client.key")
     ring = taskring("ring", "--admin", admin, "--ca-file", ca, "--cert-file", cert, "--key-file", key)

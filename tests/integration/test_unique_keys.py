@@ -10,11 +10,11 @@ import uuid
 import pytest
 
 from cluster.slots import slot_of
-from dispatcher.clock import ms_to_datetime
-from dispatcher.config import MySQLConfig, NodeConfig
+from dispatcher.api.validation import Limits, validate_task
+from dispatcher.base.clock import ms_to_datetime
+from dispatcher.base.config import MySQLConfig, NodeConfig
 from dispatcher.store import records as r
 from dispatcher.store.sharded import store_of
-from dispatcher.validation import Limits, validate_task
 from harness.executors import RecordingExecutor
 from harness.processes import NodeProcess
 from harness.wait import wait_until
@@ -206,7 +206,7 @@ def test_the_taskring_command_submits_with_a_unique_key_and_reads_the_task(node)
     import sys
 
     def taskring(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "dispatcher.cli", *args, "--target", node.target],
+        return subprocess.run([sys.executable, "-m", "taskring_cli.main", *args, "--target", node.target],
                               capture_output=True, text=True, timeout=60)
     k = key()
     first = taskring("submit", "tests", "ok", "--payload", '{"n": 1}', "--delay", "60", "--unique-key", k)

@@ -8,9 +8,9 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from dispatcher.admin.ring_cli import format_ring
 from dispatcher.admin.ring_page import render_page
 from dispatcher.admin.server import AdminServer
+from taskring_cli.ring import format_ring
 
 RING = {
     "node": "n1", "zookeeper_session": "connected", "members": {"n1": {}, "n2": {}}, "owned_here": [0],
@@ -96,7 +96,7 @@ def test_page_and_table_show_owners_and_flag_moving_slots():
 def test_routes_name_their_role_and_errors_map_to_http_statuses():
     from dispatcher.admin import routes as rt
     from dispatcher.auth.identity import Identity, Role
-    from dispatcher.errors import InvalidArgument, TaskNotFound
+    from dispatcher.base.errors import InvalidArgument, TaskNotFound
 
     def fail(req: rt.Request) -> rt.Response:
         raise TaskNotFound(req.params["task_id"])

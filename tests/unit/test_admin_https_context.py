@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dispatcher.ops.admin_client import AdminError, https_context
 from harness.processes import REPO
+from taskring_cli.admin_client import AdminError, https_context
 
 
 @pytest.fixture(scope="module")

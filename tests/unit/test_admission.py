@@ -4,9 +4,10 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from dispatcher.admission import MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, Admission, Load
-from dispatcher.clock import Clock
-from dispatcher.errors import Overloaded
+from dispatcher.api.admission import MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, Admission
+from dispatcher.base.clock import Clock
+from dispatcher.base.errors import Overloaded
+from dispatcher.engine.load import Load
 
 
 class FixedClock(Clock):

@@ -1,4 +1,4 @@
-"""The task API's answers to bad input, over a real gRPC server (dispatcher.api.serve_api)
+"""The task API's answers to bad input, over a real gRPC server (dispatcher.api.service.serve_api)
 on the in-memory store.
 
 Given bytes that are no protobuf, or a string field that is not UTF-8 (proto3 requires
@@ -20,13 +20,13 @@ from typing import Any
 import grpc
 import pytest
 
-from dispatcher.api import TaskApi, serve_api
-from dispatcher.config import NodeConfig
-from dispatcher.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, quote
+from dispatcher.api.service import TaskApi, serve_api
+from dispatcher.api.validation import Limits
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, quote
+from dispatcher.base.metrics import NodeMetrics
 from dispatcher.log.interface import OutMessage
-from dispatcher.metrics import NodeMetrics
 from dispatcher.store.memory import MemoryTaskStore
-from dispatcher.validation import Limits
 from taskring.wire import pb
 
 SERVICE = "/taskring.v1.TaskService/"

@@ -12,13 +12,13 @@ import hashlib
 import grpc
 import pytest
 
-from dispatcher.api import TaskApi
+from dispatcher.api.service import TaskApi
+from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.tokens import CALL_OF_RPC, CALLS, parse_tokens
-from dispatcher.config import NodeConfig
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.metrics import NodeMetrics
 from dispatcher.cron.api import CronApi
-from dispatcher.metrics import NodeMetrics
-from dispatcher.validation import Limits
 from taskring.wire import pb
 
 SERVICES = ("TaskService", "CronService")

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from dispatcher.auth.admin_auth import admin_authenticator
+from dispatcher.admin.auth import admin_authenticator
 from dispatcher.auth.reload import ReloadingTokens
 from dispatcher.auth.tokens import TokensFileError, new_token
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from dispatcher.admin import routes as rt
+from dispatcher.admin.auth import admin_authenticator
 from dispatcher.admin.server import AdminServer
-from dispatcher.auth.admin_auth import admin_authenticator
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.identity import Identity, Role
 from dispatcher.auth.tokens import (
@@ -22,8 +22,8 @@ from dispatcher.auth.tokens import (
     new_token,
     parse_tokens,
 )
-from dispatcher.errors import PermissionDenied, Unauthenticated
-from dispatcher.metrics import NodeMetrics
+from dispatcher.base.errors import PermissionDenied, Unauthenticated
+from dispatcher.base.metrics import NodeMetrics
 
 SHA = hashlib.sha256(b"s3cret").hexdigest()
 

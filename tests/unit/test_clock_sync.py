@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 
-from dispatcher.clock_sync import ClockSync, SyncedClock
+from dispatcher.base.clock_sync import ClockSync, SyncedClock
 
 
 class Wall:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from google.protobuf.message import DecodeError
 
-from dispatcher.due import KAFKA, Due, due_of_message
+from dispatcher.engine.due import KAFKA, Due, due_of_message
 from dispatcher.log.codec import decode_queued, queued_message, queued_message_of_envelope
 from taskring.wire import pb
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dispatcher.config import KafkaConfig, MySQLConfig, NodeConfig, ZooKeeperConfig
+from dispatcher.base.config import KafkaConfig, MySQLConfig, NodeConfig, ZooKeeperConfig
 
 NUMBERS = [f.name for f in dataclasses.fields(NodeConfig) if f.type in ("int", int)
            and f.name not in ("grpc_port", "admin_port")]   # ports: 0 asks the OS for a free one
@@ -42,7 +42,7 @@ def test_from_env_without_variables_is_the_defaults():
 # ---------------------------------------------------------------- the store split by slot
 
 def test_store_shards_come_from_the_environment_with_an_even_slot_map_by_default():
-    from dispatcher.config import format_slot_shards
+    from dispatcher.base.config import format_slot_shards
     config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks, db3:3308/tasks",
                                   "TASKRING_MYSQL_USER": "u", "TASKRING_PARTITIONS": "12"})
     assert [(m.host, m.port, m.database, m.user) for m in config.store_shards] == [
@@ -51,7 +51,7 @@ def test_store_shards_come_from_the_environment_with_an_even_slot_map_by_default
 
 
 def test_an_explicit_slot_map_is_parsed_and_printed_back_the_same():
-    from dispatcher.config import format_slot_shards
+    from dispatcher.base.config import format_slot_shards
     config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks",
                                   "TASKRING_SLOT_SHARDS": "0-2:1,3:0,4-15:1"})
     assert config.shard_of_slot[:5] == (1, 1, 1, 0, 1)

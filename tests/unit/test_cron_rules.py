@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from dispatcher.base.errors import InvalidArgument
 from dispatcher.cron import rules
-from dispatcher.errors import InvalidArgument
 from taskring.wire import pb
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, 0, tzinfo=dt.UTC)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from dispatcher.base.errors import InvalidArgument
 from dispatcher.cron.schedule import (
     CATCH_UP_LIMIT_MAX,
     CatchUp,
@@ -32,7 +33,6 @@ from dispatcher.cron.schedule import (
     next_fire,
     parse_rule,
 )
-from dispatcher.errors import InvalidArgument
 
 NY, LONDON, LORD_HOWE = "America/New_York", "Europe/London", "Australia/Lord_Howe"
 

@@ -1,8 +1,8 @@
 """The deploy artifacts (deploy/kubernetes, deploy/prometheus, deploy/grafana) against the code.
 
 No servers and no cluster: every YAML and JSON file parses; every metric and label the rules
-and the dashboard name is one dispatcher/metrics.py exports; the StatefulSet's ports, probes
-and environment agree with dispatcher/config.py and with what dispatcher/admin/server.py serves; every
+and the dashboard name is one dispatcher/base/metrics.py exports; the StatefulSet's ports, probes
+and environment agree with dispatcher/base/config.py and with what dispatcher/admin/server.py serves; every
 alert has its annotations and a runbook. A renamed metric, variable, port or probe path fails
 here instead of in production.
 """
@@ -30,8 +30,8 @@ import pytest
 import yaml  # PyYAML, in the dev extra
 
 from dispatcher.admin.server import AdminServer
-from dispatcher.config import ExecutorTlsConfig, NodeConfig, TlsConfig
-from dispatcher.metrics import NodeMetrics
+from dispatcher.base.config import ExecutorTlsConfig, NodeConfig, TlsConfig
+from dispatcher.base.metrics import NodeMetrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import asyncio
 
-from dispatcher.due import KAFKA, Due
-from dispatcher.due_queue import DueQueue
+from dispatcher.engine.due import KAFKA, Due
+from dispatcher.engine.due_queue import DueQueue
 from taskring.wire import pb
 
 

@@ -18,15 +18,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dispatcher import dispatch as dispatch_module
-from dispatcher.clock import Clock, datetime_to_ms, ms_to_datetime
-from dispatcher.config import KafkaConfig, NodeConfig
-from dispatcher.engine import Engine
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.base.clock import Clock, datetime_to_ms, ms_to_datetime
+from dispatcher.base.config import KafkaConfig, NodeConfig
+from dispatcher.base.loop_task import LoopWatch
+from dispatcher.base.metrics import NodeMetrics
+from dispatcher.engine import dispatch as dispatch_module
+from dispatcher.engine.engine import Engine
+from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
-from dispatcher.loop_task import LoopWatch
-from dispatcher.metrics import NodeMetrics
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from membership import ExecutorInstance

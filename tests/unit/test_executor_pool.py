@@ -5,8 +5,8 @@ import asyncio
 
 import grpc
 
-from dispatcher.clock import Clock
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.base.clock import Clock
+from dispatcher.engine.executor_pool import ExecutorPool
 from membership import ExecutorInstance
 from taskring.wire import pb
 

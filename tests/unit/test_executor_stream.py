@@ -1,4 +1,4 @@
-"""The node's Work stream to an executor (dispatcher/executor_stream.py) against the
+"""The node's Work stream to an executor (dispatcher/engine/executor_stream.py) against the
 Python SDK's executor serving on 127.0.0.1 (no ZooKeeper): outcomes as tasks finish,
 fallback to Execute calls, a stream that breaks, a deadline, a stop that drains."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from dispatcher.clock import Clock
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.base.clock import Clock
+from dispatcher.engine.executor_pool import ExecutorPool
 from membership import ExecutorInstance
 from taskring import Executor
 from taskring.wire import pb, pb_grpc

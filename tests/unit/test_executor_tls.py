@@ -19,9 +19,9 @@ import grpc
 import pytest
 
 from dispatcher.auth.tls import executor_channel_credentials
-from dispatcher.clock import Clock
-from dispatcher.config import ExecutorTlsConfig, NodeConfig, parse_executor_tls
-from dispatcher.executor_pool import ExecutorPool
+from dispatcher.base.clock import Clock
+from dispatcher.base.config import ExecutorTlsConfig, NodeConfig, parse_executor_tls
+from dispatcher.engine.executor_pool import ExecutorPool
 from harness.processes import REPO
 from membership import ExecutorInstance
 from taskring import Executor, executor_tls_credentials, executor_tls_from_env

@@ -1,7 +1,7 @@
 """Failures grouped by class and message shape: one outage's dead letters are one group."""
 from __future__ import annotations
 
-from dispatcher.failures import classify
+from dispatcher.base.failures import classify
 
 
 def test_values_in_the_message_do_not_split_a_group():

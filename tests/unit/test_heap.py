@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from dispatcher.heap import EtaHeap, HeapEntry
+from dispatcher.engine.heap import EtaHeap, HeapEntry
 
 LOW, NORMAL, HIGH = 1, 2, 3
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from dispatcher.ids import UuidV7Generator, new_task_id, uuid7_unix_ms
+from dispatcher.base.ids import UuidV7Generator, new_task_id, uuid7_unix_ms
 
 
 def _fixed_clock(values):

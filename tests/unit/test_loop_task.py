@@ -15,7 +15,7 @@ import logging
 
 import pytest
 
-from dispatcher.loop_task import LoopTask, LoopWatch, PeriodicJob, each_owned_slot
+from dispatcher.base.loop_task import LoopTask, LoopWatch, PeriodicJob, each_owned_slot
 
 
 async def until(condition, timeout_s: float = 5.0) -> None:
@@ -44,7 +44,7 @@ def test_a_loop_that_raises_is_reported_with_its_error_and_logged(caplog):
         assert not loop.running
         await loop.stop()
 
-    with caplog.at_level(logging.ERROR, logger="dispatcher.loop_task"):
+    with caplog.at_level(logging.ERROR, logger="dispatcher.base.loop_task"):
         asyncio.run(scenario())
     assert watch.ended() == {"sweep": "ValueError: bad row"}
     assert crashed == ["sweep"]
@@ -113,7 +113,7 @@ def test_a_periodic_step_that_raises_is_logged_and_the_next_step_runs(caplog):
         assert job.running
         await job.stop()
 
-    with caplog.at_level(logging.ERROR, logger="dispatcher.loop_task"):
+    with caplog.at_level(logging.ERROR, logger="dispatcher.base.loop_task"):
         asyncio.run(scenario())
     assert watch.ended() == {}
     assert any("sweep: a pass failed (ConnectionError: store gone)" in r.getMessage() and r.exc_info
@@ -157,7 +157,7 @@ def test_each_owned_slot_runs_every_slot_when_one_fails(caplog):
             raise RuntimeError("slot 1 refused")
 
     step = each_owned_slot("recovery check", lambda: {0: 5, 1: 6, 2: 7}, job)
-    with caplog.at_level(logging.ERROR, logger="dispatcher.loop_task"):
+    with caplog.at_level(logging.ERROR, logger="dispatcher.base.loop_task"):
         asyncio.run(take_one_step(step))
     assert seen == [(0, 5), (1, 6), (2, 7)]
     assert any("slot 1: recovery check failed" in r.getMessage() for r in caplog.records)

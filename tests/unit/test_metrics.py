@@ -9,13 +9,13 @@ import dataclasses
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from dispatcher.api import TaskApi
-from dispatcher.config import NodeConfig
-from dispatcher.executor_count import ANY_TYPE, ExecutorCount
-from dispatcher.metrics import NodeMetrics, observe_many, observe_values
+from dispatcher.api.service import TaskApi
+from dispatcher.api.validation import Limits
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.metrics import NodeMetrics, observe_many, observe_values
+from dispatcher.engine.executor_count import ANY_TYPE, ExecutorCount
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
-from dispatcher.validation import Limits
 from taskring.wire import pb
 from tests.unit.test_api_errors import RecordingProducer
 from tests.unit.test_engine import SLOT, World, eventually, scenario

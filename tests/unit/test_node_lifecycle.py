@@ -15,10 +15,10 @@ import urllib.request
 import pytest
 
 from dispatcher.admin.server import AdminServer
-from dispatcher.clock import Clock
-from dispatcher.config import MySQLConfig, NodeConfig
-from dispatcher.errors import Unavailable
-from dispatcher.loop_task import LoopTask
+from dispatcher.base.clock import Clock
+from dispatcher.base.config import MySQLConfig, NodeConfig
+from dispatcher.base.errors import Unavailable
+from dispatcher.base.loop_task import LoopTask
 from dispatcher.node import Node
 
 

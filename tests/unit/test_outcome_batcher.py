@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from dispatcher.outcome_batcher import OutcomeBatcher
+from dispatcher.engine.outcome_batcher import OutcomeBatcher
 from dispatcher.store import records as r
 
 T0 = dt.datetime(2030, 1, 1)

@@ -1,15 +1,15 @@
-"""dispatcher/outcomes.py: what one finished attempt does next, as a pure function."""
+"""dispatcher/engine/outcomes.py: what one finished attempt does next, as a pure function."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from dispatcher.clock import ms_to_datetime
-from dispatcher.config import KafkaConfig, NodeConfig
-from dispatcher.due import KAFKA, MYSQL, Due
+from dispatcher.base.clock import ms_to_datetime
+from dispatcher.base.config import KafkaConfig, NodeConfig
+from dispatcher.engine.due import KAFKA, MYSQL, Due
+from dispatcher.engine.outcomes import DecideParams, decide
 from dispatcher.log.codec import decode_queued
-from dispatcher.outcomes import DecideParams, decide
 from dispatcher.store import records as r
 from taskring.task import TaskState
 from taskring.wire import pb

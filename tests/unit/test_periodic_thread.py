@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from dispatcher.periodic_thread import PeriodicThread
+from dispatcher.base.periodic_thread import PeriodicThread
 from harness.wait import wait_until
 
 NAME = "taskring-test-periodic"
@@ -24,7 +24,7 @@ def test_ticks_run_on_one_thread_and_a_failing_tick_does_not_end_them(caplog):
             raise RuntimeError("tick two fails")
 
     job = PeriodicThread(NAME, 0.01, tick)
-    with caplog.at_level(logging.ERROR, logger="dispatcher.periodic_thread"):
+    with caplog.at_level(logging.ERROR, logger="dispatcher.base.periodic_thread"):
         job.start()
         job.start()   # a second start is a no-op
         try:

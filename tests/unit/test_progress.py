@@ -1,11 +1,11 @@
-"""dispatcher/progress.py on the store's twin: where each owned partition may be
+"""dispatcher/engine/progress.py on the store's twin: where each owned partition may be
 replayed from, committed under the slot's epoch."""
 from __future__ import annotations
 
 import asyncio
 
-from dispatcher.clock import Clock
-from dispatcher.progress import KafkaProgress
+from dispatcher.base.clock import Clock
+from dispatcher.engine.progress import KafkaProgress
 from dispatcher.store.memory import MemoryTaskStore
 
 TOPICS = ["t.high", "t.normal"]

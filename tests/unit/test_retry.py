@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from dispatcher.retry import (
+from dispatcher.policy.retry import (
     MAX_SCHEDULE_ENTRIES,
     InvalidRetryPolicy,
     RetryPolicies,
@@ -189,7 +189,7 @@ def test_registry_does_not_see_later_changes_to_the_callers_dict():
 
 
 def test_retry_policies_from_json_set_the_default_and_per_type_policies():
-    from dispatcher.retry import parse_retry_policies
+    from dispatcher.policy.retry import parse_retry_policies
     policies = parse_retry_policies(
         '{"default": {"initial_backoff_ms": 500}, "pay/charge": {"schedule_ms": [30000, 120000, 600000, 3600000]}}')
     assert policies.server_default == RetryPolicy(initial_backoff_ms=500)
@@ -207,7 +207,7 @@ def test_retry_policies_from_json_set_the_default_and_per_type_policies():
     ('{"default": {"schedule_ms": [0]}}', "default.schedule_ms[0]"),
 ])
 def test_bad_retry_policies_json_names_the_key_and_field(text, field):
-    from dispatcher.retry import InvalidRetryPolicy, parse_retry_policies
+    from dispatcher.policy.retry import InvalidRetryPolicy, parse_retry_policies
     with pytest.raises(InvalidRetryPolicy) as err:
         parse_retry_policies(text)
     assert err.value.field == field

@@ -1,8 +1,8 @@
 """The table of owned slots: epochs, draining, and what is in flight."""
 from __future__ import annotations
 
-from dispatcher.due import KAFKA, Due
-from dispatcher.slot_table import SlotTable
+from dispatcher.engine.due import KAFKA, Due
+from dispatcher.engine.slot_table import SlotTable
 from taskring.wire import pb
 
 

@@ -6,10 +6,10 @@ from typing import cast
 
 import pytest
 
-from dispatcher.clock import Clock
+from dispatcher.base.clock import Clock
+from dispatcher.engine.task_stats import DURATION_BOUNDS_MS, TaskStats, percentile_ms
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.shards import Shards
-from dispatcher.task_stats import DURATION_BOUNDS_MS, TaskStats, percentile_ms
 
 
 class FakeClock:

@@ -1,12 +1,12 @@
-"""Unique-key rules per task type (dispatcher/unique.py) and their place in the policies file."""
+"""Unique-key rules per task type (dispatcher/policy/unique.py) and their place in the policies file."""
 from __future__ import annotations
 
 import pytest
 
-from dispatcher.errors import InvalidArgument
-from dispatcher.retry import InvalidRetryPolicy, parse_retry_policies
-from dispatcher.unique import InvalidUniqueRule, UniqueRule
-from dispatcher.validation import Limits, validate_task
+from dispatcher.api.validation import Limits, validate_task
+from dispatcher.base.errors import InvalidArgument
+from dispatcher.policy.retry import InvalidRetryPolicy, parse_retry_policies
+from dispatcher.policy.unique import InvalidUniqueRule, UniqueRule
 from taskring.wire import pb
 
 

@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 
-from dispatcher.clock import rfc3339
-from dispatcher.errors import InvalidArgument
-from dispatcher.retry import RetryPolicies, RetryPolicy
-from dispatcher.validation import (
+from dispatcher.api.validation import (
     Limits,
     ValidTask,
     parse_rfc3339,
@@ -19,6 +16,9 @@ from dispatcher.validation import (
     validate_batch,
     validate_task,
 )
+from dispatcher.base.clock import rfc3339
+from dispatcher.base.errors import InvalidArgument
+from dispatcher.policy.retry import RetryPolicies, RetryPolicy
 from taskring.wire import pb
 
 UTC = dt.UTC

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from dispatcher import validation
-from dispatcher.errors import InvalidArgument
-from dispatcher.ids import UuidV7Generator, new_task_ids, uuid7_unix_ms
-from dispatcher.payload_json import _checked_canonical_payload, canonical_payload, fast_canonical_payload
-from dispatcher.retry import RetryPolicies, RetryPolicy
-from dispatcher.unique import UniqueRule
-from dispatcher.validation import Limits, ValidTask, validate_batch, validate_task
+from dispatcher.api import validation
+from dispatcher.api.payload_json import _checked_canonical_payload, canonical_payload, fast_canonical_payload
+from dispatcher.api.validation import Limits, ValidTask, validate_batch, validate_task
+from dispatcher.base.errors import InvalidArgument
+from dispatcher.base.ids import UuidV7Generator, new_task_ids, uuid7_unix_ms
+from dispatcher.policy.retry import RetryPolicies, RetryPolicy
+from dispatcher.policy.unique import UniqueRule
 from taskring.wire import pb
 
 UTC = dt.UTC

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from dispatcher.watermark import OffsetTracker
+from dispatcher.engine.watermark import OffsetTracker
 
 
 def test_nothing_tracked_has_nothing_to_commit():

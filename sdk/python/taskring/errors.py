@@ -3,7 +3,7 @@
 - Errors a *client* sees are the server's gRPC status codes turned back into
   exceptions (`from_rpc_error`), so callers write ``except InvalidArgument as e:
   e.field`` instead of inspecting status codes. The server words every message as
-  ``"<field>: <problem>"`` for bad input (dispatcher/errors.py), which is why
+  ``"<field>: <problem>"`` for bad input (dispatcher/base/errors.py), which is why
   `InvalidArgument` can hand the field back.
 - Errors a *handler* raises tell the executor what the failure means for
   retries: `RetryableError` asks for another attempt, `NonRetryableError` sends

@@ -41,7 +41,7 @@ from taskring.wire import pb, pb_grpc
 log = logging.getLogger("taskring.executor")
 
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-_TASK_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")  # as the server's (dispatcher/validation.py)
+_TASK_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")  # as the server's (dispatcher/api/validation.py)
 _INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024

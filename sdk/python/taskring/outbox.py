@@ -72,7 +72,7 @@ MAX_BATCH_SIZE = 1000
 
 _TABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-"""The server's rule for a task_id (dispatcher/validation.py), checked at enqueue too: a row
+"""The server's rule for a task_id (dispatcher/api/validation.py), checked at enqueue too: a row
 it refuses is found only after the caller's transaction committed, too late to tell them."""
 _BATCH_INDEX_RE = re.compile(r"tasks\[(\d+)\]")
 _SPEC_VERSION = 1

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dispatcher.validation import TASK_TYPE_RE, parse_rfc3339
+from dispatcher.api.validation import TASK_TYPE_RE, parse_rfc3339
 from taskring import Executor
 from taskring._envelope import format_instant
 

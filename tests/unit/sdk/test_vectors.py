@@ -2,7 +2,7 @@
 
 Every SDK's tests read the same files; here they run through the Python SDK's own
 encoding and decoding (taskring._envelope, taskring.task) and, for the server's
-rules, through dispatcher/validation.py and dispatcher/retry.py directly. The
+rules, through dispatcher/api/validation.py and dispatcher/policy/retry.py directly. The
 Python implementation is the reference: a case failing here means the vector is
 wrong or the implementation changed the contract.
 """
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from dispatcher.errors import InvalidArgument as ServerInvalidArgument
-from dispatcher.retry import RetryPolicy as ServerRetryPolicy
-from dispatcher.retry import backoff_ceiling_ms, next_delay_ms
-from dispatcher.validation import Limits, parse_rfc3339, to_unix_ms, validate_task
+from dispatcher.api.validation import Limits, parse_rfc3339, to_unix_ms, validate_task
+from dispatcher.base.errors import InvalidArgument as ServerInvalidArgument
+from dispatcher.policy.retry import RetryPolicy as ServerRetryPolicy
+from dispatcher.policy.retry import backoff_ceiling_ms, next_delay_ms
 from taskring._envelope import parse_instant, spec_to_pb, task_info_from_pb
 from taskring.errors import InvalidArgument as SdkInvalidArgument
 from taskring.task import RetryPolicy, TaskInfo, TaskSpec

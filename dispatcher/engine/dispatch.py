@@ -1,0 +1,258 @@
+"""The dispatch loop: due tasks out of the due queue, to executors.
+
+It pops what is due (never earlier), holds executor capacity for it, makes the
+conditional `-> dispatched` transition in the store (begin_dispatch, fenced by each
+slot's epoch), and hands each task type's batch to its executors. What an attempt
+comes to goes to the completer (completer.py), which the recovery guard uses too. A
+refused epoch means the slot moved on: `lose` tells the engine.
+
+It takes what it uses: the due queue, the slot table, the executor pool, the
+completer, and two calls into the engine (may it act now; a slot is lost).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import Gauge, Histogram
+
+from dispatcher.base.clock import Clock, ms_to_datetime
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.metrics import NodeMetrics, observe_many, observe_values
+from dispatcher.engine.completer import Completer
+from dispatcher.engine.due import KAFKA, MYSQL, Due
+from dispatcher.engine.due_queue import DueQueue
+from dispatcher.engine.executor_pool import ExecutorPool, Reservation
+from dispatcher.engine.slot_table import SlotTable
+from dispatcher.store import records as r
+from dispatcher.store.interface import TaskStoreProtocol
+from taskring.wire import pb
+
+log = logging.getLogger(__name__)
+
+
+_NO_EXECUTOR_LOG_S = 60.0
+
+_PROBE = 64
+"""Due tasks popped even when the executors this node knows have no room: enough to find
+a type whose executors it has not looked up yet, and to postpone types that have none."""
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("dispatch batch failed", exc_info=task.exception())
+
+
+class Dispatch:
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, executors: ExecutorPool,
+                 metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
+                 may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]]):
+        self._config = config
+        self._store = store
+        self._executors = executors
+        self._metrics = metrics
+        self._clock = clock
+        self._due = due
+        self._slots = slots
+        self._completer = completer
+        self._may_act = may_act
+        self._lose = lose
+        # Labelled children resolved once: a labels() lookup per task showed in profiles.
+        self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
+        # Per task type, resolved on a type's first batch: (in-flight gauge, execution histogram).
+        self._by_type: dict[tuple[str, str], tuple[Gauge, Histogram]] = {}
+        # asyncio's primitives bind to the running loop on first use, not here.
+        self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
+        self._batches: set[asyncio.Task] = set()
+        self.dispatched_total = 0
+        self._paused_since: float | None = None   # monotonic, while the engine may not act
+        self._no_executor_logged: dict[tuple[str, str], float] = {}   # (namespace, type) -> monotonic
+
+    async def stop(self) -> None:
+        """After the loop is cancelled: wait for the batches in flight."""
+        await asyncio.gather(*self._batches, return_exceptions=True)
+
+    async def run(self) -> None:
+        """Pop what is due (no more than the executors have room for), hold executor
+        capacity for it, and start a batch.
+
+        `_batch_gate` bounds concurrent begin_dispatch transactions only; a batch
+        gives it back as soon as its rows are marked dispatched, so slow handlers
+        never hold up dispatching. What does not fit executors' capacity goes back
+        into the heap and waits for a release (which wakes this loop).
+        """
+        while True:
+            await self._batch_gate.acquire()
+            now = self._clock.now_ms()
+            blocked = not self._may_act()
+            self._note_paused(blocked)
+            # No more than the executors can take: under saturation, popping a full batch
+            # only to put most of it back cost a fifth of the node's main thread.
+            limit = min(self._config.dispatch_batch, max(self._executors.free_room(), _PROBE))
+            popped = [] if blocked else self._due.pop_due(now, limit)
+            taken = self._reserve(popped, now) if popped else []
+            if not taken:
+                self._batch_gate.release()
+                nxt = self._due.next_eta_ms()
+                # Always yield to the loop: while held, or while executors are full,
+                # due entries stay in the heap, and a loop that never awaits would
+                # starve ownership itself.
+                idle_s = self._config.dispatch_idle_wait_ms / 1000
+                if blocked or nxt is None or nxt <= now:
+                    timeout = idle_s
+                else:
+                    timeout = min(idle_s, max(0.001, (nxt - now) / 1000))
+                await self._due.wait(timeout)
+                continue
+            self._due.observe()
+            batch = asyncio.create_task(self._run_batch(taken, now))
+            self._batches.add(batch)
+            batch.add_done_callback(self._batches.discard)
+            batch.add_done_callback(_log_failure)
+
+    def _note_paused(self, blocked: bool) -> None:
+        """Say when dispatch stops and starts again: nothing due is dispatched meanwhile."""
+        if blocked and self._paused_since is None:
+            self._paused_since = time.monotonic()
+            log.warning("dispatch paused: this node holds its slots in doubt, or their store leases were not"
+                        " renewed in time; %d tasks held", self._due.held())
+        elif not blocked and self._paused_since is not None:
+            log.warning("dispatch resumed after %.1f s paused", time.monotonic() - self._paused_since)
+            self._paused_since = None
+
+    def _note_no_executor(self, namespace: str, task_type: str) -> None:
+        """A due task whose type no live executor announces waits: say so, once a minute a type."""
+        now = time.monotonic()
+        if now - self._no_executor_logged.get((namespace, task_type), -_NO_EXECUTOR_LOG_S) >= _NO_EXECUTOR_LOG_S:
+            self._no_executor_logged[(namespace, task_type)] = now
+            log.warning("no live executor announces %s/%s; its due tasks wait (tried again every %d ms): %s",
+                        namespace, task_type, self._config.no_executor_retry_ms,
+                        self._executors.describe(namespace, task_type))
+
+    def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
+        """Keep the items executors can take now, each group with its reservation;
+        postpone what has no executor, put back what does not fit."""
+        by_type: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
+        served: dict[tuple[str, str], bool] = {}   # has_executor, once per type and batch
+        for d in items:
+            if not self._slots.is_current(d.slot, d.epoch):
+                continue  # the slot moved on; its new owner has this task
+            task = d.task
+            key = (task.namespace, task.task_type)
+            has = served.get(key)
+            if has is None:
+                has = served[key] = self._executors.has_executor(*key)
+            if not has:
+                self._metrics.no_executor.labels(key[0]).inc()
+                self._note_no_executor(*key)
+                d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
+                self._due.push(d)
+                continue
+            by_type[key].append(d)
+        taken: list[tuple[Due, Reservation | None]] = []
+        for (namespace, task_type), group in by_type.items():
+            reservation = self._executors.reserve(namespace, task_type, len(group))
+            fits, rest = group[:reservation.total], group[reservation.total:]
+            for d in rest:  # still due: back in the queue until capacity frees up
+                self._due.put_back(d)
+            if fits:
+                taken.extend((d, None) for d in fits[:-1])
+                taken.append((fits[-1], reservation))  # one reservation per group, carried by its last item
+        return taken
+
+    async def _run_batch(self, taken: list[tuple[Due, Reservation | None]], now_ms: int) -> None:
+        ready = [d for d, _ in taken]
+        reservations = {res.key: res for _, res in taken if res is not None}
+        epochs = {d.slot: d.epoch for d in ready}
+        # One task can be in a batch more than once: a swept row and its message (same
+        # attempt), or, after a handoff replays a partition, an old attempt's message
+        # next to its retry's. A Due exists for attempt n only once attempt n-1 has been
+        # recorded, so only the highest attempt can still be wanted: the others are
+        # superseded, never claimed and never delivered in its place.
+        top: dict[str, int] = {}
+        for d in ready:
+            top[d.task_id] = max(d.attempt, top.get(d.task_id, 0))
+        current = [d for d in ready if d.attempt == top[d.task_id]]
+        claims = [r.DispatchClaim(d.task_id, d.slot, d.attempt, d.source, ms_to_datetime(d.due_ms))
+                  for d in current]
+        self._slots.begin(ready)
+        try:
+            try:
+                dispatched, stale = await asyncio.to_thread(self._store.begin_dispatch, claims, epochs,
+                                                   self._config.node_id, ms_to_datetime(now_ms))
+            except Exception:
+                log.exception("begin_dispatch failed; tasks go back to the heap")
+                for d in ready:
+                    d.due_ms = now_ms + self._config.store_retry_ms
+                    self._due.push(d)  # not settled: they have not run
+                dispatched, stale, requeued = set(), set(), True
+            else:
+                requeued = False
+            finally:
+                self._batch_gate.release()
+            await self._lose(stale)
+            for d in ready:
+                d.dispatched_ms = now_ms
+            go: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
+            delivered: set[str] = set()
+            lateness: dict[str, list[float]] = {KAFKA: [], MYSQL: []}
+            for d in ready:
+                # The store dispatched each task at most once, as its highest attempt
+                # here, so that Due (the first of them) is the one delivered.
+                if d.task_id in dispatched and d.attempt == top[d.task_id] \
+                        and d.task_id not in delivered:
+                    delivered.add(d.task_id)
+                    go[(d.task.namespace, d.task.task_type)].append(d)
+                    lateness[d.source].append(max(0, now_ms - d.due_ms) / 1000)
+                elif d.slot not in stale and not requeued:
+                    self._metrics.skipped.inc()
+                    self._completer.settle(d)
+            for source, values in lateness.items():
+                observe_values(self._lateness[source], values)
+            self._metrics.dispatched.inc(len(dispatched))
+            self.dispatched_total += len(dispatched)
+            # Every reservation is run, even with nothing to send: that releases it.
+            await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
+        finally:
+            self._slots.end(ready)
+
+    async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
+        deliveries = []
+        for d in items:
+            # The Due's task is its own (decoded from its message or row), and the
+            # Delivery copies it: set the attempt's retry_count on it, with one copy.
+            d.task.retry_count = d.attempt - 1
+            deliveries.append(pb.Delivery(task=d.task, attempt=d.attempt, epoch=d.epoch, timeout_ms=d.task.timeout_ms))
+        if not items:
+            await self._executors.run(reservation, [])  # gives the capacity back
+            return
+        in_flight, duration = self._type_metrics(reservation.key)
+        self._metrics.in_flight.inc(len(items))
+        in_flight.inc(len(items))
+        try:
+            result = await self._executors.run(reservation, deliveries)
+        finally:
+            self._metrics.in_flight.dec(len(items))
+            in_flight.dec(len(items))
+        # One call carries the batch, dispatched at one instant (_run_batch): its outcomes
+        # arrive together, so the batch is one observation, counted once per task run.
+        observe_many(duration, (self._clock.now_ms() - items[0].dispatched_ms) / 1000,
+                     len(items) - len(result.not_sent))
+        if result.not_sent:
+            unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
+            await self._completer.give_back([d for d in items if (d.task_id, d.attempt) in unsent])
+            items = [d for d in items if (d.task_id, d.attempt) not in unsent]
+        if items:
+            await self._completer.finish(items, result.outcomes)
+
+    def _type_metrics(self, key: tuple[str, str]) -> tuple[Gauge, Histogram]:
+        """A task type's children: one dict lookup per batch. The series stay bounded,
+        since only types with a registered executor get this far (_reserve)."""
+        found = self._by_type.get(key)
+        if found is None:
+            found = self._by_type[key] = (self._metrics.in_flight_by_type.labels(*key),
+                                          self._metrics.execution_duration.labels(*key))
+        return found

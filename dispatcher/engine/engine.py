@@ -1,0 +1,286 @@
+"""What a node does with the slots it owns.
+
+Intake (Kafka partitions of owned slots, and the MySQL poller's claims) feeds
+one bounded ETA heap; the dispatch loop pops what is due (never earlier), makes
+the conditional `-> dispatched` transition in MySQL, hands batches to executors,
+records outcomes and schedules retries. Ownership tells the engine, through
+`slot_assigned` / `slot_revoked`, which slots it may act on and under which
+epoch; every store write carries that epoch, and a write refused as stale makes
+the engine drop the slot at once.
+
+Its parts, each in a module of its own, with one direction between them: the shared
+state has two owners, the table of owned slots (slot_table.py: epochs, draining, in
+flight) and the due queue (due_queue.py: heap, overflow, the dispatch loop's wake, and
+the rule that a full heap pauses intake). The loops are handed what they use: the
+dispatch loop (dispatch.py) pops from the queue and delivers; the completer
+(completer.py: decide, record, retry, settle) finishes attempts for the dispatch loop
+and for the recovery guard (recovery.py) alike; the MySQL poller (poller.py) and the
+sweeper of Kafka-routed rows whose message never came (sweeper.py) see only the owned
+slots. The engine itself wires them, follows ownership, and feeds the queue from the
+Kafka intake.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+
+from dispatcher.base.clock import Clock
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.loop_task import LoopTask, LoopWatch
+from dispatcher.base.metrics import NodeMetrics
+from dispatcher.engine.completer import Completer
+from dispatcher.engine.dispatch import Dispatch
+from dispatcher.engine.due import Due, due_of_message
+from dispatcher.engine.due_queue import DueQueue
+from dispatcher.engine.executor_pool import ExecutorPool
+from dispatcher.engine.load import Load
+from dispatcher.engine.poller import Poller, PollParams
+from dispatcher.engine.progress import KafkaProgress
+from dispatcher.engine.recovery import RecoveryGuard, RecoveryParams
+from dispatcher.engine.slot_table import SlotTable
+from dispatcher.engine.sweeper import Sweeper, SweepParams
+from dispatcher.engine.task_stats import TaskStats
+from dispatcher.log.interface import InMessage, LogIntake, LogProducer
+from dispatcher.store.interface import TaskStoreProtocol
+
+log = logging.getLogger(__name__)
+
+class Engine:
+    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
+                 intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
+                 metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
+                 on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
+                 stats: TaskStats | None = None, loops: LoopWatch | None = None):
+        self._config = config
+        self._store = store
+        self._producer = producer
+        self._executors = executors
+        self._metrics = metrics
+        self._clock = clock or Clock()
+        self._rng = rng or random.Random()
+        self._on_slot_lost = on_slot_lost or (lambda slot: None)
+        # The session lease (membership/session.py): without it this node cannot prove
+        # that nobody else owns its slots yet, so it starts nothing new.
+        self._may_send = may_send or (lambda: True)
+        self._due = DueQueue(config.heap_capacity, metrics.heap_size)
+        self._slots = SlotTable()
+        self._progress = KafkaProgress(store=store, clock=self._clock)
+        self._intake = intake_factory(self._deliver_from_thread, self._may_read)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        self._held = False
+        self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
+        self._completer = Completer(config=config, store=store, producer=producer, metrics=metrics,
+                                    clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
+                                    lose=self._lose, stats=stats)
+        self._dispatch = Dispatch(config=config, store=store, executors=executors, metrics=metrics,
+                                  clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
+                                  may_act=self.may_act, lose=self._lose)
+        self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
+        self._sweeper = Sweeper(params=SweepParams.of(config), store=store, clock=self._clock, slots=self, loops=loops)
+        self._poller = Poller(params=PollParams.of(config), store=store, clock=self._clock, slots=self,
+                              metrics=metrics, loops=loops)
+        self._guard = RecoveryGuard(params=RecoveryParams.of(config), store=store, clock=self._clock,
+                                    metrics=metrics, work=self, completer=self._completer, loops=loops)
+        # Observations for the admin view and for tests.
+        # slot -> wall time of the last MySQL claim / Kafka message taken for it,
+        # so a test or an SRE can check that a node touches only slots it owns.
+        self.last_claimed_at: dict[int, float] = {}
+        self.last_consumed_at: dict[int, float] = {}
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._executors.start()
+        self._executors.on_release = self._due.wake
+        self._intake.start()
+        for loop in self._loops:
+            loop.start()
+        self._poller.start()
+        self._sweeper.start()
+        self._guard.start()
+
+    async def stop(self) -> None:
+        """Stop intake, finish what is in flight, commit progress. Safe twice."""
+        if self._loop is None or self._stopping:
+            return
+        self._stopping = True
+        for slot in self._slots.slots():
+            await self.slot_revoked(slot, clean=True)
+        await self._guard.stop()
+        await self._sweeper.stop()
+        await self._poller.stop()
+        for loop in self._loops:
+            await loop.stop()
+        await self._dispatch.stop()
+        await self._completer.stop()
+        await asyncio.to_thread(self._intake.stop)
+        await self._executors.stop()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise RuntimeError("Engine.start() has not run")
+        return self._loop
+
+    async def _db(self, fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    # ---- ownership ----
+
+    def hold(self, held: bool) -> None:
+        """Held: take no new work (no pops, no polls, no Kafka reads) while ownership
+        is in doubt (ZooKeeper SUSPENDED); attempts already in flight finish."""
+        self._held = held
+        if not held:
+            self._due.wake()
+            self._poller.poll_soon()
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def owned(self) -> dict[int, int]:
+        return self._slots.owned()
+
+    async def slot_assigned(self, slot: int, epoch: int) -> None:
+        """Start acting on `slot` under `epoch` (already claimed in the store)."""
+        self._slots.assign(slot, epoch)
+        starts = await self._progress.open(slot, self._config.kafka.topics())
+        await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
+        self._metrics.owned_slots.set(len(self.owned()))
+        self._moves["assigned"].inc()
+        self._poller.poll_soon()
+
+    async def slot_revoked(self, slot: int, *, clean: bool) -> None:
+        """Stop acting on `slot`. Clean: finish in-flight work, commit the watermark and
+        give the heap's rows back; not clean (ownership lost): drop everything now,
+        writing nothing more for the slot."""
+        state = self._slots.get(slot)
+        if state is None:
+            return
+        if state.active:  # once per move, though a revocation may be asked for twice
+            # Every ownership layer (static and cluster) tells the engine: moves are counted here.
+            self._moves["revoked" if clean else "lost"].inc()
+        state.active = False
+        topics = self._config.kafka.topics()
+        await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait,
+                                self._config.intake_command_timeout_ms / 1000)
+        if clean:
+            deadline = self._running_loop().time() + self._config.handoff_drain_timeout_ms / 1000
+            while state.in_flight > 0 and self._running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
+        self._due.drop_slots({slot})
+        if clean:
+            await self._commit_offsets(only_slot=slot)
+            try:
+                await self._db(self._store.release_slot, slot, state.epoch, self._clock.now())
+            except Exception:
+                log.exception("slot %d: release failed; the next owner resets its rows", slot)
+        if self._slots.remove(slot, state):  # not re-assigned while we were revoking
+            self._progress.close(slot, topics)
+        self._metrics.owned_slots.set(len(self.owned()))
+
+    async def _lose(self, slots: set[int]) -> None:
+        """The store refused our epoch for these slots: someone else owns them."""
+        for slot in slots:
+            state = self._slots.get(slot)
+            # Only once per loss: while slot_revoked waits for the intake, the slot is
+            # still in the table (inactive), and a second refusal must not drop it again.
+            if state is not None and state.active:
+                log.warning("slot %d: epoch %d superseded; dropping the slot", slot, state.epoch)
+                self._metrics.fenced.inc()
+                await self.slot_revoked(slot, clean=False)
+                self._on_slot_lost(slot)
+
+    # ---- intake ----
+
+    def _may_read(self) -> bool:
+        return not self._held and self._due.intake_open(2 * self._config.poll_batch)
+
+    def _deliver_from_thread(self, messages: list[InMessage]) -> None:
+        self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
+
+    def _take_kafka(self, messages: list[InMessage]) -> None:
+        now_ms = self._clock.now_ms()   # one reading for the batch the intake hands over
+        compact = self._due.heap_size() >= self._config.heap_decoded_capacity
+        dues = []
+        for m in messages:
+            state = self._slots.get(m.partition)
+            if state is None or not state.active:
+                continue  # arrived after the slot left; the next owner replays it
+            if not self._progress.take(m.topic, m.partition, m.offset):
+                continue  # not tracked (the slot is leaving), or taken before a replay
+            self.last_consumed_at[m.partition] = now_ms / 1000
+            dues.append(due_of_message(m.value, slot=m.partition, epoch=state.epoch, topic=m.topic,
+                                       offset=m.offset, now_ms=now_ms, compact=compact))
+        if dues:
+            self._due.push_many(dues)
+
+    # ---- what the MySQL poller (poller.py) acts through ----
+
+    def room(self) -> int:
+        return self._due.room()
+
+    def take_polled(self, slot: int, dues: list[Due]) -> None:
+        self.last_claimed_at[slot] = self._clock.now_ms() / 1000
+        self._due.push_many(dues)
+
+    # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
+
+    def may_act(self) -> bool:
+        return not self._held and self._may_send()
+
+    def is_current(self, slot: int, epoch: int) -> bool:
+        return self._slots.is_current(slot, epoch)
+
+    def held_task_ids(self) -> set[str]:
+        return self._due.task_ids() | self._slots.in_flight_ids()
+
+    def in_flight_ids(self) -> set[str]:
+        return self._slots.in_flight_ids()
+
+    def in_flight_count(self) -> int:
+        return self._slots.in_flight_count()
+
+    async def lose(self, slots: set[int]) -> None:
+        await self._lose(slots)
+
+    def poll_soon(self) -> None:
+        self._poller.poll_soon()
+
+    # ---- Kafka progress ----
+
+    async def _commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.offset_commit_interval_ms / 1000)
+            try:
+                await self._commit_offsets()
+            except Exception:
+                log.exception("offset commit failed")
+
+    async def _commit_offsets(self, only_slot: int | None = None) -> None:
+        # Every slot in the table, draining ones included: a clean handoff commits last.
+        stale = await self._progress.commit(self._slots.epochs(), only_slot)
+        if stale and only_slot is None:
+            await self._lose(stale)
+
+    # ---- observation ----
+
+    def heap_size(self) -> int:
+        return self._due.heap_size()
+
+    def load(self) -> Load:
+        """What this node holds and how far behind it is, for admission control."""
+        now = self._clock.now_ms()
+        earliest = self._due.earliest_due_ms()
+        waited = now - earliest if earliest is not None and earliest <= now else 0
+        return Load(held=self._due.held(), capacity=self._config.heap_capacity, oldest_due_wait_ms=waited,
+                    unread=sum(self._intake.lag().values()), dispatched_total=self._dispatch.dispatched_total)
+
+    def kafka_lag(self) -> dict[tuple[str, int], int]:
+        return self._intake.lag()

@@ -1,0 +1,94 @@
+"""What one finished attempt does next: pure decisions, no I/O.
+
+succeeded, retry at T (on the Kafka path when T is within the route threshold, else
+on the MySQL path), or dead-lettered when retries ran out or the failure is not
+retryable. The events of the attempt go with the decision, so the store writes the
+row and its history in one transaction.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+
+from dispatcher.base.clock import ms_to_datetime
+from dispatcher.base.config import NodeConfig
+from dispatcher.engine.due import KAFKA, MYSQL, Due
+from dispatcher.log.codec import queued_message
+from dispatcher.log.interface import OutMessage
+from dispatcher.policy.retry import RetryPolicy, next_delay_ms
+from dispatcher.store import records as r
+from taskring.task import TaskState
+from taskring.wire import pb
+
+
+@dataclasses.dataclass(slots=True)
+class Decision:
+    write: r.OutcomeWrite
+    """The row's next state and the attempt's events."""
+    message: OutMessage | None
+    """The retry's Kafka message, for a retry on the Kafka path."""
+    kind: str
+    """The outcome's kind (succeeded, retryable_failure, ...), for the metrics."""
+    retry_path: str | None = None
+    """KAFKA or MYSQL for a retry, else None."""
+
+
+_KIND_NAMES = {number: name.removeprefix("OUTCOME_KIND_").lower() for name, number in pb.OutcomeKind.items()}
+
+
+def outcome_kind(o: pb.Outcome) -> str:
+    """succeeded, retryable_failure, ...: the outcome's kind as the metrics and events name it."""
+    name = _KIND_NAMES.get(o.kind)
+    return name if name is not None else pb.OutcomeKind.Name(o.kind).removeprefix("OUTCOME_KIND_").lower()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DecideParams:
+    """The three settings a decision reads, and nothing else of the node's config."""
+    node_id: str
+    route_threshold_ms: int
+    """A retry due within this goes back to Kafka; later, to MySQL."""
+    topic_for: Callable[[int], str]
+    """The Kafka topic of a priority."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> DecideParams:
+        return cls(config.node_id, config.route_threshold_ms, config.kafka.topic_for)
+
+
+def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random.Random) -> Decision:
+    """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
+    node = params.node_id
+    now = ms_to_datetime(now_ms)
+    # The executor's clock says when it started; keep that inside [dispatched, now] on
+    # this node's clock, so that the history stays in order across the two machines.
+    started = ms_to_datetime(max(d.dispatched_ms, min(o.started_at_ms, now_ms))) if o.started_at_ms else None
+    events = [r.Event(d.task.task_id, TaskState.RUNNING, started, node, d.attempt)] if started else []
+    kind = outcome_kind(o)
+    task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
+    if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
+        events.append(r.Event(task_id, TaskState.SUCCEEDED, now, node, attempt))
+        return Decision(r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events)), None, kind)
+    error = o.error or kind
+    retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
+    if retryable and attempt <= d.task.max_retries:
+        policy = RetryPolicy.from_pb(d.task.retry_policy, RetryPolicy())
+        delay = next_delay_ms(policy, attempt, rng)
+        due_ms = now_ms + delay
+        short = delay <= params.route_threshold_ms
+        detail = f"{kind}: {error}; retry in {delay} ms"
+        events.append(r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempt, detail, o.stack_trace or None))
+        message = None
+        if short:
+            message = queued_message(params.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
+        write = r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
+                               retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
+                               error=error, stack_trace=o.stack_trace or None)
+        return Decision(write, message, kind, KAFKA if short else MYSQL)
+    events.append(r.Event(task_id, TaskState.FAILED, now, node, attempt, f"{kind}: {error}", o.stack_trace or None))
+    events.append(r.Event(task_id, TaskState.DEAD_LETTERED, now, node, attempt,
+                          "non-retryable failure" if not retryable else f"gave up after {attempt} attempts"))
+    write = r.OutcomeWrite(task_id, slot, attempt, result=r.DEAD_LETTERED, events=tuple(events), error=error,
+                           stack_trace=o.stack_trace or None)
+    return Decision(write, None, kind)

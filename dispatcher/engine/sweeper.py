@@ -1,0 +1,65 @@
+"""The sweeper: Kafka-routed tasks whose message never came, moved to the MySQL path.
+
+A task due soon is written `enqueued` and then produced; a node that dies between
+the two leaves a row with no message. Every `sweep_interval_ms` (at most every half
+`enqueued_grace_ms`) the owner of each slot moves its `enqueued` rows older than the
+grace to `pending`, where the poller finds them. The grace is short because sweeping
+a row whose message does exist is harmless: the message is skipped at dispatch.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+from dispatcher.base.clock import Clock, ms_to_datetime
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.loop_task import LoopWatch, PeriodicJob, each_owned_slot
+from dispatcher.engine.slot_table import OwnedSlots
+from dispatcher.store.interface import TaskStoreProtocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepParams:
+    interval_ms: int
+    grace_ms: int
+    """An `enqueued` row older than this whose message never came moves to the MySQL path."""
+    batch: int
+    """Rows moved per slot per pass."""
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> SweepParams:
+        return cls(config.sweep_interval_ms, config.enqueued_grace_ms, config.sweep_batch)
+
+
+class Sweeper:
+    def __init__(self, *, params: SweepParams, store: TaskStoreProtocol, clock: Clock, slots: OwnedSlots,
+                 loops: LoopWatch | None = None):
+        self._params = params
+        self._store = store
+        self._clock = clock
+        self._slots = slots
+        self._loop = PeriodicJob("sweep", interval_s=min(params.interval_ms, params.grace_ms / 2) / 1000,
+                                 step=each_owned_slot("sweep", slots.owned, self.sweep_slot),
+                                 may_run=lambda: not slots.held, watch=loops)
+
+    def start(self) -> None:
+        self._loop.start()
+
+    async def stop(self) -> None:
+        await self._loop.stop()
+
+    async def sweep_slot(self, slot: int, epoch: int) -> None:
+        now = self._clock.now_ms()
+        try:
+            moved = await asyncio.to_thread(self._store.sweep_enqueued, slot, epoch,
+                                            ms_to_datetime(now - self._params.grace_ms),
+                                            self._params.batch, ms_to_datetime(now))
+        except Exception:
+            log.exception("slot %d: sweep failed", slot)
+            return
+        if moved:
+            log.warning("slot %d: %d kafka-routed tasks overdue; moved to the MySQL path", slot, moved)
+            self._slots.poll_soon()

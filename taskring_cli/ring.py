@@ -1,0 +1,49 @@
+"""`taskring ring`: the admin endpoint's /ring as a table in the terminal."""
+from __future__ import annotations
+
+import json
+import ssl
+import sys
+import urllib.error
+import urllib.request
+
+
+def fetch_ring(admin_url: str, token: str | None = None, timeout_s: float = 5.0,
+               context: ssl.SSLContext | None = None) -> dict:
+    """`context`: the CA and client certificate of an HTTPS endpoint (taskring_cli/admin_client.py)."""
+    request = urllib.request.Request(admin_url.rstrip("/") + "/ring")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
+        return json.loads(response.read())
+
+
+def format_ring(ring: dict) -> str:
+    lines = [f"node {ring['node']}  zookeeper {ring['zookeeper_session']}  members: "
+             + ", ".join(sorted(ring["members"]))]
+    header = (f"{'slot':>4}  {'desired owner':<18} {'actual owner':<18} {'epoch':>5} {'lag':>6} {'pending':>8}"
+              "  task types")
+    lines += [header, "-" * len(header)]
+    for s in ring["slots"]:
+        mark = " *" if s["desired_owner"] != s["actual_owner"] else ""
+        lines.append(f"{s['slot']:>4}  {str(s['desired_owner']):<18} {str(s['actual_owner']):<18} "
+                     f"{str(s['epoch']):>5} {s['kafka_lag_total']:>6} {s['mysql_pending']:>8}  "
+                     f"{', '.join(s['task_types'])}{mark}")
+    counts: dict[str, int] = {}
+    for s in ring["slots"]:
+        counts[str(s["actual_owner"])] = counts.get(str(s["actual_owner"]), 0) + 1
+    lines.append("slots per owner: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def print_ring(admin_url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> int:
+    try:
+        ring = fetch_ring(admin_url, token, context=context)
+    except urllib.error.HTTPError as exc:
+        print(f"taskring ring: {admin_url}: HTTP {exc.code}: {exc.read().decode(errors='replace')}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"taskring ring: cannot reach {admin_url}: {exc}", file=sys.stderr)
+        return 1
+    print(format_ring(ring))
+    return 0
