@@ -1,7 +1,7 @@
 """The errors of the membership layer: one small tree under MembershipError.
 
 These never cross the gRPC edge (they stop a node from starting, or are logged
-by a background thread), so they are not part of dispatcher.errors; a node's
+by a background thread), so they are not part of dispatcher.base.errors; a node's
 composition root catches MembershipError and exits with its message.
 """
 from __future__ import annotations
