@@ -189,9 +189,11 @@ def test_a_key_holds_across_nodes_and_store_shards(sharded_world):
                 first = c1.submit("tests", type_a, {}, unique_key=k, delay=60)
                 second = c2.submit("tests", type_b, {}, unique_key=k)
                 assert (second.task_id, second.duplicate) == (first.task_id, True)
-            # Submitted at once through both nodes, one key gets exactly one task.
+            # Batches through both nodes, one key gets exactly one task. The holder is delayed so
+            # that it is still live at the second submit: a key is held while its task is live,
+            # and an immediate holder can succeed (and free the key) in a few milliseconds.
             k = key()
-            ids = {res.task_id for res in c1.submit_batch([TaskSpec("tests", type_b, {}, unique_key=k)])}
+            ids = {res.task_id for res in c1.submit_batch([TaskSpec("tests", type_b, {}, unique_key=k, delay=60)])}
             ids |= {res.task_id for res in c2.submit_batch([TaskSpec("tests", type_a, {}, unique_key=k)])}
             assert len(ids) == 1
         rows = world.sql_all("SELECT COUNT(*) FROM tasks")
