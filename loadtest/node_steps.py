@@ -50,9 +50,10 @@ from dispatcher.base.config import NodeConfig  # noqa: E402
 from dispatcher.base.metrics import NodeMetrics  # noqa: E402
 from dispatcher.engine.due import due_of_message  # noqa: E402
 from dispatcher.engine.due_queue import DueQueue  # noqa: E402
-from dispatcher.engine.outcomes import DecideParams, decide  # noqa: E402
+from dispatcher.engine.outcomes import decide  # noqa: E402
 from dispatcher.engine.watermark import OffsetTracker  # noqa: E402
 from dispatcher.log.interface import OutMessage  # noqa: E402
+from dispatcher.params import api_params, decide_params  # noqa: E402
 from dispatcher.store import attempt_writes  # noqa: E402
 from dispatcher.store import records as r  # noqa: E402
 from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
@@ -132,7 +133,7 @@ class _Steps:
 def one_run(batches: int, config: NodeConfig, loop: asyncio.AbstractEventLoop) -> dict[str, float]:
     steps = _Steps()
     producer = _AtOnceProducer()
-    api = TaskApi(config=config, store=cast(TaskStoreProtocol, _AtOnceStore()), producer=producer,
+    api = TaskApi(params=api_params(config), store=cast(TaskStoreProtocol, _AtOnceStore()), producer=producer,
                   metrics=NodeMetrics(), limits=Limits())
     request = _request(BATCH)
     rng = random.Random(7)
@@ -181,7 +182,7 @@ def _one_batch(steps: _Steps, api: TaskApi, producer: _AtOnceProducer, request: 
         finished_at_ms=now_ms + 2) for d in popped]).SerializeToString()
     outcomes = steps.time("outcome: ExecuteResponse parsed", BATCH, lambda: list(
         pb.ExecuteResponse.FromString(reply).outcomes))
-    params = DecideParams.of(config)
+    params = decide_params(config)
     writes = steps.time("outcome: decided", BATCH, lambda: [
         decide(d, o, now_ms + 3, params, rng).write for d, o in zip(popped, outcomes)])
     steps.time("outcome: the write's statement", BATCH, lambda: attempt_writes.record_outcomes(
