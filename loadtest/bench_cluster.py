@@ -55,7 +55,6 @@ import functools
 import os
 import pathlib
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -63,26 +62,24 @@ from collections import Counter, defaultdict
 from collections.abc import Collection
 from typing import Any
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from cluster.ring import desired_owners
+from cluster.slots import slot_of
+from harness.processes import NodeProcess
+from harness.stack import StackEndpoints
+from harness.wait import wait_until
+from harness.world import new_run_id
+from loadtest.bench import report
+from loadtest.bench.env import NAMESPACE, SLOTS, BenchEnv, spread_task_types
+from loadtest.bench.executors import Executors, Run
+from loadtest.bench.load import PacedLoad
+from loadtest.bench.observe import ProcessSampler, machine_facts, scan_logs
+from loadtest.bench.report import fmt, fmt_pct, fmt_range
+from loadtest.bench.ring_model import ring_model
+from loadtest.bench.stats import dip_figures, min_median_max, percentile, tail
+from loadtest.bench.store import task_statuses, wait_terminal
+from loadtest.bench.zk import RingPoller, ZkObserver, ZkSample, get_json, settled_pred
 
-from cluster.ring import desired_owners  # noqa: E402
-from cluster.slots import slot_of  # noqa: E402
-from harness.processes import NodeProcess  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.wait import wait_until  # noqa: E402
-from harness.world import new_run_id  # noqa: E402
-from loadtest.bench import report  # noqa: E402
-from loadtest.bench.env import NAMESPACE, SLOTS, BenchEnv, spread_task_types  # noqa: E402
-from loadtest.bench.executors import Executors, Run  # noqa: E402
-from loadtest.bench.load import PacedLoad  # noqa: E402
-from loadtest.bench.observe import ProcessSampler, machine_facts, scan_logs  # noqa: E402
-from loadtest.bench.report import fmt, fmt_pct, fmt_range  # noqa: E402
-from loadtest.bench.ring_model import ring_model  # noqa: E402
-from loadtest.bench.stats import dip_figures, min_median_max, percentile, tail  # noqa: E402
-from loadtest.bench.store import task_statuses, wait_terminal  # noqa: E402
-from loadtest.bench.zk import RingPoller, ZkObserver, ZkSample, get_json, settled_pred  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 WINDOW_MS = 250
 ROUTE_THRESHOLD_MS = 1500

@@ -59,17 +59,13 @@ import tempfile
 import time
 from typing import Any
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from harness.cgroup import CpuCap  # noqa: E402
-from harness.demo import stop_nodes, wait_settled  # noqa: E402
-from harness.processes import NodeProcess  # noqa: E402
-from harness.world import World  # noqa: E402
-from loadtest.bench import report  # noqa: E402
-from loadtest.bench.console import ConsoleRefresher  # noqa: E402
-from loadtest.bench.env import (  # noqa: E402
+from harness.cgroup import CpuCap
+from harness.demo import stop_nodes, wait_settled
+from harness.processes import NodeProcess
+from harness.world import World
+from loadtest.bench import report
+from loadtest.bench.console import ConsoleRefresher
+from loadtest.bench.env import (
     NAMESPACE,
     SLOTS,
     BenchEnv,
@@ -77,8 +73,8 @@ from loadtest.bench.env import (  # noqa: E402
     spread_task_types,
     stack_from_args,
 )
-from loadtest.bench.executors import Executors, starts_by_task  # noqa: E402
-from loadtest.bench.load import (  # noqa: E402
+from loadtest.bench.executors import Executors, starts_by_task
+from loadtest.bench.load import (
     Accepted,
     make_specs,
     run_locust,
@@ -86,7 +82,7 @@ from loadtest.bench.load import (  # noqa: E402
     submit_spread,
     warm_up,
 )
-from loadtest.bench.observe import (  # noqa: E402
+from loadtest.bench.observe import (
     CpuMeter,
     machine_facts,
     mysql_counters,
@@ -94,12 +90,14 @@ from loadtest.bench.observe import (  # noqa: E402
     stack_pids,
     thread_cpu,
 )
-from loadtest.bench.profile import PROFILES, profile_figures, pyspy_for  # noqa: E402
-from loadtest.bench.report import fmt, table  # noqa: E402
-from loadtest.bench.stats import execution_rate_windows, latency_figures, rate, ratio, summarize_ms  # noqa: E402
-from loadtest.bench.store import dispatched_at, recorded_paths, store_facts, wait_done  # noqa: E402
-from loadtest.raw_parts import format_table as raw_format_table  # noqa: E402
-from loadtest.raw_parts import make_envelopes, measure_raw_parts  # noqa: E402
+from loadtest.bench.profile import PROFILES, profile_figures, pyspy_for
+from loadtest.bench.report import fmt, table
+from loadtest.bench.stats import execution_rate_windows, latency_figures, rate, ratio, summarize_ms
+from loadtest.bench.store import dispatched_at, recorded_paths, store_facts, wait_done
+from loadtest.raw_parts import format_table as raw_format_table
+from loadtest.raw_parts import make_envelopes, measure_raw_parts
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------- the phases
 

@@ -21,15 +21,13 @@ import tempfile
 import time
 import urllib.request
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.processes import NodeProcess
+from harness.stack import StackEndpoints
+from harness.world import private_world
+from loadtest.bench.console import PATHS
+from loadtest.bench.observe import process_cpu, stack_pids
 
-from harness.processes import NodeProcess  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import private_world  # noqa: E402
-from loadtest.bench.console import PATHS  # noqa: E402
-from loadtest.bench.observe import process_cpu, stack_pids  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 REPORTS = REPO / "loadtest" / "reports"
 

@@ -23,15 +23,13 @@ import subprocess
 import sys
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.config import NodeConfig
+from dispatcher.due import Due, due_of_message
+from dispatcher.heap import EtaHeap
+from dispatcher.log.codec import queued_message
+from taskring.wire import pb
 
-from dispatcher.config import NodeConfig  # noqa: E402
-from dispatcher.due import Due, due_of_message  # noqa: E402
-from dispatcher.heap import EtaHeap  # noqa: E402
-from dispatcher.log.codec import queued_message  # noqa: E402
-from taskring.wire import pb  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 REPORTS = REPO / "loadtest" / "reports"
 
@@ -84,8 +82,9 @@ def main() -> None:
         return
     results = {}
     for variant in ("decoded", "node"):
-        out = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--payload-bytes", str(args.payload_bytes),
-                              "--variant", variant], capture_output=True, text=True, check=True, timeout=600)
+        out = subprocess.run([sys.executable, "-m", "loadtest.heap_memory", "--n", str(args.n),
+                              "--payload-bytes", str(args.payload_bytes), "--variant", variant],
+                             capture_output=True, text=True, check=True, timeout=600, cwd=REPO)
         results[variant] = json.loads(out.stdout)
     d, nd = results["decoded"], results["node"]
     text = (f"# Memory per pending task in the ETA heap\n\n"

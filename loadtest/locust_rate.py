@@ -46,17 +46,15 @@ import sys
 import time
 from typing import IO, Any
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from locust import LoadTestShape, events  # noqa: E402
+from locust import LoadTestShape, events
 
 # Imported as a module, not `from ... import TaskringUser`: Locust runs every User
 # class it finds in this file's namespace, and only the paced one should run.
 # (Importing it also makes grpc cooperate with gevent, as locustfile.py explains.)
-import loadtest.locustfile as base  # noqa: E402
-from taskring import Client  # noqa: E402
+import loadtest.locustfile as base
+from taskring import Client
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _csv(name: str, default: str) -> list[str]:

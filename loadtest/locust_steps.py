@@ -55,7 +55,6 @@ import os
 import pathlib
 import re
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
@@ -65,22 +64,20 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.demo import stop_nodes, wait_ready, wait_settled
+from harness.processes import ChildProcess, NodeProcess, free_port
+from harness.stack import StackEndpoints
+from harness.world import World, create_world, drop_world
+from loadtest.bench.env import NAMESPACE, SLOTS, spread_task_types
+from loadtest.bench.executors import Executors, starts_by_task
+from loadtest.bench.load import LOCUST_MISSING, locust_argv, warm_up
+from loadtest.bench.observe import machine_jiffies, process_cpu, stack_pids
+from loadtest.bench.report import fmt
+from loadtest.bench.stats import percentile, summarize_ms
+from loadtest.bench.store import naive_utc_to_ts, now_naive_utc, wait_done
+from loadtest.raw_parts import machine_facts
 
-from harness.demo import stop_nodes, wait_ready, wait_settled  # noqa: E402
-from harness.processes import ChildProcess, NodeProcess, free_port  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import World, create_world, drop_world  # noqa: E402
-from loadtest.bench.env import NAMESPACE, SLOTS, spread_task_types  # noqa: E402
-from loadtest.bench.executors import Executors, starts_by_task  # noqa: E402
-from loadtest.bench.load import warm_up  # noqa: E402
-from loadtest.bench.observe import machine_jiffies, process_cpu, stack_pids  # noqa: E402
-from loadtest.bench.report import fmt  # noqa: E402
-from loadtest.bench.stats import percentile, summarize_ms  # noqa: E402
-from loadtest.bench.store import naive_utc_to_ts, now_naive_utc, wait_done  # noqa: E402
-from loadtest.raw_parts import machine_facts  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 LOCUSTFILE = REPO / "loadtest" / "locust_rate.py"
@@ -173,14 +170,6 @@ class LocustProcesses:
         return [self.master, *self.workers]
 
 
-def locust_exe() -> str:
-    here = pathlib.Path(sys.executable).parent / "locust"
-    found = str(here) if here.exists() else shutil.which("locust")
-    if not found:
-        raise SystemExit("locust is not installed (.venv/bin/pip install locust==2.47.0)")
-    return found
-
-
 def locust_env(plan: Plan, targets: list[str], task_types: list[str], delay_ms: int,
                record_dir: pathlib.Path) -> dict[str, str]:
     """What locust_rate.py (and the locustfile.py it builds on) reads."""
@@ -198,15 +187,17 @@ def start_locust(plan: Plan, targets: list[str], task_types: list[str], workers:
     record_dir = run_dir / "records"
     record_dir.mkdir(exist_ok=True)
     env = dict(os.environ, **locust_env(plan, targets, task_types, delay_ms, record_dir))
-    exe, port, csv_prefix = locust_exe(), free_port(), run_dir / "locust"
+    exe, port, csv_prefix = locust_argv(), free_port(), run_dir / "locust"
+    if not exe:
+        raise SystemExit(LOCUST_MISSING)
     # --stop-timeout: at the end a user finishes its call in flight, so that every task
     # the node accepted is also an ack we recorded.
     master = ChildProcess("locust-master", [
-        exe, "-f", str(LOCUSTFILE), "--master", "--headless", "--master-bind-host", "127.0.0.1",
+        *exe, "-f", str(LOCUSTFILE), "--master", "--headless", "--master-bind-host", "127.0.0.1",
         "--master-bind-port", str(port), "--expect-workers", str(workers), "--expect-workers-max-wait", "60",
         "--stop-timeout", "10s", "--csv", str(csv_prefix), "--only-summary"], run_dir / "locust-master.log",
         env=env, new_session=True).start()
-    procs = [ChildProcess(f"locust-worker-{i}", [exe, "-f", str(LOCUSTFILE), "--worker", "--master-host",
+    procs = [ChildProcess(f"locust-worker-{i}", [*exe, "-f", str(LOCUSTFILE), "--worker", "--master-host",
                                                   "127.0.0.1", "--master-port", str(port)],
                           run_dir / f"locust-worker-{i}.log", env=env, new_session=True).start()
              for i in range(workers)]

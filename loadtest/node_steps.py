@@ -34,30 +34,27 @@ import dataclasses
 import pathlib
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.api import TaskApi
+from dispatcher.clock import Clock
+from dispatcher.config import NodeConfig
+from dispatcher.due import due_of_message
+from dispatcher.due_queue import DueQueue
+from dispatcher.log.interface import OutMessage
+from dispatcher.metrics import NodeMetrics
+from dispatcher.outcomes import DecideParams, decide
+from dispatcher.store import attempt_writes
+from dispatcher.store import records as r
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.mysql import TaskStore
+from dispatcher.validation import Limits
+from dispatcher.watermark import OffsetTracker
+from taskring.wire import pb
 
-from dispatcher.api import TaskApi  # noqa: E402
-from dispatcher.clock import Clock  # noqa: E402
-from dispatcher.config import NodeConfig  # noqa: E402
-from dispatcher.due import due_of_message  # noqa: E402
-from dispatcher.due_queue import DueQueue  # noqa: E402
-from dispatcher.log.interface import OutMessage  # noqa: E402
-from dispatcher.metrics import NodeMetrics  # noqa: E402
-from dispatcher.outcomes import DecideParams, decide  # noqa: E402
-from dispatcher.store import attempt_writes  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from dispatcher.validation import Limits  # noqa: E402
-from dispatcher.watermark import OffsetTracker  # noqa: E402
-from taskring.wire import pb  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 BATCH = 1_000
 T = TypeVar("T")

@@ -59,12 +59,9 @@ from cluster.ring import desired_owners
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python loadtest/ownership_contention.py`
-    sys.path.insert(0, str(REPO))
 
-from harness.stack import StackEndpoints  # noqa: E402
-from loadtest.raw_parts import (  # noqa: E402
+from harness.stack import StackEndpoints
+from loadtest.raw_parts import (
     create_scratch_db,
     drop_db,
     due_rows,
@@ -75,6 +72,8 @@ from loadtest.raw_parts import (  # noqa: E402
     process_cpu_s,
     server_pid,
 )
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 MODES = ("owned", "shared-skip-locked", "shared-for-update")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import sys
 import threading
 import time
 import uuid
@@ -26,12 +25,10 @@ import uuid
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.stack import StackEndpoints
+from loadtest.bench.stats import percentile
 
-from harness.stack import StackEndpoints  # noqa: E402
-from loadtest.bench.stats import percentile  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 PARTITIONS = 16
 

@@ -30,7 +30,7 @@ REPORTS = REPO / "loadtest" / "reports"
 
 def run_one(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     name = f"scale_curve_nodes{nodes}" + (f"_shards{args.shards}" if args.shards > 1 else "")
-    command = [sys.executable, str(REPO / "loadtest" / "bench_node.py"), "--profile", "none", "--no-raw",
+    command = [sys.executable, "-m", "loadtest.bench_node", "--profile", "none", "--no-raw",
                "--nodes", str(nodes), "--node-cpu-cap", str(args.cap), "--executors", str(args.executors),
                "--n", str(args.n), "--submitters", str(max(4, 2 * nodes)), "--shards", str(args.shards),
                "--timing-kafka", "300", "--timing-mysql", "300", "--timing-immediate", "300",

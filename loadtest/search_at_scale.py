@@ -20,17 +20,15 @@ import sys
 import time
 import uuid
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.config import MySQLConfig
+from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore
+from dispatcher.store.mysql import TaskStore
+from dispatcher.store.search import Query, SearchStore, statements
+from dispatcher.store.shards import shards_of
+from harness.stack import StackEndpoints
+from harness.world import create_database, drop_database
 
-from dispatcher.config import MySQLConfig  # noqa: E402
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from dispatcher.store.search import Query, SearchStore, statements  # noqa: E402
-from dispatcher.store.shards import shards_of  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import create_database, drop_database  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 REPORTS = REPO / "loadtest" / "reports"
 STATUSES = ("succeeded", "succeeded", "succeeded", "succeeded", "pending", "dead_lettered", "cancelled")

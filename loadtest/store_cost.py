@@ -26,18 +26,16 @@ import sys
 import time
 from collections.abc import Callable
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.config import MySQLConfig
+from dispatcher.ids import new_task_id
+from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
+from harness.stack import StackEndpoints
+from harness.world import create_database, drop_database, new_run_id
+from loadtest.bench.observe import process_cpu, stack_pids
+from taskring.task import TaskState
 
-from dispatcher.config import MySQLConfig  # noqa: E402
-from dispatcher.ids import new_task_id  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import create_database, drop_database, new_run_id  # noqa: E402
-from loadtest.bench.observe import process_cpu, stack_pids  # noqa: E402
-from taskring.task import TaskState  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 SLOTS = 16
 NODE = "bench-store-node"

@@ -78,12 +78,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # run as a script: make `loadtest.peers` importable
-    sys.path.insert(0, str(REPO))
-
-from loadtest.bench.stats import percentile  # noqa: E402
-from loadtest.peers.redis_server import (  # noqa: E402
+from loadtest.bench.stats import percentile
+from loadtest.peers.redis_server import (
     URL_ENV,
     RedisServer,
     Start,
@@ -92,6 +88,8 @@ from loadtest.peers.redis_server import (  # noqa: E402
     record_cost_us,
     redis_server_version,
 )
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 REPORTS_DIR = REPO / "loadtest" / "reports"
 SYSTEMS = ("celery", "dramatiq")
