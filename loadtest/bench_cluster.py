@@ -37,7 +37,7 @@ window (executor records), baseline rate (the median window of the seconds befor
 the event), minimum window, time below 80% of baseline, and lateness (start - due)
 of the tasks due around the handoff. Every task carries its scenario in its
 payload, so executions twice and lost tasks (acked but not succeeded at the end)
-are counted per scenario. Percentiles and medians are nearest-rank (bench/stats.py).
+are counted per scenario. Percentiles and medians are nearest-rank (harness/stats.py).
 
     .venv/bin/python loadtest/bench_cluster.py                  # ~2.5-3 minutes
     .venv/bin/python loadtest/bench_cluster.py --repeats 1 --rate 300
@@ -66,6 +66,7 @@ from cluster.ring import desired_owners
 from cluster.slots import slot_of
 from harness.processes import NodeProcess
 from harness.stack import StackEndpoints
+from harness.stats import dip_figures, min_median_max, percentile, tail
 from harness.wait import wait_until
 from harness.world import new_run_id
 from loadtest.bench import report
@@ -75,7 +76,6 @@ from loadtest.bench.load import PacedLoad
 from loadtest.bench.observe import ProcessSampler, machine_facts, scan_logs
 from loadtest.bench.report import fmt, fmt_pct, fmt_range
 from loadtest.bench.ring_model import ring_model
-from loadtest.bench.stats import dip_figures, min_median_max, percentile, tail
 from loadtest.bench.store import task_statuses, wait_terminal
 from loadtest.bench.zk import RingPoller, ZkObserver, ZkSample, get_json, settled_pred
 

@@ -27,7 +27,7 @@ executor processes running against the real local stack, it measures:
 Everything runs in a private world made for the run and removed after it, and the
 node and the executors are processes of their own (loadtest/bench/: env.py,
 executors.py); this process is the load generator (bench/load.py). Percentiles are
-nearest-rank (bench/stats.py).
+nearest-rank (harness/stats.py).
 
     .venv/bin/python loadtest/bench_node.py                  # N=50,000, about 35 s on a quiet machine
     .venv/bin/python loadtest/bench_node.py --n 20000 --report-name bench_node_n20000
@@ -62,6 +62,7 @@ from typing import Any
 from harness.cgroup import CpuCap
 from harness.demo import stop_nodes, wait_settled
 from harness.processes import NodeProcess
+from harness.stats import execution_rate_windows, latency_figures, rate, ratio, summarize_ms
 from harness.world import World
 from loadtest.bench import report
 from loadtest.bench.console import ConsoleRefresher
@@ -92,7 +93,6 @@ from loadtest.bench.observe import (
 )
 from loadtest.bench.profile import PROFILES, profile_figures, pyspy_for
 from loadtest.bench.report import fmt, table
-from loadtest.bench.stats import execution_rate_windows, latency_figures, rate, ratio, summarize_ms
 from loadtest.bench.store import dispatched_at, recorded_paths, store_facts, wait_done
 from loadtest.raw_parts import format_table as raw_format_table
 from loadtest.raw_parts import make_envelopes, measure_raw_parts

@@ -67,13 +67,13 @@ from typing import Any
 from harness.demo import stop_nodes, wait_ready, wait_settled
 from harness.processes import ChildProcess, NodeProcess, free_port
 from harness.stack import StackEndpoints
+from harness.stats import percentile, summarize_ms
 from harness.world import World, create_world, drop_world
 from loadtest.bench.env import NAMESPACE, SLOTS, spread_task_types
 from loadtest.bench.executors import Executors, starts_by_task
 from loadtest.bench.load import LOCUST_MISSING, locust_argv, warm_up
 from loadtest.bench.observe import machine_jiffies, process_cpu, stack_pids
 from loadtest.bench.report import fmt
-from loadtest.bench.stats import percentile, summarize_ms
 from loadtest.bench.store import naive_utc_to_ts, now_naive_utc, wait_done
 from loadtest.raw_parts import machine_facts
 

@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.stack import StackEndpoints
-from loadtest.bench.stats import percentile
+from harness.stats import percentile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

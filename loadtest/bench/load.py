@@ -31,8 +31,8 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from harness.stats import summarize_ms
 from loadtest.bench.env import NAMESPACE
-from loadtest.bench.stats import summarize_ms
 from loadtest.bench.store import Counts, wait_done
 
 if TYPE_CHECKING:  # taskring is imported where it is used (not in every child process)

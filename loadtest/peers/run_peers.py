@@ -78,7 +78,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from loadtest.bench.stats import percentile
+from harness.stats import percentile
 from loadtest.peers.redis_server import (
     URL_ENV,
     RedisServer,
