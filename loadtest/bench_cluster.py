@@ -839,12 +839,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ring-sets", type=int, default=200, help="name sets per family for the ring model")
     p.add_argument("--only", choices=["ring-model"], help="the ring model only (no cluster)")
     p.add_argument("--keep", action="store_true", help="keep the database, chroot and topics")
-    report.add_report_options(p, "bench_cluster")
-    p.add_argument("--rerender", action="store_true",
-                   help="run nothing: rewrite <report-dir>/<report-name>.md from its .json")
+    report.add_report_options(p, "bench_cluster", rerender=True)
     args = p.parse_args(argv)
-    if args.rerender:
-        print(f"rewrote {report.rerender(args.report_dir, args.report_name, render_report)}")
+    if report.rerender_if_asked(args, render_report):
         return
 
     def on_term(signum, frame):  # SIGTERM: clean up like Ctrl-C
@@ -868,7 +865,7 @@ def main(argv: list[str] | None = None) -> None:
     result["seconds"] = time.time() - t0
     written = []
     if not args.no_report:
-        command = report.command_line("bench_cluster.py", argv)
+        command = report.command_line("loadtest.bench_cluster", argv)
         written = report.write(result, command, args.report_dir, args.report_name, render_report)
     print()
     print(format_tables(result))

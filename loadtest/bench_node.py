@@ -729,9 +729,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="only start the world, node and executors and keep them up this long (for Locust by hand)")
     p.add_argument("--node-log-level", default="INFO")
     add_stack_options(p)
-    report.add_report_options(p, "bench_node")
-    p.add_argument("--rerender", action="store_true",
-                   help="run nothing: rewrite <report-dir>/<report-name>.md from its .json")
+    report.add_report_options(p, "bench_node", rerender=True)
     args = p.parse_args(argv)
     node_env: dict[str, str] = {}
     for item in args.node_env:
@@ -739,8 +737,7 @@ def main(argv: list[str] | None = None) -> None:
         if not sep or not name:
             p.error(f"--node-env wants NAME=VALUE, got {item!r}")
         node_env[name] = value
-    if args.rerender:
-        print(f"rewrote {report.rerender(args.report_dir, args.report_name, format_report)}")
+    if report.rerender_if_asked(args, format_report):
         return
     if args.kafka_delay[1] * 1000 > args.route_threshold_ms:
         p.error("--kafka-delay max must be <= --route-threshold-ms, or those tasks take the MySQL path")
@@ -751,15 +748,13 @@ def main(argv: list[str] | None = None) -> None:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
 
-    command = report.command_line("bench_node.py", argv)
+    command = report.command_line("loadtest.bench_node", argv)
     result = NodeBench(args, node_env).run()
     if args.serve:
         return
     print(format_report(result, command))
     print_summary(result)
-    if not args.no_report:
-        for path in report.write(result, command, args.report_dir, args.report_name, format_report):
-            print(f"wrote {path}")
+    report.publish(args, result, command, format_report)
 
 
 if __name__ == "__main__":

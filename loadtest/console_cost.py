@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import pathlib
 import sys
 import tempfile
@@ -24,12 +23,11 @@ import urllib.request
 from harness.processes import NodeProcess
 from harness.stack import StackEndpoints
 from harness.world import private_world
+from loadtest.bench import report
 from loadtest.bench.console import PATHS
 from loadtest.bench.observe import process_cpu, stack_pids
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-
-REPORTS = REPO / "loadtest" / "reports"
 
 
 def cpu_s(pid: int) -> float:
@@ -42,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--dead", type=int, default=5000)
     p.add_argument("--refresh-s", type=float, default=3.0, help="the console's refresh, for the share of a core")
+    report.add_report_options(p, "console_cost")
     args = p.parse_args(argv)
+    command = report.command_line("loadtest.console_cost", argv)
     with tempfile.TemporaryDirectory() as logs, \
             private_world(StackEndpoints.from_env(), "console-cost", pathlib.Path(logs)) as world:
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
               "response_ms_mean": {k: round(1000 * v / args.rounds, 2) for k, v in per_path.items()},
               "share_of_a_core_at_refresh_s": {"refresh_s": args.refresh_s, "share": round(share, 4)}}
     lines = [f"# What an open console costs: {args.rounds} refreshes of every console endpoint", "",
-             f"Command: `.venv/bin/python loadtest/console_cost.py --rounds {args.rounds} --dead {args.dead}`; one"
+             f"Command: `{command}`; one"
              f" node, {args.dead:,} dead letters over 20 failure groups, 5 h of per-minute figures, no other load.", "",
              "| figure | value |", "| --- | ---: |",
              f"| node CPU per refresh (all {len(PATHS)} endpoints) | {round_node_ms:.2f} ms |",
@@ -88,10 +88,9 @@ def main(argv: list[str] | None = None) -> int:
              f"| share of one core, one console refreshing every {args.refresh_s:g} s | {share:.2%} |", "",
              "| endpoint | mean response ms |", "| --- | ---: |"]
     lines += [f"| `{k}` | {v} |" for k, v in result["response_ms_mean"].items()]
-    REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "console_cost.md").write_text("\n".join(lines) + "\n")
-    (REPORTS / "console_cost.json").write_text(json.dumps(result, indent=1))
-    print("\n".join(lines))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    report.publish(args, result, command, lambda result, command: text)
     return 0
 
 

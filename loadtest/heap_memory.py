@@ -27,11 +27,10 @@ from dispatcher.config import NodeConfig
 from dispatcher.due import Due, due_of_message
 from dispatcher.heap import EtaHeap
 from dispatcher.log.codec import queued_message
+from loadtest.bench import report
 from taskring.wire import pb
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-
-REPORTS = REPO / "loadtest" / "reports"
 
 
 def rss_bytes() -> int:
@@ -69,13 +68,15 @@ def measure(n: int, payload_bytes: int, compact: bool, decoded: int) -> dict:
             "fill_us_per_task": fill_s / n * 1e6}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--payload-bytes", type=int, default=20, help="payload_json size of each task (20: a no-op's)")
     p.add_argument("--variant", choices=["decoded", "node"],
                    help="measure one variant in this process and print its JSON (default: both, each in a process)")
-    args = p.parse_args()
+    report.add_report_options(p, "heap_memory")
+    args = p.parse_args(argv)
+    command = report.command_line("loadtest.heap_memory", argv)
     decoded_capacity = NodeConfig(node_id="heap-memory").heap_decoded_capacity
     if args.variant:
         print(json.dumps(measure(args.n, args.payload_bytes, args.variant == "node", decoded_capacity)))
@@ -88,7 +89,7 @@ def main() -> None:
         results[variant] = json.loads(out.stdout)
     d, nd = results["decoded"], results["node"]
     text = (f"# Memory per pending task in the ETA heap\n\n"
-            f"`python loadtest/heap_memory.py {' '.join(sys.argv[1:])}`: {args.n:,} Kafka-path tasks held, due a"
+            f"`{command}`: {args.n:,} Kafka-path tasks held, due a"
             f" minute or more later (a {d['queued_task_bytes']}-byte QueuedTask each, payload {args.payload_bytes}"
             " bytes), each variant in a fresh process; the growth of resident memory:\n\n"
             "| variant | MB | bytes per task | us per task to decode and push |\n| --- | ---: | ---: | ---: |\n"
@@ -97,11 +98,10 @@ def main() -> None:
             f"| the node's policy: the first {decoded_capacity:,} decoded, the rest held as bytes"
             f" (heap_decoded_capacity) | {nd['rss_growth_bytes'] / 1e6:,.0f} | {nd['bytes_per_task']:,.0f} |"
             f" {nd['fill_us_per_task']:.1f} |\n")
-    (REPORTS / "heap_memory.md").write_text(text)
-    (REPORTS / "heap_memory.json").write_text(json.dumps({"n": args.n, "variants": results,
-                                                          "bytes_per_task": nd["bytes_per_task"],
-                                                          "rss_growth_bytes": nd["rss_growth_bytes"]}, indent=1))
     print(text)
+    result = {"n": args.n, "variants": results, "bytes_per_task": nd["bytes_per_task"],
+              "rss_growth_bytes": nd["rss_growth_bytes"]}
+    report.publish(args, result, command, lambda result, command: text)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,6 @@ import math
 import os
 import pathlib
 import re
-import shlex
 import signal
 import sys
 import tempfile
@@ -69,6 +68,7 @@ from harness.processes import ChildProcess, NodeProcess, free_port
 from harness.stack import StackEndpoints
 from harness.stats import percentile, summarize_ms
 from harness.world import World, create_world, drop_world
+from loadtest.bench import report
 from loadtest.bench.env import NAMESPACE, SLOTS, spread_task_types
 from loadtest.bench.executors import Executors, starts_by_task
 from loadtest.bench.load import LOCUST_MISSING, locust_argv, warm_up
@@ -79,7 +79,6 @@ from loadtest.raw_parts import machine_facts
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 LOCUSTFILE = REPO / "loadtest" / "locust_rate.py"
 
 
@@ -797,13 +796,9 @@ def draw_chart(result: dict[str, Any], path: pathlib.Path) -> None:
     plt.close(fig)
 
 
-def write_report(result: dict[str, Any], name: str, directory: pathlib.Path) -> list[pathlib.Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    js, md, png = (directory / f"{name}.{ext}" for ext in ("json", "md", "png"))
-    js.write_text(json.dumps(result, indent=1, default=str) + "\n")
-    md.write_text(format_report(result))
-    draw_chart(result, png)
-    return [md, js, png]
+def render_report(result: dict[str, Any], command: str) -> str:
+    """format_report for report.write (the command is the result's own)."""
+    return format_report(result)
 
 
 def print_steps(result: dict[str, Any]) -> None:
@@ -836,10 +831,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--route-threshold-ms", type=int, default=5_000, help="the node's TASKRING_ROUTE_THRESHOLD_MS")
     p.add_argument("--drain-s", type=float, default=60, help="wait at most this long after the load (default 60)")
     p.add_argument("--node-log-level", default="INFO")
-    p.add_argument("--report-name", default="locust_steps", help="reports/<name>.{md,json,png}")
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
-    p.add_argument("--no-report", action="store_true", help="print only")
-    p.add_argument("--rerender", action="store_true", help="run nothing: redraw <name>.md and .png from its .json")
+    report.add_report_options(p, "locust_steps", rerender=True)
     args = p.parse_args(argv)
     try:
         args.percents = [int(x) for x in args.steps.split(",") if x.strip()]
@@ -852,12 +844,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.rerender:
-        js = args.report_dir / f"{args.report_name}.json"
-        result = json.loads(js.read_text())
-        (args.report_dir / f"{args.report_name}.md").write_text(format_report(result))
-        draw_chart(result, args.report_dir / f"{args.report_name}.png")
-        print(f"rewrote {args.report_name}.md and .png in {args.report_dir}")
+    if report.rerender_if_asked(args, render_report, draw_chart):
         return 0
     plan = plan_steps(args.peak, args.percents, args.batch, args.step_s, args.max_user_rate, args.users)
 
@@ -865,7 +852,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
 
-    command = shlex.join([".venv/bin/python", "loadtest/locust_steps.py", *(sys.argv[1:] if argv is None else argv)])
+    command = report.command_line("loadtest.locust_steps", argv)
     try:
         result = run(args, plan)
     except KeyboardInterrupt:
@@ -873,9 +860,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     result["command"] = command
     print_steps(result)
-    if not args.no_report:
-        for path in write_report(result, args.report_name, args.report_dir):
-            print(f"wrote {path}")
+    report.publish(args, result, command, render_report, draw_chart)
     return 0
 
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
-import json
 import multiprocessing as mp
 import pathlib
 import queue
@@ -61,6 +60,8 @@ if TYPE_CHECKING:
 
 
 from harness.stack import StackEndpoints
+from loadtest.bench import report
+from loadtest.bench.env import add_stack_options
 from loadtest.raw_parts import (
     create_scratch_db,
     drop_db,
@@ -75,7 +76,6 @@ from loadtest.raw_parts import (
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 MODES = ("owned", "shared-skip-locked", "shared-for-update")
 # Not run by default: ownership, but each poller asks for all its slots at once
 # with an IN list, which DESIGN.md and FIELD-NOTES.md warn against.
@@ -447,19 +447,16 @@ def format_details(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: dict[str, Any], command: str, directory: pathlib.Path = REPORTS_DIR,
-                 name: str | None = None) -> list[pathlib.Path]:
-    """`name`.md and `name`.json; by default ownership_contention, with a suffix
-    when the naive index was left out (so the two variants do not overwrite each other)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    name = name or ("ownership_contention" if result["naive_index"] else "ownership_contention_no_naive_index")
-    js = directory / f"{name}.json"
-    md = directory / f"{name}.md"
-    slim = {**result, "command": command}
-    js.write_text(json.dumps(slim, indent=2, default=str) + "\n")
+def default_report_name(result: dict[str, Any]) -> str:
+    """ownership_contention, with a suffix when the naive index was left out (so that the
+    two variants do not overwrite each other)."""
+    return "ownership_contention" if result["naive_index"] else "ownership_contention_no_naive_index"
+
+
+def render_report(result: dict[str, Any], command: str) -> str:
     f = result["machine"]
     split = ", ".join(f"{k} {len(v)} slots {v}" for k, v in result["split"].items())
-    md.write_text("\n".join([
+    return "\n".join([
         "# Ownership vs. a shared table: claiming due rows with three pollers",
         "",
         f"Run {result['started_at']} with `{command}`.",
@@ -486,8 +483,7 @@ def write_report(result: dict[str, Any], command: str, directory: pathlib.Path =
         " (colleagues share it); the session columns count only the pollers' own connections."
         " Innodb_row_lock_time is in milliseconds. How to read this: loadtest/README.md.",
         "",
-    ]))
-    return [md, js]
+    ])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -503,14 +499,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--payload-bytes", type=int, default=300)
     p.add_argument("--lock-wait-timeout", type=int, default=5, help="pollers' innodb_lock_wait_timeout, s")
     p.add_argument("--deadline-s", type=float, default=25.0, help="give up a mode after this long")
-    stack = StackEndpoints.from_env()
-    p.add_argument("--mysql-host", default=stack.host)
-    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
-    p.add_argument("--mysql-user", default=stack.mysql_user)
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
-    p.add_argument("--report-name", help="report file stem (default ownership_contention"
-                                         "[_no_naive_index])")
-    p.add_argument("--no-report", action="store_true", help="print only")
+    add_stack_options(p)
+    report.add_report_options(p, None)
     args = p.parse_args(argv)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = set(modes) - set(ALL_MODES)
@@ -524,11 +514,8 @@ def main(argv: list[str] | None = None) -> None:
     print(format_table(result))
     print()
     print(format_details(result))
-    if not args.no_report:
-        command = " ".join(["python", "loadtest/ownership_contention.py",
-                            *(argv if argv is not None else sys.argv[1:])])
-        for path in write_report(result, command.strip(), args.report_dir, args.report_name):
-            print(f"wrote {path}")
+    report.publish(args, result, report.command_line("loadtest.ownership_contention", argv), render_report,
+                   name=args.report_name or default_report_name(result))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import pathlib
 import statistics
 import sys
@@ -27,10 +26,9 @@ from dispatcher.store.search import Query, SearchStore, statements
 from dispatcher.store.shards import shards_of
 from harness.stack import StackEndpoints
 from harness.world import create_database, drop_database
+from loadtest.bench import report
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-
-REPORTS = REPO / "loadtest" / "reports"
 STATUSES = ("succeeded", "succeeded", "succeeded", "succeeded", "pending", "dead_lettered", "cancelled")
 BASE = dt.datetime(2026, 11, 1)
 
@@ -93,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--dead", type=int, default=200_000)
-    p.add_argument("--report-name", default="search_at_scale")
+    report.add_report_options(p, "search_at_scale")
     args = p.parse_args(argv)
+    command = report.command_line("loadtest.search_at_scale", argv)
     stack = StackEndpoints.from_env()
     database = f"taskring_scale_{uuid.uuid4().hex[:8]}"
     create_database(stack, database)
@@ -138,17 +137,16 @@ def main(argv: list[str] | None = None) -> int:
         store.stop()
         drop_database(stack, database)
     lines = [f"# Search at scale: {args.rows:,} tasks, {args.dead:,} dead letters", "",
-             f"Command: `.venv/bin/python loadtest/search_at_scale.py --rows {args.rows} --dead {args.dead}`"
+             f"Command: `{command}`"
              f" (fill {result['fill']['total_s']} s). Times are the store call from Python (PyMySQL) to"
              " the rows decoded, 50 rows a page.", "",
              "| query | p50 ms | max ms | rows | EXPLAIN (table, type, key, rows) |",
              "| --- | ---: | ---: | ---: | --- |"]
     for name, q in result["queries"].items():
         lines.append(f"| {name} | {q['p50_ms']} | {q['max_ms']} | {q['rows']} | {q.get('explain', '')} |")
-    REPORTS.mkdir(exist_ok=True)
-    (REPORTS / f"{args.report_name}.md").write_text("\n".join(lines) + "\n")
-    (REPORTS / f"{args.report_name}.json").write_text(json.dumps(result, indent=1, default=str))
-    print("\n".join(lines))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    report.publish(args, result, command, lambda result, command: text)
     return 0
 
 

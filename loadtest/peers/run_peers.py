@@ -64,7 +64,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import importlib.metadata
-import json
 import os
 import pathlib
 import platform
@@ -79,6 +78,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.stats import percentile
+from loadtest.bench import report
 from loadtest.peers.redis_server import (
     URL_ENV,
     RedisServer,
@@ -91,7 +91,6 @@ from loadtest.peers.redis_server import (
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-REPORTS_DIR = REPO / "loadtest" / "reports"
 SYSTEMS = ("celery", "dramatiq")
 LABELS = {"celery": "Celery+Redis", "dramatiq": "Dramatiq+Redis"}
 POLL_S = 0.02
@@ -797,14 +796,6 @@ def format_report(result: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: dict[str, Any], command: str, name: str, directory: pathlib.Path) -> list[pathlib.Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    md, js = directory / f"{name}.md", directory / f"{name}.json"
-    js.write_text(json.dumps({**result, "command": command}, indent=2) + "\n")
-    md.write_text(format_report(result, command))
-    return [md, js]
-
-
 # ---------------------------------------------------------------- the command line
 
 def overall_timeout_s(cfg: PeersConfig) -> int:
@@ -835,9 +826,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--stall-timeout-s", type=float, default=d.stall_timeout_s,
                    help="give up waiting when no task has run for this long")
     p.add_argument("--redis-server", default=d.redis_server, help="the redis-server binary")
-    p.add_argument("--report-name", default="peers", help="reports/<name>.md and .json (default peers)")
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
-    p.add_argument("--no-report", action="store_true", help="print only")
+    report.add_report_options(p, "peers")
     args = p.parse_args(argv)
     args.systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
     unknown = set(args.systems) - set(SYSTEMS)
@@ -868,7 +857,7 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGALRM, on_alarm)
         signal.alarm(overall_timeout_s(cfg))
-    command = " ".join(["python", "loadtest/peers/run_peers.py", *(argv if argv is not None else sys.argv[1:])])
+    command = report.command_line("loadtest.peers.run_peers", argv)
     try:
         result = run_peers(cfg.n, cfg.rate, cfg.seconds, cfg.systems, **options)
     finally:
@@ -877,9 +866,7 @@ def main(argv: list[str] | None = None) -> None:
     print(format_table(result))
     print()
     print(f"versions: {result['versions']}; record() {result['record_cost_us']} us per call")
-    if not args.no_report:
-        for path in write_report(result, command, args.report_name, args.report_dir):
-            print(f"wrote {path}")
+    report.publish(args, result, command, format_report)
     if not all(s["complete"] for s in result["systems"].values()):
         sys.exit(1)
 
