@@ -25,14 +25,9 @@ from harness.stack import StackEndpoints
 from harness.world import private_world
 from loadtest.bench import report
 from loadtest.bench.console import PATHS
-from loadtest.bench.observe import process_cpu, stack_pids
+from loadtest.bench.observe import process_cpu_s, stack_pids
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-
-
-def cpu_s(pid: int) -> float:
-    figures = process_cpu(pid)
-    return sum(figures) if figures else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in PATHS:   # warm: the first call of each route imports and caches
                 urllib.request.urlopen(node.admin + path, timeout=30).read()
             mariadb = stack_pids().get("mariadb")
-            n0, m0, t0 = cpu_s(node.pid), cpu_s(mariadb) if mariadb else 0.0, time.perf_counter()
+            n0, m0, t0 = process_cpu_s(node.pid) or 0.0, process_cpu_s(mariadb) or 0.0, time.perf_counter()
             per_path: dict[str, float] = dict.fromkeys(PATHS, 0.0)
             for _ in range(args.rounds):
                 for path in PATHS:
@@ -70,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     urllib.request.urlopen(node.admin + path, timeout=30).read()
                     per_path[path] += time.perf_counter() - s
             wall = time.perf_counter() - t0
-            node_s, db_s = cpu_s(node.pid) - n0, (cpu_s(mariadb) - m0) if mariadb else 0.0
+            node_s, db_s = (process_cpu_s(node.pid) or 0.0) - n0, (process_cpu_s(mariadb) or 0.0) - m0
         finally:
             node.terminate()
     round_node_ms, round_db_ms = 1000 * node_s / args.rounds, 1000 * db_s / args.rounds

@@ -28,14 +28,16 @@ from dispatcher.due import Due, due_of_message
 from dispatcher.heap import EtaHeap
 from dispatcher.log.codec import queued_message
 from loadtest.bench import report
+from loadtest.bench.observe import process_rss
 from taskring.wire import pb
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    rss = process_rss(os.getpid())
+    assert rss is not None  # this process's own
+    return rss
 
 
 def message_of(i: int, payload_bytes: int) -> bytes:

@@ -46,6 +46,7 @@ from dispatcher.store.migrate import migrate
 from harness.stack import StackEndpoints
 from loadtest.bench import report
 from loadtest.bench.env import add_stack_options
+from loadtest.bench.observe import process_cpu_s
 from taskring.wire import pb
 
 SLOTS = 16
@@ -245,17 +246,6 @@ def server_pid(cur) -> int | None:
         cur.execute("SELECT @@pid_file")
         return int(pathlib.Path(cur.fetchone()[0]).read_text().split()[0])
     except (OSError, ValueError, TypeError, IndexError):
-        return None
-
-
-def process_cpu_s(pid: int | None) -> float | None:
-    """User + system CPU seconds of a process, from /proc (None when unknown)."""
-    if pid is None:
-        return None
-    try:
-        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
         return None
 
 
