@@ -83,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
              f"| share of one core, one console refreshing every {args.refresh_s:g} s | {share:.2%} |", "",
              "| endpoint | mean response ms |", "| --- | ---: |"]
     lines += [f"| `{k}` | {v} |" for k, v in result["response_ms_mean"].items()]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    report.publish(args, result, command, lambda result, command: text)
+    report.print_and_publish(args, result, command, "\n".join(lines) + "\n")
     return 0
 
 

@@ -100,10 +100,9 @@ def main(argv: list[str] | None = None) -> None:
             f"| the node's policy: the first {decoded_capacity:,} decoded, the rest held as bytes"
             f" (heap_decoded_capacity) | {nd['rss_growth_bytes'] / 1e6:,.0f} | {nd['bytes_per_task']:,.0f} |"
             f" {nd['fill_us_per_task']:.1f} |\n")
-    print(text)
     result = {"n": args.n, "variants": results, "bytes_per_task": nd["bytes_per_task"],
               "rss_growth_bytes": nd["rss_growth_bytes"]}
-    report.publish(args, result, command, lambda result, command: text)
+    report.print_and_publish(args, result, command, text)
 
 
 if __name__ == "__main__":

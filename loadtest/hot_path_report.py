@@ -184,9 +184,8 @@ def main(argv: list[str] | None = None) -> None:
           " same code, eight runs of phase B gave Kafka- and MySQL-path p99s from 11 to 174 ms, and two runs a stall of"
           " 0.25-0.8 s at once (the older commit alternated with it showed the same spread). Read a"
           " p99 here as one run's, and compare versions alternately, never against this page.", ""]
-    print("\n".join(L))
-    report.publish(args, {"rows": rows, "data": data}, report.command_line("loadtest.hot_path_report", argv),
-                   lambda result, command: "\n".join(L))
+    report.print_and_publish(args, {"rows": rows, "data": data},
+                             report.command_line("loadtest.hot_path_report", argv), "\n".join(L))
 
 
 if __name__ == "__main__":

@@ -112,11 +112,9 @@ def main(argv: list[str] | None = None) -> None:
     command = report.command_line("loadtest.scale_curve", argv)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = [run_one(n, args) for n in args.counts]
-    text = format_report(rows, args, started, command)
-    print(text)
     name = args.report_name or "scale_curve" + (f"_shards{args.shards}" if args.shards > 1 else "")
     result = {"started_at": started, "cap_cores": args.cap, "shards": args.shards, "rows": rows}
-    report.publish(args, result, command, lambda result, command: text, name=name)
+    report.print_and_publish(args, result, command, format_report(rows, args, started, command), name=name)
 
 
 if __name__ == "__main__":

@@ -144,9 +144,7 @@ def main(argv: list[str] | None = None) -> int:
              "| --- | ---: | ---: | ---: | --- |"]
     for name, q in result["queries"].items():
         lines.append(f"| {name} | {q['p50_ms']} | {q['max_ms']} | {q['rows']} | {q.get('explain', '')} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    report.publish(args, result, command, lambda result, command: text)
+    report.print_and_publish(args, result, command, "\n".join(lines) + "\n")
     return 0
 
 

@@ -76,6 +76,14 @@ def publish(args: argparse.Namespace, result: dict[str, Any], command: str, rend
         print(f"wrote {path}")
 
 
+def print_and_publish(args: argparse.Namespace, result: dict[str, Any], command: str, text: str,
+                      name: str | None = None) -> None:
+    """The markdown the run made once (from more than its result: no --rerender), printed and
+    then published with the result."""
+    print(text)
+    publish(args, result, command, lambda result, command: text, name=name)
+
+
 def rerender_if_asked(args: argparse.Namespace, render: Render, chart: Chart | None = None) -> bool:
     """With --rerender: the report made again from its JSON (saying so), and True."""
     if not getattr(args, "rerender", False):
