@@ -39,9 +39,9 @@ of the tasks due around the handoff. Every task carries its scenario in its
 payload, so executions twice and lost tasks (acked but not succeeded at the end)
 are counted per scenario. Percentiles and medians are nearest-rank (harness/stats.py).
 
-    .venv/bin/python loadtest/bench_cluster.py                  # ~2.5-3 minutes
-    .venv/bin/python loadtest/bench_cluster.py --repeats 1 --rate 300
-    .venv/bin/python loadtest/bench_cluster.py --only ring-model
+    .venv/bin/python -m loadtest.bench_cluster                  # ~2.5-3 minutes
+    .venv/bin/python -m loadtest.bench_cluster --repeats 1 --rate 300
+    .venv/bin/python -m loadtest.bench_cluster --only ring-model
 
 Node logs are kept in a temporary directory printed at the end (and named in
 the report). Writes loadtest/reports/bench_cluster.md and .json (--report-dir,

@@ -29,11 +29,11 @@ node and the executors are processes of their own (loadtest/bench/: env.py,
 executors.py); this process is the load generator (bench/load.py). Percentiles are
 nearest-rank (harness/stats.py).
 
-    .venv/bin/python loadtest/bench_node.py                  # N=50,000, about 35 s on a quiet machine
-    .venv/bin/python loadtest/bench_node.py --n 20000 --report-name bench_node_n20000
-    .venv/bin/python loadtest/bench_node.py --profile none --no-raw --no-report
-    .venv/bin/python loadtest/bench_node.py --locust-s 20    # also run locustfile.py against the node
-    .venv/bin/python loadtest/bench_node.py --serve 600      # just a node + executors, for Locust by hand
+    .venv/bin/python -m loadtest.bench_node                  # N=50,000, about 35 s on a quiet machine
+    .venv/bin/python -m loadtest.bench_node --n 20000 --report-name bench_node_n20000
+    .venv/bin/python -m loadtest.bench_node --profile none --no-raw --no-report
+    .venv/bin/python -m loadtest.bench_node --locust-s 20    # also run locustfile.py against the node
+    .venv/bin/python -m loadtest.bench_node --serve 600      # just a node + executors, for Locust by hand
 
 Run from the repository root with the project venv, one benchmark at a time
 (2 shared cores). The default profile needs py-spy (`.venv/bin/pip install py-spy`,

@@ -8,7 +8,7 @@ console's requests (loadtest/bench/console.py PATHS) back to back; CPU from /pro
 after. The share of a core that a console refreshing every 3 s takes is then
 (CPU per round / 3 s).
 
-    .venv/bin/python loadtest/console_cost.py              # 200 rounds, 5,000 dead letters
+    .venv/bin/python -m loadtest.console_cost              # 200 rounds, 5,000 dead letters
 """
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ the first call of a run and the last reply, divided by the tasks run: gRPC recei
 decoding, running, encoding the reply. The client's CPU is not in it. The median of R runs
 is reported.
 
-    .venv/bin/python loadtest/executor_cost.py                     # 3 runs of 20 calls of 1,000
+    .venv/bin/python -m loadtest.executor_cost                     # 3 runs of 20 calls of 1,000
     PYTHONPATH=/tmp/old .venv/bin/python -m loadtest.executor_cost  # another copy of the SDK
-    .venv/bin/python loadtest/executor_cost.py --handler sync      # a `def` handler (threads)
-    .venv/bin/python loadtest/executor_cost.py --transport stream  # messages on one Work stream
+    .venv/bin/python -m loadtest.executor_cost --handler sync      # a `def` handler (threads)
+    .venv/bin/python -m loadtest.executor_cost --transport stream  # messages on one Work stream
 
 `PYTHONPATH=DIR` imports `taskring` from DIR/taskring instead of sdk/python (the first line
 printed says which), to compare with another version of the SDK, e.g. the committed one:

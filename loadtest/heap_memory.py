@@ -7,8 +7,8 @@ process's resident memory before and after: everything one held task costs (its
 envelope's bytes, its id, the Due, the heap entry and its tuple), whatever allocator
 it came from.
 
-    .venv/bin/python loadtest/heap_memory.py                 # 1,000,000 tasks
-    .venv/bin/python loadtest/heap_memory.py --n 200000 --payload-bytes 500
+    .venv/bin/python -m loadtest.heap_memory                 # 1,000,000 tasks
+    .venv/bin/python -m loadtest.heap_memory --n 200000 --payload-bytes 500
 
 Prints the figure and writes loadtest/reports/heap_memory.md and .json.
 """

@@ -15,7 +15,7 @@ and writes loadtest/reports/hot_path.md and .json. Each row names the report it 
 from with the commit and day of its run: a report older than the code it scores says
 so there, and a report that is missing is said so.
 
-    .venv/bin/python loadtest/hot_path_report.py
+    .venv/bin/python -m loadtest.hot_path_report
 """
 from __future__ import annotations
 

@@ -30,10 +30,10 @@ Per second of the run (the timeline), and per step:
   errors     Locust failures (SubmitBatch calls that raised) and user errors
 and the machine's busy CPU and each process group's, sampled every second.
 
-    .venv/bin/python loadtest/locust_steps.py                        # 4 x 60 s up to 5,000 tasks/s
-    .venv/bin/python loadtest/locust_steps.py --step-s 10 --peak 2000
-    .venv/bin/python loadtest/locust_steps.py --nodes 3 --peak 3000
-    .venv/bin/python loadtest/locust_steps.py --rerender              # redraw .md and .png from the .json
+    .venv/bin/python -m loadtest.locust_steps                        # 4 x 60 s up to 5,000 tasks/s
+    .venv/bin/python -m loadtest.locust_steps --step-s 10 --peak 2000
+    .venv/bin/python -m loadtest.locust_steps --nodes 3 --peak 3000
+    .venv/bin/python -m loadtest.locust_steps --rerender              # redraw .md and .png from the .json
 
 Writes loadtest/reports/locust_steps.{json,md,png} (`--report-name` to change).
 Every process it starts is stopped by its PID and the world is dropped, also on an

@@ -20,8 +20,8 @@ What it leaves out is the glue around these steps: the event loop, gRPC's and Ka
 clients, the thread hops, the metrics. The node's measured CPU per task (bench_node.py)
 minus this total is that glue.
 
-    .venv/bin/python loadtest/node_steps.py            # 7 runs of 20 batches
-    .venv/bin/python loadtest/node_steps.py --runs 15
+    .venv/bin/python -m loadtest.node_steps            # 7 runs of 20 batches
+    .venv/bin/python -m loadtest.node_steps --runs 15
 
 Compare versions back to back, alternately (another checkout's copy: run its own
 loadtest/node_steps.py): the box's other load moves CPU time.

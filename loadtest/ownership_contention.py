@@ -36,8 +36,8 @@ every mode, so the shared pollers are not punished for a missing index and the
 modes differ only in how they poll. `--no-naive-index` runs them on taskring's
 schema alone (the shared query then scans and sorts the whole table per poll).
 
-    .venv/bin/python loadtest/ownership_contention.py            # N=120,000, 3 pollers
-    .venv/bin/python loadtest/ownership_contention.py --modes owned,shared-skip-locked --n 60000
+    .venv/bin/python -m loadtest.ownership_contention            # N=120,000, 3 pollers
+    .venv/bin/python -m loadtest.ownership_contention --modes owned,shared-skip-locked --n 60000
 """
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ floor: sends of `--messages` messages spread over 1, 4 and 16 partitions of a fr
 topic, one send in flight at a time, the acknowledgements taken on a poll thread as
 the node does (dispatcher/log/kafka.py).
 
-    .venv/bin/python loadtest/produce_latency.py                    # 57 messages a send, 200 sends each
-    .venv/bin/python loadtest/produce_latency.py --messages 1 --sends 500
+    .venv/bin/python -m loadtest.produce_latency                    # 57 messages a send, 200 sends each
+    .venv/bin/python -m loadtest.produce_latency --messages 1 --sends 500
 
 The topic is created for the run and deleted after it.
 """

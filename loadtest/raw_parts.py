@@ -19,8 +19,8 @@ measurement error, and the gap below them is what taskring costs.
 
 The benchmark topic and database are created for the run and dropped after it.
 
-    .venv/bin/python loadtest/raw_parts.py                   # N=200,000, ~300-byte envelope
-    .venv/bin/python loadtest/raw_parts.py --n 50000 --payload-bytes 1000 --only mysql
+    .venv/bin/python -m loadtest.raw_parts                   # N=200,000, ~300-byte envelope
+    .venv/bin/python -m loadtest.raw_parts --n 50000 --payload-bytes 1000 --only mysql
 
 or `from loadtest.raw_parts import measure_raw_parts` (from the repository root).
 """

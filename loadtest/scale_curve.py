@@ -8,8 +8,8 @@ process of its own, one after the other. The executors, MariaDB, Kafka and ZooKe
 are not capped: they are the shared parts, and the curve bends where one of them (or
 the box itself) runs out.
 
-    .venv/bin/python loadtest/scale_curve.py                       # 1-4 nodes, 0.4 cores each
-    .venv/bin/python loadtest/scale_curve.py --cap 0.3 --n 20000 --counts 1 2 3
+    .venv/bin/python -m loadtest.scale_curve                       # 1-4 nodes, 0.4 cores each
+    .venv/bin/python -m loadtest.scale_curve --cap 0.3 --n 20000 --counts 1 2 3
 
 Writes loadtest/reports/scale_curve.md and .json (each run's own report is
 reports/scale_curve_nodes<N>.md/.json; `--report-dir` to write elsewhere). Needs root (cgroups).

@@ -6,8 +6,8 @@ engine, in chunks), then runs each query shape 20 times at the first page and at
 cursor, and reports p50/max and the rows EXPLAIN expects to read. The database is dropped at
 the end.
 
-    .venv/bin/python loadtest/search_at_scale.py                 # 10M tasks, 200k dead letters
-    .venv/bin/python loadtest/search_at_scale.py --rows 1000000 --report-name search_at_scale_1m
+    .venv/bin/python -m loadtest.search_at_scale                 # 10M tasks, 200k dead letters
+    .venv/bin/python -m loadtest.search_at_scale --rows 1000000 --report-name search_at_scale_1m
 """
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ server counted (`Questions`, `Com_commit`). With --batch 1 the wall figure is wh
 Submit, one dispatch and one outcome wait on the store; with a large batch it is what
 a task costs at throughput.
 
-    .venv/bin/python loadtest/store_cost.py                      # N 20,000, batches of 1,000 and of 1
-    .venv/bin/python loadtest/store_cost.py --batch 100 --n 10000
+    .venv/bin/python -m loadtest.store_cost                      # N 20,000, batches of 1,000 and of 1
+    .venv/bin/python -m loadtest.store_cost --batch 100 --n 10000
 
 Server-wide counters: run on a quiet stack. The box's other load moves CPU figures;
 compare versions back to back, alternately (`git stash`), and read the statements.

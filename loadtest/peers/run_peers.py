@@ -33,9 +33,9 @@ the last task ran).
 Run from the repository root with the project venv (needs `redis-server` on PATH and
 `pip install -r loadtest/peers/requirements.txt`), one benchmark at a time (2 shared cores):
 
-    .venv/bin/python loadtest/peers/run_peers.py                          # N=50,000, 200/s x 10 s, both systems
-    .venv/bin/python loadtest/peers/run_peers.py --n 2000 --rate 100 --seconds 3 --no-report   # a quick check
-    .venv/bin/python loadtest/peers/run_peers.py --systems dramatiq --dramatiq-processes 2 --dramatiq-threads 4
+    .venv/bin/python -m loadtest.peers.run_peers                          # N=50,000, 200/s x 10 s, both systems
+    .venv/bin/python -m loadtest.peers.run_peers --n 2000 --rate 100 --seconds 3 --no-report   # a quick check
+    .venv/bin/python -m loadtest.peers.run_peers --systems dramatiq --dramatiq-processes 2 --dramatiq-threads 4
 
 It prints a markdown table and writes loadtest/reports/peers.md and peers.json (--report-name, --no-report).
 From Python: `from loadtest.peers.run_peers import run_peers; run_peers(20_000, 200, 10)` returns the same dict

@@ -73,9 +73,9 @@ def locust_command(plan: Plan, workers: int) -> str:
     """The Locust command lines, for the report (variables abridged)."""
     steps = ",".join(str(s.users) for s in plan.steps)
     return (f"TASKRING_STEP_USERS={steps} TASKRING_STEP_S={plan.step_s:g} TASKRING_USER_RATE={plan.user_rate:.4g} "
-            f"TASKRING_BATCH={plan.batch} TASKRING_TARGETS=<nodes> ... locust -f loadtest/locust_rate.py --master "
-            f"--headless --expect-workers {workers} --stop-timeout 10s --csv <run dir>/locust --only-summary"
-            f" + {workers} x locust -f loadtest/locust_rate.py --worker")
+            f"TASKRING_BATCH={plan.batch} TASKRING_TARGETS=<nodes> ... python -m locust -f loadtest/locust_rate.py"
+            f" --master --headless --expect-workers {workers} --stop-timeout 10s --csv <run dir>/locust --only-summary"
+            f" + {workers} x python -m locust -f loadtest/locust_rate.py --worker")
 
 
 def stop_locust(lp: LocustProcesses, timeout_s: float = 15.0) -> None:
