@@ -9,6 +9,12 @@ from loadtest.bench.report import fmt, fmt_pct, fmt_range
 from loadtest.handoff.scenario import WINDOW_MS, task_types
 
 
+def twice_lost(result: dict[str, Any], event: dict[str, Any]) -> str:
+    """The "twice | lost" cells of an event's row: its phase's tasks run twice or more, and acked but lost."""
+    c = result.get("counts", {}).get("per_phase", {}).get(event["name"], {})
+    return f"{c.get('executed_twice_or_more', '-')} | {c.get('lost_acked_not_succeeded', '-')}"
+
+
 def format_tables(result: dict[str, Any]) -> str:
     L: list[str] = []
     rm = result.get("ring_model")
@@ -39,14 +45,11 @@ def format_tables(result: dict[str, Any]) -> str:
               "| change | node | slots moved | ideal (16/N) | only to/from that node | as the ring predicts |"
               " other owners in between | handoff s (zk stat) | settled s (zk poll) | twice | lost |",
               "| --- | --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: |"]
-        pp = result.get("counts", {}).get("per_phase", {})
         for e in mem:
-            c = pp.get(e["name"], {})
             L.append(f"| {e['name']} | {e['node']} | {e['moved']} {e['moved_slots']} | {e['ideal']:.1f} |"
                      f" {'yes' if e['only_to_from_that_node'] else 'NO'} | {'yes' if e['matches_ring'] else 'NO'} |"
                      f" {len(e['transient_other_owners']) or 'none'} | {e['handoff_s_zk_stat']:.2f} |"
-                     f" {e['settled_s_zk_poll']:.2f} | {c.get('executed_twice_or_more', '-')} |"
-                     f" {c.get('lost_acked_not_succeeded', '-')} |")
+                     f" {e['settled_s_zk_poll']:.2f} | {twice_lost(result, e)} |")
         L += ["", "Handoff and settle times are from the joiner's registration (/nodes znode ctime) for a join, from"
               " the SIGTERM for a leave; *handoff (zk stat)* is the last moved slot's epoch write (znode mtime)."
               " Joiner's process start to registration: "
@@ -68,14 +71,11 @@ def format_tables(result: dict[str, Any]) -> str:
               "| event | victim | slots | zk stat | zk poll | /ring | node moves | gone | process exit"
               " | twice | lost |",
               "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        pp = result.get("counts", {}).get("per_phase", {})
         for e in ro:
-            c = pp.get(e["name"], {})
             L.append(f"| {e['name']} | {e['victim']} | {len(e['victim_slots'])} {e['victim_slots']} |"
                      f" {e['reown_s_zk_stat']:.2f} | {e['reown_s_zk_poll']:.2f} | {fmt(e['reown_s_ring_poll'], 2)} |"
                      f" {fmt(e['reown_s_node_moves'], 2)} | {e['victim_znodes_gone_s_zk_poll']:.2f} |"
-                     f" {fmt(e['process_exit_s'], 2)} | {c.get('executed_twice_or_more', '-')} |"
-                     f" {c.get('lost_acked_not_succeeded', '-')} |")
+                     f" {fmt(e['process_exit_s'], 2)} | {twice_lost(result, e)} |")
     if evs and "dip" in evs[0]:
         L += ["", f"### Throughput through each event ({WINDOW_MS} ms windows of executor runs, tasks/s)", "",
               "| event | all: baseline | lowest window (at s) | below 80% s (longest) | back >= 80% for 1 s at s |"
