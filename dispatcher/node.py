@@ -41,6 +41,7 @@ from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
+from dispatcher.params import api_params, engine_params, plan_params
 from dispatcher.policy.retry import parse_retry_policies
 from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
@@ -79,7 +80,7 @@ class Node:
         executor_credentials = (executor_channel_credentials(config.executor_tls)
                                 if config.executor_tls is not None else None)
         self.engine = Engine(
-            config=config, store=self.store, producer=self.producer,
+            params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, may_read: KafkaIntake(
                 PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
             executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
@@ -104,16 +105,18 @@ class Node:
                 on_reload=lambda result: self.metrics.tokens_reloads.labels(result).inc(),
                 on_change=lambda: log.info("tokens changed: %d console sessions ended", self.admin.sessions.clear()))
         self.auth = Authorizer(self.tokens, self.metrics)
-        self.api = TaskApi(config=config, store=self.store, producer=self.producer, metrics=self.metrics,
+        self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
                            stats=self.stats)
         self.cron_store = CronStore(self.store)
-        self.materializer = Materializer(config=config, store=self.cron_store, clock=self.clock, slots=self.engine,
-                                         limits=limits, stats=self.stats, loops=self.loops)
-        self.cron_api = CronApi(config=config, store=self.cron_store, limits=limits, clock=self.clock, auth=self.auth)
+        self.materializer = Materializer(params=plan_params(config), store=self.cron_store, clock=self.clock,
+                                         slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
+        self.cron_api = CronApi(node_id=config.node_id, slot_count=config.slot_count, store=self.cron_store,
+                                limits=limits, clock=self.clock, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
                                      stats=self.stats, loops=self.loops)
-        self.ring_view = RingView(config=config, store=self.store, ownership_snapshot=self.ownership.snapshot,
+        self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, kafka=config.kafka,
+                                  store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
         tls = config.tls
         self._grpc_credentials = grpc_server_credentials(tls) if tls is not None else None

@@ -8,35 +8,26 @@ console's requests (loadtest/bench/console.py PATHS) back to back; CPU from /pro
 after. The share of a core that a console refreshing every 3 s takes is then
 (CPU per round / 3 s).
 
-    .venv/bin/python loadtest/console_cost.py              # 200 rounds, 5,000 dead letters
+    .venv/bin/python -m loadtest.console_cost              # 200 rounds, 5,000 dead letters
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import pathlib
 import sys
 import tempfile
 import time
 import urllib.request
 
+from harness.processes import NodeProcess
+from harness.stack import StackEndpoints
+from harness.world import private_world
+from loadtest.bench import report
+from loadtest.bench.console import PATHS
+from loadtest.bench.observe import process_cpu_s, stack_pids
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from harness.processes import NodeProcess  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import private_world  # noqa: E402
-from loadtest.bench.console import PATHS  # noqa: E402
-from loadtest.bench.observe import process_cpu, stack_pids  # noqa: E402
-
-REPORTS = REPO / "loadtest" / "reports"
-
-
-def cpu_s(pid: int) -> float:
-    figures = process_cpu(pid)
-    return sum(figures) if figures else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--dead", type=int, default=5000)
     p.add_argument("--refresh-s", type=float, default=3.0, help="the console's refresh, for the share of a core")
+    report.add_report_options(p, "console_cost")
     args = p.parse_args(argv)
+    command = report.command_line("loadtest.console_cost", argv)
     with tempfile.TemporaryDirectory() as logs, \
             private_world(StackEndpoints.from_env(), "console-cost", pathlib.Path(logs)) as world:
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -64,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in PATHS:   # warm: the first call of each route imports and caches
                 urllib.request.urlopen(node.admin + path, timeout=30).read()
             mariadb = stack_pids().get("mariadb")
-            n0, m0, t0 = cpu_s(node.pid), cpu_s(mariadb) if mariadb else 0.0, time.perf_counter()
+            n0, m0, t0 = process_cpu_s(node.pid) or 0.0, process_cpu_s(mariadb) or 0.0, time.perf_counter()
             per_path: dict[str, float] = dict.fromkeys(PATHS, 0.0)
             for _ in range(args.rounds):
                 for path in PATHS:
@@ -72,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     urllib.request.urlopen(node.admin + path, timeout=30).read()
                     per_path[path] += time.perf_counter() - s
             wall = time.perf_counter() - t0
-            node_s, db_s = cpu_s(node.pid) - n0, (cpu_s(mariadb) - m0) if mariadb else 0.0
+            node_s, db_s = (process_cpu_s(node.pid) or 0.0) - n0, (process_cpu_s(mariadb) or 0.0) - m0
         finally:
             node.terminate()
     round_node_ms, round_db_ms = 1000 * node_s / args.rounds, 1000 * db_s / args.rounds
@@ -82,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
               "response_ms_mean": {k: round(1000 * v / args.rounds, 2) for k, v in per_path.items()},
               "share_of_a_core_at_refresh_s": {"refresh_s": args.refresh_s, "share": round(share, 4)}}
     lines = [f"# What an open console costs: {args.rounds} refreshes of every console endpoint", "",
-             f"Command: `.venv/bin/python loadtest/console_cost.py --rounds {args.rounds} --dead {args.dead}`; one"
+             f"Command: `{command}`; one"
              f" node, {args.dead:,} dead letters over 20 failure groups, 5 h of per-minute figures, no other load.", "",
              "| figure | value |", "| --- | ---: |",
              f"| node CPU per refresh (all {len(PATHS)} endpoints) | {round_node_ms:.2f} ms |",
@@ -90,10 +83,7 @@ def main(argv: list[str] | None = None) -> int:
              f"| share of one core, one console refreshing every {args.refresh_s:g} s | {share:.2%} |", "",
              "| endpoint | mean response ms |", "| --- | ---: |"]
     lines += [f"| `{k}` | {v} |" for k, v in result["response_ms_mean"].items()]
-    REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "console_cost.md").write_text("\n".join(lines) + "\n")
-    (REPORTS / "console_cost.json").write_text(json.dumps(result, indent=1))
-    print("\n".join(lines))
+    report.print_and_publish(args, result, command, "\n".join(lines) + "\n")
     return 0
 
 

@@ -9,13 +9,13 @@ the first call of a run and the last reply, divided by the tasks run: gRPC recei
 decoding, running, encoding the reply. The client's CPU is not in it. The median of R runs
 is reported.
 
-    .venv/bin/python loadtest/executor_cost.py                     # 3 runs of 20 calls of 1,000
-    .venv/bin/python loadtest/executor_cost.py --sdk /tmp/old      # another copy of the SDK
-    .venv/bin/python loadtest/executor_cost.py --handler sync      # a `def` handler (threads)
-    .venv/bin/python loadtest/executor_cost.py --transport stream  # messages on one Work stream
+    .venv/bin/python -m loadtest.executor_cost                     # 3 runs of 20 calls of 1,000
+    PYTHONPATH=/tmp/old .venv/bin/python -m loadtest.executor_cost  # another copy of the SDK
+    .venv/bin/python -m loadtest.executor_cost --handler sync      # a `def` handler (threads)
+    .venv/bin/python -m loadtest.executor_cost --transport stream  # messages on one Work stream
 
-`--sdk DIR` imports `taskring` from DIR/taskring instead of sdk/python, to compare with
-another version of the SDK, e.g. the committed one:
+`PYTHONPATH=DIR` imports `taskring` from DIR/taskring instead of sdk/python (the first line
+printed says which), to compare with another version of the SDK, e.g. the committed one:
 
     mkdir /tmp/old && git archive HEAD sdk/python/taskring | tar -x -C /tmp/old --strip-components=2
 
@@ -32,8 +32,6 @@ import sys
 import time
 from multiprocessing.connection import Connection
 from typing import Any
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
 
 TASK_TYPE = "noop"
 
@@ -130,10 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="one Execute call per batch, or one message per batch on a Work stream")
     p.add_argument("--handler", choices=("async", "sync"), default="async")
     p.add_argument("--max-in-flight", type=int, default=64)
-    p.add_argument("--sdk", type=pathlib.Path, default=REPO / "sdk" / "python",
-                   help="the directory holding the taskring package to measure")
     args = p.parse_args(argv)
-    sys.path.insert(0, str(args.sdk.resolve()))
     import taskring
 
     print(f"taskring from {pathlib.Path(taskring.__file__).parent}; {args.handler} no-op handler, "

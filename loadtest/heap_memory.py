@@ -7,8 +7,8 @@ process's resident memory before and after: everything one held task costs (its
 envelope's bytes, its id, the Due, the heap entry and its tuple), whatever allocator
 it came from.
 
-    .venv/bin/python loadtest/heap_memory.py                 # 1,000,000 tasks
-    .venv/bin/python loadtest/heap_memory.py --n 200000 --payload-bytes 500
+    .venv/bin/python -m loadtest.heap_memory                 # 1,000,000 tasks
+    .venv/bin/python -m loadtest.heap_memory --n 200000 --payload-bytes 500
 
 Prints the figure and writes loadtest/reports/heap_memory.md and .json.
 """
@@ -23,22 +23,21 @@ import subprocess
 import sys
 import time
 
+from dispatcher.base.config import NodeConfig
+from dispatcher.engine.due import Due, due_of_message
+from dispatcher.engine.heap import EtaHeap
+from dispatcher.log.codec import queued_message
+from loadtest.bench import report
+from loadtest.bench.observe import process_rss
+from taskring.wire import pb
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from dispatcher.base.config import NodeConfig  # noqa: E402
-from dispatcher.engine.due import Due, due_of_message  # noqa: E402
-from dispatcher.engine.heap import EtaHeap  # noqa: E402
-from dispatcher.log.codec import queued_message  # noqa: E402
-from taskring.wire import pb  # noqa: E402
-
-REPORTS = REPO / "loadtest" / "reports"
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    rss = process_rss(os.getpid())
+    assert rss is not None  # this process's own
+    return rss
 
 
 def message_of(i: int, payload_bytes: int) -> bytes:
@@ -71,25 +70,28 @@ def measure(n: int, payload_bytes: int, compact: bool, decoded: int) -> dict:
             "fill_us_per_task": fill_s / n * 1e6}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--payload-bytes", type=int, default=20, help="payload_json size of each task (20: a no-op's)")
     p.add_argument("--variant", choices=["decoded", "node"],
                    help="measure one variant in this process and print its JSON (default: both, each in a process)")
-    args = p.parse_args()
+    report.add_report_options(p, "heap_memory")
+    args = p.parse_args(argv)
+    command = report.command_line("loadtest.heap_memory", argv)
     decoded_capacity = NodeConfig(node_id="heap-memory").heap_decoded_capacity
     if args.variant:
         print(json.dumps(measure(args.n, args.payload_bytes, args.variant == "node", decoded_capacity)))
         return
     results = {}
     for variant in ("decoded", "node"):
-        out = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--payload-bytes", str(args.payload_bytes),
-                              "--variant", variant], capture_output=True, text=True, check=True, timeout=600)
+        out = subprocess.run([sys.executable, "-m", "loadtest.heap_memory", "--n", str(args.n),
+                              "--payload-bytes", str(args.payload_bytes), "--variant", variant],
+                             capture_output=True, text=True, check=True, timeout=600, cwd=REPO)
         results[variant] = json.loads(out.stdout)
     d, nd = results["decoded"], results["node"]
     text = (f"# Memory per pending task in the ETA heap\n\n"
-            f"`python loadtest/heap_memory.py {' '.join(sys.argv[1:])}`: {args.n:,} Kafka-path tasks held, due a"
+            f"`{command}`: {args.n:,} Kafka-path tasks held, due a"
             f" minute or more later (a {d['queued_task_bytes']}-byte QueuedTask each, payload {args.payload_bytes}"
             " bytes), each variant in a fresh process; the growth of resident memory:\n\n"
             "| variant | MB | bytes per task | us per task to decode and push |\n| --- | ---: | ---: | ---: |\n"
@@ -98,11 +100,9 @@ def main() -> None:
             f"| the node's policy: the first {decoded_capacity:,} decoded, the rest held as bytes"
             f" (heap_decoded_capacity) | {nd['rss_growth_bytes'] / 1e6:,.0f} | {nd['bytes_per_task']:,.0f} |"
             f" {nd['fill_us_per_task']:.1f} |\n")
-    (REPORTS / "heap_memory.md").write_text(text)
-    (REPORTS / "heap_memory.json").write_text(json.dumps({"n": args.n, "variants": results,
-                                                          "bytes_per_task": nd["bytes_per_task"],
-                                                          "rss_growth_bytes": nd["rss_growth_bytes"]}, indent=1))
-    print(text)
+    result = {"n": args.n, "variants": results, "bytes_per_task": nd["bytes_per_task"],
+              "rss_growth_bytes": nd["rss_growth_bytes"]}
+    report.print_and_publish(args, result, command, text)
 
 
 if __name__ == "__main__":

@@ -15,15 +15,18 @@ and writes loadtest/reports/hot_path.md and .json. Each row names the report it 
 from with the commit and day of its run: a report older than the code it scores says
 so there, and a report that is missing is said so.
 
-    .venv/bin/python loadtest/hot_path_report.py
+    .venv/bin/python -m loadtest.hot_path_report
 """
 from __future__ import annotations
 
+import argparse
 import json
-import pathlib
 from typing import Any
 
-REPORTS = pathlib.Path(__file__).resolve().parent / "reports"
+from loadtest.bench import report
+
+REPORTS = report.REPORTS_DIR
+"""Where the reports it reads are (whatever --report-dir says of where it writes)."""
 
 
 def load(name: str) -> dict[str, Any] | None:
@@ -165,12 +168,15 @@ def scorecard() -> tuple[list[tuple[str, str, str, str, str]], dict[str, Any]]:
     return rows, data
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    report.add_report_options(p, "hot_path")
+    args = p.parse_args(argv)
     rows, data = scorecard()
     L = ["# The hot path: the fast-path targets against measurements", "",
          "Every figure comes from a report in this folder, each made by one run on this 2-core box with the"
          " command written at its top and named here with the commit it measured;"
-         " `python loadtest/hot_path_report.py` rebuilt this page from them. \"At the start\" is what the"
+         " `python -m loadtest.hot_path_report` rebuilt this page from them. \"At the start\" is what the"
          " fast-path issue measured when it was filed.", "",
          "| figure | at the start | target | measured | report |", "| --- | ---: | ---: | --- | --- |"]
     L += [f"| {f} | {b} | {t} | {m} | {s} |" for f, b, t, m, s in rows]
@@ -178,9 +184,8 @@ def main() -> None:
           " same code, eight runs of phase B gave Kafka- and MySQL-path p99s from 11 to 174 ms, and two runs a stall of"
           " 0.25-0.8 s at once (the older commit alternated with it showed the same spread). Read a"
           " p99 here as one run's, and compare versions alternately, never against this page.", ""]
-    (REPORTS / "hot_path.md").write_text("\n".join(L))
-    (REPORTS / "hot_path.json").write_text(json.dumps({"rows": rows, "data": data}, indent=1))
-    print("\n".join(L))
+    report.print_and_publish(args, {"rows": rows, "data": data},
+                             report.command_line("loadtest.hot_path_report", argv), "\n".join(L))
 
 
 if __name__ == "__main__":

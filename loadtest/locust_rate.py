@@ -1,11 +1,13 @@
 """Locust at fixed target rates, in steps: locustfile.py's user, paced, and a step shape.
 
-loadtest/locust_steps.py starts the node(s), the executors, a Locust master and its
-workers with this file, and reads what the processes record here. By hand, against a
-node of `bench_node.py --serve 600` (its printed TASKRING_* variables, plus these):
+`python -m loadtest.locust_steps` starts the node(s), the executors, a Locust master and
+its workers with this file, and reads what the processes record here. By hand, against a
+node of `python -m loadtest.bench_node --serve 600` (its printed TASKRING_* variables, plus
+these), from the repository root, with `python -m locust` (which puts the repository root on
+sys.path, so that this file can import loadtest.locustfile; the `locust` command would not):
 
     TASKRING_TARGETS=127.0.0.1:7070 TASKRING_STEP_USERS=5,10,15,20 TASKRING_STEP_S=8 TASKRING_USER_RATE=0.5 \\
-        .venv/bin/locust -f loadtest/locust_rate.py --headless --stop-timeout 10s
+        .venv/bin/python -m locust -f loadtest/locust_rate.py --headless --stop-timeout 10s
 
 How the rate is held fixed: every user calls SubmitBatch at a constant pace of
 TASKRING_USER_RATE calls/s (RateUser.wait_time: Locust's constant_throughput, the next
@@ -46,17 +48,15 @@ import sys
 import time
 from typing import IO, Any
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from locust import LoadTestShape, events  # noqa: E402
+from locust import LoadTestShape, events
 
 # Imported as a module, not `from ... import TaskringUser`: Locust runs every User
 # class it finds in this file's namespace, and only the paced one should run.
 # (Importing it also makes grpc cooperate with gevent, as locustfile.py explains.)
-import loadtest.locustfile as base  # noqa: E402
-from taskring import Client  # noqa: E402
+import loadtest.locustfile as base
+from taskring import Client
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _csv(name: str, default: str) -> list[str]:

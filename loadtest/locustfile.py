@@ -30,16 +30,16 @@ import logging
 import os
 import time
 
-# grpc's C core must cooperate with gevent, which Locust runs on: without this a
-# blocking RPC would stall every user in the process.
 import grpc.experimental.gevent as grpc_gevent
+from locust import User, constant, events, task
 
+from taskring import Client, TaskSpec
+from taskring.errors import TaskringError
+
+# grpc's C core must cooperate with gevent, which Locust runs on: without this a
+# blocking RPC would stall every user in the process. gRPC asks for it after the
+# standard library is patched (importing locust patches it) and before any gRPC object.
 grpc_gevent.init_gevent()
-
-from locust import User, constant, events, task  # noqa: E402
-
-from taskring import Client, TaskSpec  # noqa: E402
-from taskring.errors import TaskringError  # noqa: E402
 
 TARGET = os.environ.get("TASKRING_TARGET", "127.0.0.1:7070")
 NAMESPACE = os.environ.get("TASKRING_NAMESPACE", "loadtest")

@@ -20,8 +20,8 @@ What it leaves out is the glue around these steps: the event loop, gRPC's and Ka
 clients, the thread hops, the metrics. The node's measured CPU per task (bench_node.py)
 minus this total is that glue.
 
-    .venv/bin/python loadtest/node_steps.py            # 7 runs of 20 batches
-    .venv/bin/python loadtest/node_steps.py --runs 15
+    .venv/bin/python -m loadtest.node_steps            # 7 runs of 20 batches
+    .venv/bin/python -m loadtest.node_steps --runs 15
 
 Compare versions back to back, alternately (another checkout's copy: run its own
 loadtest/node_steps.py): the box's other load moves CPU time.
@@ -34,30 +34,28 @@ import dataclasses
 import pathlib
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.api.service import TaskApi
+from dispatcher.api.validation import Limits
+from dispatcher.base.clock import Clock
+from dispatcher.base.config import NodeConfig
+from dispatcher.base.metrics import NodeMetrics
+from dispatcher.engine.due import due_of_message
+from dispatcher.engine.due_queue import DueQueue
+from dispatcher.engine.outcomes import decide
+from dispatcher.engine.watermark import OffsetTracker
+from dispatcher.log.interface import OutMessage
+from dispatcher.params import api_params, decide_params
+from dispatcher.store import attempt_writes
+from dispatcher.store import records as r
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.mysql import TaskStore
+from taskring.wire import pb
 
-from dispatcher.api.service import TaskApi  # noqa: E402
-from dispatcher.api.validation import Limits  # noqa: E402
-from dispatcher.base.clock import Clock  # noqa: E402
-from dispatcher.base.config import NodeConfig  # noqa: E402
-from dispatcher.base.metrics import NodeMetrics  # noqa: E402
-from dispatcher.engine.due import due_of_message  # noqa: E402
-from dispatcher.engine.due_queue import DueQueue  # noqa: E402
-from dispatcher.engine.outcomes import DecideParams, decide  # noqa: E402
-from dispatcher.engine.watermark import OffsetTracker  # noqa: E402
-from dispatcher.log.interface import OutMessage  # noqa: E402
-from dispatcher.store import attempt_writes  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from taskring.wire import pb  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 BATCH = 1_000
 T = TypeVar("T")
@@ -132,7 +130,7 @@ class _Steps:
 def one_run(batches: int, config: NodeConfig, loop: asyncio.AbstractEventLoop) -> dict[str, float]:
     steps = _Steps()
     producer = _AtOnceProducer()
-    api = TaskApi(config=config, store=cast(TaskStoreProtocol, _AtOnceStore()), producer=producer,
+    api = TaskApi(params=api_params(config), store=cast(TaskStoreProtocol, _AtOnceStore()), producer=producer,
                   metrics=NodeMetrics(), limits=Limits())
     request = _request(BATCH)
     rng = random.Random(7)
@@ -181,7 +179,7 @@ def _one_batch(steps: _Steps, api: TaskApi, producer: _AtOnceProducer, request: 
         finished_at_ms=now_ms + 2) for d in popped]).SerializeToString()
     outcomes = steps.time("outcome: ExecuteResponse parsed", BATCH, lambda: list(
         pb.ExecuteResponse.FromString(reply).outcomes))
-    params = DecideParams.of(config)
+    params = decide_params(config)
     writes = steps.time("outcome: decided", BATCH, lambda: [
         decide(d, o, now_ms + 3, params, rng).write for d, o in zip(popped, outcomes)])
     steps.time("outcome: the write's statement", BATCH, lambda: attempt_writes.record_outcomes(

@@ -36,15 +36,14 @@ every mode, so the shared pollers are not punished for a missing index and the
 modes differ only in how they poll. `--no-naive-index` runs them on taskring's
 schema alone (the shared query then scans and sorts the whole table per poll).
 
-    .venv/bin/python loadtest/ownership_contention.py            # N=120,000, 3 pollers
-    .venv/bin/python loadtest/ownership_contention.py --modes owned,shared-skip-locked --n 60000
+    .venv/bin/python -m loadtest.ownership_contention            # N=120,000, 3 pollers
+    .venv/bin/python -m loadtest.ownership_contention --modes owned,shared-skip-locked --n 60000
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
 import itertools
-import json
 import multiprocessing as mp
 import pathlib
 import queue
@@ -59,12 +58,11 @@ from cluster.ring import desired_owners
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python loadtest/ownership_contention.py`
-    sys.path.insert(0, str(REPO))
 
-from harness.stack import StackEndpoints  # noqa: E402
-from loadtest.raw_parts import (  # noqa: E402
+from harness.stack import StackEndpoints
+from loadtest.bench import report
+from loadtest.bench.env import add_stack_options
+from loadtest.raw_parts import (
     create_scratch_db,
     drop_db,
     due_rows,
@@ -76,7 +74,8 @@ from loadtest.raw_parts import (  # noqa: E402
     server_pid,
 )
 
-REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
 MODES = ("owned", "shared-skip-locked", "shared-for-update")
 # Not run by default: ownership, but each poller asks for all its slots at once
 # with an IN list, which DESIGN.md and FIELD-NOTES.md warn against.
@@ -448,19 +447,16 @@ def format_details(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: dict[str, Any], command: str, directory: pathlib.Path = REPORTS_DIR,
-                 name: str | None = None) -> list[pathlib.Path]:
-    """`name`.md and `name`.json; by default ownership_contention, with a suffix
-    when the naive index was left out (so the two variants do not overwrite each other)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    name = name or ("ownership_contention" if result["naive_index"] else "ownership_contention_no_naive_index")
-    js = directory / f"{name}.json"
-    md = directory / f"{name}.md"
-    slim = {**result, "command": command}
-    js.write_text(json.dumps(slim, indent=2, default=str) + "\n")
+def default_report_name(result: dict[str, Any]) -> str:
+    """ownership_contention, with a suffix when the naive index was left out (so that the
+    two variants do not overwrite each other)."""
+    return "ownership_contention" if result["naive_index"] else "ownership_contention_no_naive_index"
+
+
+def render_report(result: dict[str, Any], command: str) -> str:
     f = result["machine"]
     split = ", ".join(f"{k} {len(v)} slots {v}" for k, v in result["split"].items())
-    md.write_text("\n".join([
+    return "\n".join([
         "# Ownership vs. a shared table: claiming due rows with three pollers",
         "",
         f"Run {result['started_at']} with `{command}`.",
@@ -487,8 +483,7 @@ def write_report(result: dict[str, Any], command: str, directory: pathlib.Path =
         " (colleagues share it); the session columns count only the pollers' own connections."
         " Innodb_row_lock_time is in milliseconds. How to read this: loadtest/README.md.",
         "",
-    ]))
-    return [md, js]
+    ])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -504,14 +499,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--payload-bytes", type=int, default=300)
     p.add_argument("--lock-wait-timeout", type=int, default=5, help="pollers' innodb_lock_wait_timeout, s")
     p.add_argument("--deadline-s", type=float, default=25.0, help="give up a mode after this long")
-    stack = StackEndpoints.from_env()
-    p.add_argument("--mysql-host", default=stack.host)
-    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
-    p.add_argument("--mysql-user", default=stack.mysql_user)
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR)
-    p.add_argument("--report-name", help="report file stem (default ownership_contention"
-                                         "[_no_naive_index])")
-    p.add_argument("--no-report", action="store_true", help="print only")
+    add_stack_options(p)
+    report.add_report_options(p, None)
     args = p.parse_args(argv)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = set(modes) - set(ALL_MODES)
@@ -525,11 +514,8 @@ def main(argv: list[str] | None = None) -> None:
     print(format_table(result))
     print()
     print(format_details(result))
-    if not args.no_report:
-        command = " ".join(["python", "loadtest/ownership_contention.py",
-                            *(argv if argv is not None else sys.argv[1:])])
-        for path in write_report(result, command.strip(), args.report_dir, args.report_name):
-            print(f"wrote {path}")
+    report.publish(args, result, report.command_line("loadtest.ownership_contention", argv), render_report,
+                   name=args.report_name or default_report_name(result))
 
 
 if __name__ == "__main__":

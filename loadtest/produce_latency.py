@@ -9,8 +9,8 @@ floor: sends of `--messages` messages spread over 1, 4 and 16 partitions of a fr
 topic, one send in flight at a time, the acknowledgements taken on a poll thread as
 the node does (dispatcher/log/kafka.py).
 
-    .venv/bin/python loadtest/produce_latency.py                    # 57 messages a send, 200 sends each
-    .venv/bin/python loadtest/produce_latency.py --messages 1 --sends 500
+    .venv/bin/python -m loadtest.produce_latency                    # 57 messages a send, 200 sends each
+    .venv/bin/python -m loadtest.produce_latency --messages 1 --sends 500
 
 The topic is created for the run and deleted after it.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import sys
 import threading
 import time
 import uuid
@@ -26,12 +25,10 @@ import uuid
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from harness.stack import StackEndpoints
+from harness.stats import percentile
 
-from harness.stack import StackEndpoints  # noqa: E402
-from loadtest.bench.stats import percentile  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 PARTITIONS = 16
 

@@ -19,8 +19,8 @@ measurement error, and the gap below them is what taskring costs.
 
 The benchmark topic and database are created for the run and dropped after it.
 
-    .venv/bin/python loadtest/raw_parts.py                   # N=200,000, ~300-byte envelope
-    .venv/bin/python loadtest/raw_parts.py --n 50000 --payload-bytes 1000 --only mysql
+    .venv/bin/python -m loadtest.raw_parts                   # N=200,000, ~300-byte envelope
+    .venv/bin/python -m loadtest.raw_parts --n 50000 --payload-bytes 1000 --only mysql
 
 or `from loadtest.raw_parts import measure_raw_parts` (from the repository root).
 """
@@ -32,7 +32,6 @@ import json
 import os
 import pathlib
 import platform
-import sys
 import time
 import uuid
 from typing import Any
@@ -45,12 +44,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from dispatcher.base.ids import new_task_id
 from dispatcher.store.migrate import migrate
 from harness.stack import StackEndpoints
+from loadtest.bench import report
+from loadtest.bench.env import add_stack_options
+from loadtest.bench.observe import process_cpu_s
 from taskring.wire import pb
 
 SLOTS = 16
 INSERT_BATCH = 1_000
 CLAIM_LIMIT = 500
-REPORTS_DIR = pathlib.Path(__file__).resolve().parent / "reports"
 
 # Placeholders only: PyMySQL's executemany turns a batch into one multi-row INSERT
 # only when VALUES (...) holds nothing but %s. A literal there ('pending', 0)
@@ -248,17 +249,6 @@ def server_pid(cur) -> int | None:
         return None
 
 
-def process_cpu_s(pid: int | None) -> float | None:
-    """User + system CPU seconds of a process, from /proc (None when unknown)."""
-    if pid is None:
-        return None
-    try:
-        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _cpu_delta(before: float | None, after: float | None) -> float | None:
     return None if before is None or after is None else after - before
 
@@ -442,13 +432,9 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: dict[str, Any], command: str, directory: pathlib.Path = REPORTS_DIR) -> list[pathlib.Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    js = directory / "raw_parts.json"
-    md = directory / "raw_parts.md"
-    js.write_text(json.dumps({**result, "command": command}, indent=2) + "\n")
+def render_report(result: dict[str, Any], command: str) -> str:
     facts = result["machine"]
-    md.write_text("\n".join([
+    return "\n".join([
         "# Raw parts: Kafka and MariaDB underneath taskring",
         "",
         f"Run {result['started_at']} with `{command}`.",
@@ -463,8 +449,7 @@ def write_report(result: dict[str, Any], command: str, directory: pathlib.Path =
         "",
         "What this is and how to read it: loadtest/README.md. Raw JSON: raw_parts.json.",
         "",
-    ]))
-    return [md, js]
+    ])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -472,24 +457,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=200_000, help="messages (Kafka) and rows (MariaDB); default 200,000")
     p.add_argument("--payload-bytes", type=int, default=300, help="serialized envelope size; default 300")
     p.add_argument("--only", choices=["kafka", "mysql"], help="measure one part only")
-    stack = StackEndpoints.from_env()
-    p.add_argument("--kafka", default=stack.kafka_bootstrap, help="bootstrap servers")
-    p.add_argument("--mysql-host", default=stack.host)
-    p.add_argument("--mysql-port", type=int, default=stack.mysql_port)
-    p.add_argument("--mysql-user", default=stack.mysql_user)
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS_DIR,
-                   help="write raw_parts.md and raw_parts.json here (default loadtest/reports)")
-    p.add_argument("--no-report", action="store_true", help="print only")
+    add_stack_options(p)
+    report.add_report_options(p, "raw_parts")
     args = p.parse_args(argv)
     parts = (args.only,) if args.only else ("kafka", "mysql")
     result = measure_raw_parts(args.n, args.payload_bytes, kafka_bootstrap=args.kafka,
                                mysql_host=args.mysql_host, mysql_port=args.mysql_port,
                                mysql_user=args.mysql_user, parts=parts)
     print(format_table(result))
-    if not args.no_report:
-        command = " ".join(["python", "loadtest/raw_parts.py", *(argv if argv is not None else sys.argv[1:])])
-        for path in write_report(result, command.strip(), args.report_dir):
-            print(f"wrote {path}")
+    report.publish(args, result, report.command_line("loadtest.raw_parts", argv), render_report)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ process of its own, one after the other. The executors, MariaDB, Kafka and ZooKe
 are not capped: they are the shared parts, and the curve bends where one of them (or
 the box itself) runs out.
 
-    .venv/bin/python loadtest/scale_curve.py                       # 1-4 nodes, 0.4 cores each
-    .venv/bin/python loadtest/scale_curve.py --cap 0.3 --n 20000 --counts 1 2 3
+    .venv/bin/python -m loadtest.scale_curve                       # 1-4 nodes, 0.4 cores each
+    .venv/bin/python -m loadtest.scale_curve --cap 0.3 --n 20000 --counts 1 2 3
 
 Writes loadtest/reports/scale_curve.md and .json (each run's own report is
 reports/scale_curve_nodes<N>.md/.json; `--report-dir` to write elsewhere). Needs root (cgroups).
@@ -24,13 +24,14 @@ import subprocess
 import sys
 from typing import Any
 
+from loadtest.bench import report
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-REPORTS = REPO / "loadtest" / "reports"
 
 
 def run_one(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     name = f"scale_curve_nodes{nodes}" + (f"_shards{args.shards}" if args.shards > 1 else "")
-    command = [sys.executable, str(REPO / "loadtest" / "bench_node.py"), "--profile", "none", "--no-raw",
+    command = [sys.executable, "-m", "loadtest.bench_node", "--profile", "none", "--no-raw",
                "--nodes", str(nodes), "--node-cpu-cap", str(args.cap), "--executors", str(args.executors),
                "--n", str(args.n), "--submitters", str(max(4, 2 * nodes)), "--shards", str(args.shards),
                "--timing-kafka", "300", "--timing-mysql", "300", "--timing-immediate", "300",
@@ -71,9 +72,9 @@ def where_it_bends(rows: list[dict[str, Any]]) -> str:
     return f"close to linear up to {ok[-1]['nodes']} nodes"
 
 
-def format_report(rows: list[dict[str, Any]], args: argparse.Namespace, started: str) -> str:
+def format_report(rows: list[dict[str, Any]], args: argparse.Namespace, started: str, command: str) -> str:
     L = ["# Scale curve: node processes of equal size on one box", "",
-         f"Run {started} with `python loadtest/scale_curve.py {' '.join(sys.argv[1:])}`. Each node process is"
+         f"Run {started} with `{command}`. Each node process is"
          f" capped to {args.cap} cores (cgroup v1 cpu quota); {args.executors} executor processes, MariaDB,"
          " Kafka and ZooKeeper are shared and not capped. Each row is one bench_node.py run (its own report"
          " is `scale_curve_nodes<N>.md`)."
@@ -97,7 +98,7 @@ def format_report(rows: list[dict[str, Any]], args: argparse.Namespace, started:
     return "\n".join(L)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--counts", type=int, nargs="+", default=[1, 2, 3, 4], help="node counts (1 2 3 4)")
     p.add_argument("--cap", type=float, default=0.4, help="cores per node process (0.4)")
@@ -106,18 +107,14 @@ def main() -> None:
     p.add_argument("--run-timeout-s", type=float, default=600.0)
     p.add_argument("--shards", type=int, choices=(1, 2), default=1,
                    help="task-store shards (2: split by slot over the stack's two MariaDB servers)")
-    p.add_argument("--report-dir", type=pathlib.Path, default=REPORTS,
-                   help="where this report and each run's go (default loadtest/reports)")
-    args = p.parse_args()
+    report.add_report_options(p, None)  # --report-dir: this report's and each run's
+    args = p.parse_args(argv)
+    command = report.command_line("loadtest.scale_curve", argv)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows = [run_one(n, args) for n in args.counts]
-    report = format_report(rows, args, started)
-    args.report_dir.mkdir(parents=True, exist_ok=True)
-    stem = "scale_curve" + (f"_shards{args.shards}" if args.shards > 1 else "")
-    (args.report_dir / f"{stem}.json").write_text(json.dumps({"started_at": started, "cap_cores": args.cap,
-                                                             "shards": args.shards, "rows": rows}, indent=1))
-    (args.report_dir / f"{stem}.md").write_text(report)
-    print(report)
+    name = args.report_name or "scale_curve" + (f"_shards{args.shards}" if args.shards > 1 else "")
+    result = {"started_at": started, "cap_cores": args.cap, "shards": args.shards, "rows": rows}
+    report.print_and_publish(args, result, command, format_report(rows, args, started, command), name=name)
 
 
 if __name__ == "__main__":

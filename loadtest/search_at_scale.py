@@ -6,33 +6,29 @@ engine, in chunks), then runs each query shape 20 times at the first page and at
 cursor, and reports p50/max and the rows EXPLAIN expects to read. The database is dropped at
 the end.
 
-    .venv/bin/python loadtest/search_at_scale.py                 # 10M tasks, 200k dead letters
-    .venv/bin/python loadtest/search_at_scale.py --rows 1000000 --report-name search_at_scale_1m
+    .venv/bin/python -m loadtest.search_at_scale                 # 10M tasks, 200k dead letters
+    .venv/bin/python -m loadtest.search_at_scale --rows 1000000 --report-name search_at_scale_1m
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import pathlib
 import statistics
 import sys
 import time
 import uuid
 
+from dispatcher.base.config import MySQLConfig
+from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore
+from dispatcher.store.mysql import TaskStore
+from dispatcher.store.search import Query, SearchStore, statements
+from dispatcher.store.shards import shards_of
+from harness.stack import StackEndpoints
+from harness.world import create_database, drop_database
+from loadtest.bench import report
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from dispatcher.base.config import MySQLConfig  # noqa: E402
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from dispatcher.store.search import Query, SearchStore, statements  # noqa: E402
-from dispatcher.store.shards import shards_of  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import create_database, drop_database  # noqa: E402
-
-REPORTS = REPO / "loadtest" / "reports"
 STATUSES = ("succeeded", "succeeded", "succeeded", "succeeded", "pending", "dead_lettered", "cancelled")
 BASE = dt.datetime(2026, 11, 1)
 
@@ -95,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--dead", type=int, default=200_000)
-    p.add_argument("--report-name", default="search_at_scale")
+    report.add_report_options(p, "search_at_scale")
     args = p.parse_args(argv)
+    command = report.command_line("loadtest.search_at_scale", argv)
     stack = StackEndpoints.from_env()
     database = f"taskring_scale_{uuid.uuid4().hex[:8]}"
     create_database(stack, database)
@@ -140,17 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         store.stop()
         drop_database(stack, database)
     lines = [f"# Search at scale: {args.rows:,} tasks, {args.dead:,} dead letters", "",
-             f"Command: `.venv/bin/python loadtest/search_at_scale.py --rows {args.rows} --dead {args.dead}`"
+             f"Command: `{command}`"
              f" (fill {result['fill']['total_s']} s). Times are the store call from Python (PyMySQL) to"
              " the rows decoded, 50 rows a page.", "",
              "| query | p50 ms | max ms | rows | EXPLAIN (table, type, key, rows) |",
              "| --- | ---: | ---: | ---: | --- |"]
     for name, q in result["queries"].items():
         lines.append(f"| {name} | {q['p50_ms']} | {q['max_ms']} | {q['rows']} | {q.get('explain', '')} |")
-    REPORTS.mkdir(exist_ok=True)
-    (REPORTS / f"{args.report_name}.md").write_text("\n".join(lines) + "\n")
-    (REPORTS / f"{args.report_name}.json").write_text(json.dumps(result, indent=1, default=str))
-    print("\n".join(lines))
+    report.print_and_publish(args, result, command, "\n".join(lines) + "\n")
     return 0
 
 

@@ -10,8 +10,8 @@ server counted (`Questions`, `Com_commit`). With --batch 1 the wall figure is wh
 Submit, one dispatch and one outcome wait on the store; with a large batch it is what
 a task costs at throughput.
 
-    .venv/bin/python loadtest/store_cost.py                      # N 20,000, batches of 1,000 and of 1
-    .venv/bin/python loadtest/store_cost.py --batch 100 --n 10000
+    .venv/bin/python -m loadtest.store_cost                      # N 20,000, batches of 1,000 and of 1
+    .venv/bin/python -m loadtest.store_cost --batch 100 --n 10000
 
 Server-wide counters: run on a quiet stack. The box's other load moves CPU figures;
 compare versions back to back, alternately (`git stash`), and read the statements.
@@ -26,18 +26,16 @@ import sys
 import time
 from collections.abc import Callable
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from dispatcher.base.config import MySQLConfig
+from dispatcher.base.ids import new_task_id
+from dispatcher.store import records as r
+from dispatcher.store.mysql import TaskStore
+from harness.stack import StackEndpoints
+from harness.world import create_database, drop_database, new_run_id
+from loadtest.bench.observe import process_cpu, stack_pids
+from taskring.task import TaskState
 
-from dispatcher.base.config import MySQLConfig  # noqa: E402
-from dispatcher.base.ids import new_task_id  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.world import create_database, drop_database, new_run_id  # noqa: E402
-from loadtest.bench.observe import process_cpu, stack_pids  # noqa: E402
-from taskring.task import TaskState  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 SLOTS = 16
 NODE = "bench-store-node"

@@ -12,12 +12,12 @@ CPU is time.process_time around each batch; the figure is the median over the ru
 encode_payload writes `{"i": n, "s": "abc"}` (already canonical), and "spaced", what
 json.dumps writes by default (the server re-serialises it).
 
-    .venv/bin/python loadtest/validation_cost.py             # 9 runs of each, ~2 s
-    .venv/bin/python loadtest/validation_cost.py --runs 21 --payload sdk
+    .venv/bin/python -m loadtest.validation_cost             # 9 runs of each, ~2 s
+    .venv/bin/python -m loadtest.validation_cost --runs 21 --payload sdk
 
 To measure another version of the dispatcher (e.g. the last commit's), put a copy of
 it first on the path: `git archive HEAD dispatcher | tar -x -C /tmp/before` and
-`PYTHONPATH=/tmp/before .venv/bin/python loadtest/validation_cost.py`.
+`PYTHONPATH=/tmp/before .venv/bin/python -m loadtest.validation_cost`.
 """
 from __future__ import annotations
 

@@ -10,14 +10,16 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import KafkaConfig
 from dispatcher.store.interface import TaskStoreProtocol
 
 
 class RingView:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, ownership_snapshot: Callable[[], dict],
-                 node_status: Callable[[], dict], cache_s: float = 1.0):
-        self._config = config
+    def __init__(self, *, node_id: str, slot_count: int, kafka: KafkaConfig, store: TaskStoreProtocol,
+                 ownership_snapshot: Callable[[], dict], node_status: Callable[[], dict], cache_s: float = 1.0):
+        self._node_id = node_id
+        self._slot_count = slot_count
+        self._kafka = kafka
         self._store = store
         self._ownership_snapshot = ownership_snapshot
         self._node_status = node_status
@@ -34,12 +36,12 @@ class RingView:
 
     def _high_watermarks(self) -> dict[tuple[str, int], int]:
         if self._consumer is None:
-            self._consumer = Consumer({"bootstrap.servers": self._config.kafka.bootstrap_servers,
-                                       "group.id": f"taskring-admin-{self._config.node_id}",
+            self._consumer = Consumer({"bootstrap.servers": self._kafka.bootstrap_servers,
+                                       "group.id": f"taskring-admin-{self._node_id}",
                                        "enable.auto.commit": False})
         out = {}
-        for topic in self._config.kafka.topics():
-            for p in range(self._config.slot_count):
+        for topic in self._kafka.topics():
+            for p in range(self._slot_count):
                 try:
                     _low, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=1)
                 except Exception:
@@ -67,10 +69,10 @@ class RingView:
         except Exception:
             highs = {}
         slots = []
-        for slot in range(self._config.slot_count):
+        for slot in range(self._slot_count):
             claim = own.get("claims", {}).get(slot, {})
             lag = {}
-            for topic in self._config.kafka.topics():
+            for topic in self._kafka.topics():
                 high = highs.get((topic, slot))
                 if high is not None and high >= 0:
                     lag[topic.rsplit(".", 1)[-1]] = max(0, high - committed.get((topic, slot), 0))
@@ -85,7 +87,7 @@ class RingView:
                 "mysql_pending": pending.get(slot, 0),
             })
         return {
-            "node": self._config.node_id,
+            "node": self._node_id,
             "zookeeper_session": own.get("session"),
             "members": own.get("members", {}),
             "owned_here": sorted(own.get("owned", {})),

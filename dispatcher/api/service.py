@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -25,7 +26,7 @@ from dispatcher.api.validation import Limits, ValidTask, validate_batch, validat
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.base.clock import Clock, datetime_to_ms, ms_to_aware, ms_to_datetime, rfc3339
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.errors import (
     RETRY_AFTER_KEY,
     InvalidArgument,
@@ -65,12 +66,29 @@ def _guarded(method):
     return wrapper
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiParams:
+    node_id: str
+    """Who wrote a row or cancelled a task, in its history."""
+    slot_count: int
+    """The slot of a task is a hash of its namespace and type over this many slots."""
+    route_threshold_ms: int
+    """A task due within this goes through Kafka into the owner's heap; a later one waits in MySQL."""
+    topic_for: Callable[[int], str]
+    """The Kafka topic of a priority."""
+
+    def __post_init__(self) -> None:
+        positive(self, "slot_count", "route_threshold_ms")
+        if not self.node_id:
+            raise ValueError("ApiParams.node_id must not be empty")
+
+
 class TaskApi(pb_grpc.TaskServiceServicer):
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
+    def __init__(self, *, params: ApiParams, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
                  admission: Admission | None = None, auth: Authorizer | None = None,
                  stats: TaskStats | None = None):
-        self._config = config
+        self._params = params
         self._auth = auth or Authorizer(None)
         self._stats = stats
         self._admission = admission
@@ -136,12 +154,12 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         for v in valid:
             slot = slots.get((v.namespace, v.task_type))
             if slot is None:
-                slot = slots[(v.namespace, v.task_type)] = slot_of(v.namespace, v.task_type, self._config.slot_count)
+                slot = slots[(v.namespace, v.task_type)] = slot_of(v.namespace, v.task_type, self._params.slot_count)
             due_ms = v.due_at_ms
             trigger_at = times.get(due_ms)
             if trigger_at is None:
                 trigger_at = times[due_ms] = ms_to_datetime(due_ms)
-            short = due_ms - now_ms <= self._config.route_threshold_ms
+            short = due_ms - now_ms <= self._params.route_threshold_ms
             rows.append(r.NewTask(task_id=v.task_id, slot=slot, namespace=v.namespace, task_type=v.task_type,
                                   priority=v.priority, status=r.ENQUEUED if short else r.PENDING,
                                   trigger_at=trigger_at, envelope=v.to_pb().SerializeToString(),
@@ -149,10 +167,10 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                                   unique_until=(created + dt.timedelta(milliseconds=v.unique_ttl_ms)
                                                 if v.unique_ttl_ms else None)))
             due_ms_of.append(due_ms)
-        existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._config.node_id)
+        existing = await asyncio.to_thread(self._store.insert_tasks, rows, self._params.node_id)
         fresh_kafka = [(row, due_ms) for row, due_ms in zip(rows, due_ms_of)
                        if row.task_id not in existing and row.status == r.ENQUEUED]
-        topic_for = self._config.kafka.topic_for
+        topic_for = self._params.topic_for
         messages = [queued_message_of_envelope(topic_for(row.priority), row.task_id, row.envelope, row.slot, 1, due_ms)
                     for row, due_ms in fresh_kafka]
         # A retried Submit of a task still `enqueued` may be retrying because the first
@@ -199,7 +217,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         for task_id in task_ids:
             row, _events = await asyncio.to_thread(self._store.get_task, task_id)
             if row.status == r.ENQUEUED:
-                messages.append(queued_message(self._config.kafka.topic_for(row.priority),
+                messages.append(queued_message(self._params.topic_for(row.priority),
                                                pb.Task.FromString(row.envelope), row.slot, row.attempts + 1,
                                                datetime_to_ms(row.trigger_at)))
         return messages
@@ -214,7 +232,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             # (NotFound for an unknown id, as the cancel itself would answer).
             row, _events = await asyncio.to_thread(self._store.get_task, request.task_id)
             self._auth.check_namespaces(token, calls.CANCEL, (row.namespace,))
-        await asyncio.to_thread(self._store.cancel, request.task_id, self._config.node_id, self._clock.now())
+        await asyncio.to_thread(self._store.cancel, request.task_id, self._params.node_id, self._clock.now())
         return pb.CancelResponse(task_id=request.task_id, state=pb.TASK_STATE_CANCELLED)
 
     @_guarded

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 PRIORITY_TOPICS = {1: "low", 2: "normal", 3: "high"}
 
 
-def _positive(obj: object, *names: str) -> None:
+def positive(obj: object, *names: str) -> None:
+    """Refuse a config or params object whose named fields are not > 0, naming the field."""
     for name in names:
         if getattr(obj, name) <= 0:
             raise ValueError(f"{type(obj).__name__}.{name} must be > 0, got {getattr(obj, name)!r}")
@@ -42,7 +43,7 @@ class MySQLConfig:
     than a lock wait, so a statement waiting on a lock is not cut short."""
 
     def __post_init__(self) -> None:
-        _positive(self, "port", "pool_size", "idle_transaction_timeout_s", "lock_wait_timeout_s", "io_timeout_s")
+        positive(self, "port", "pool_size", "idle_transaction_timeout_s", "lock_wait_timeout_s", "io_timeout_s")
 
 
 def parse_mysql_shards(text: str, base: MySQLConfig) -> tuple[MySQLConfig, ...]:
@@ -120,7 +121,7 @@ class ZooKeeperConfig:
     session_timeout_ms: int = 6000
 
     def __post_init__(self) -> None:
-        _positive(self, "session_timeout_ms")
+        positive(self, "session_timeout_ms")
 
     @property
     def slot_lease_ms(self) -> int:
@@ -340,7 +341,7 @@ class NodeConfig:
     """False: a single node owns every slot without ZooKeeper claims."""
 
     def __post_init__(self) -> None:
-        _positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "heap_capacity", "poll_interval_ms",
+        positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "heap_capacity", "poll_interval_ms",
                   "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
                   "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
                   "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",

@@ -19,7 +19,6 @@ from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.auth.tokens import Token
 from dispatcher.base.clock import Clock, ms_to_datetime, rfc3339
-from dispatcher.base.config import NodeConfig
 from dispatcher.base.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.cron import rules, schedule
 from dispatcher.store import audit
@@ -28,9 +27,10 @@ from taskring.wire import pb, pb_grpc
 
 
 class CronApi(pb_grpc.CronServiceServicer):
-    def __init__(self, *, config: NodeConfig, store: CronStore, limits: Limits, clock: Clock | None = None,
+    def __init__(self, *, node_id: str, slot_count: int, store: CronStore, limits: Limits, clock: Clock | None = None,
                  auth: Authorizer | None = None):
-        self._config = config
+        self._node_id = node_id
+        self._slot_count = slot_count
         self._auth = auth or Authorizer(None)
         self._store = store
         self._limits = limits
@@ -94,7 +94,7 @@ class CronApi(pb_grpc.CronServiceServicer):
     @_guarded
     async def CreateCronRule(self, request: pb.PutCronRuleRequest, context) -> pb.PutCronRuleResponse:
         rule, token = self._allowed_rule(request, context)
-        slot = slot_of(rule.namespace, rule.task_type, self._config.slot_count)
+        slot = slot_of(rule.namespace, rule.task_type, self._slot_count)
         stored = await asyncio.to_thread(self._store.create, rule.namespace, rule.name, _new_uid(), slot,
                                          rule.task_type, rule.message.SerializeToString(), self._now(),
                                          self._record(context, token, "create", rule.namespace, rule.name))
@@ -109,7 +109,7 @@ class CronApi(pb_grpc.CronServiceServicer):
                                                     " and create it again")
         stored = await asyncio.to_thread(self._store.update, rule.namespace, rule.name,
                                          rule.message.SerializeToString(), _new_uid(), self._now(),
-                                         self._config.node_id,
+                                         self._node_id,
                                          self._record(context, token, "update", rule.namespace, rule.name))
         return pb.PutCronRuleResponse(rule=await self._view(stored))
 
@@ -131,20 +131,20 @@ class CronApi(pb_grpc.CronServiceServicer):
     async def PauseCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
         (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
         return await self._view(await asyncio.to_thread(self._store.pause, namespace, name, self._now(),
-                                                        self._config.node_id,
+                                                        self._node_id,
                                                         self._record(context, token, "pause", namespace, name)))
 
     @_guarded
     async def ResumeCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
         (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
         return await self._view(await asyncio.to_thread(self._store.resume, namespace, name, _new_uid(),
-                                                        self._now(), self._config.node_id,
+                                                        self._now(), self._node_id,
                                                         self._record(context, token, "resume", namespace, name)))
 
     @_guarded
     async def DeleteCronRule(self, request: pb.CronRuleRef, context) -> pb.CronRule:
         (namespace, name), token = self._allowed_ref(request, context, calls.CRON_WRITE)
-        stored = await asyncio.to_thread(self._store.delete, namespace, name, self._now(), self._config.node_id,
+        stored = await asyncio.to_thread(self._store.delete, namespace, name, self._now(), self._node_id,
                                          self._record(context, token, "delete", namespace, name))
         view = await self._view(stored, last_fire=False)
         view.next_fire_time = ""

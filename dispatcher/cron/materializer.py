@@ -11,12 +11,13 @@ by whoever owns the slot next tick.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 
 from dispatcher.api.validation import Limits, validate_task
 from dispatcher.base.clock import Clock, ms_to_datetime, rfc3339
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopWatch, PeriodicJob
 from dispatcher.cron import rules
 from dispatcher.engine.slot_table import OwnedSlots
@@ -28,20 +29,35 @@ from taskring.wire import pb
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PlanParams:
+    node_id: str
+    """Who wrote a fire's task, in its history."""
+    tick_ms: int
+    """How often the owned slots' rules are planned."""
+    lead_ms: int
+    """A fire is written this far ahead of its time, so it is in the heap when it is due."""
+    missed_after_ms: int
+    """A fire later than this (the node was down) is handled by the rule's missed-fire policy."""
+
+    def __post_init__(self) -> None:
+        positive(self, "tick_ms", "lead_ms", "missed_after_ms")
+
+
 class Materializer:
-    def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
+    def __init__(self, *, params: PlanParams, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
                  stats: TaskStats | None = None, loops: LoopWatch | None = None):
         """stats: where a written fire counts as submitted (the console's overview), as a
         task the API accepts does; a fire is submitted when it is written, ahead of its time."""
-        self._config = config
+        self._params = params
         self._stats = stats
         self._store = store
         self._clock = clock
         self._slots = slots
         self._limits = limits
-        self._lead = dt.timedelta(milliseconds=config.cron_lead_ms)
-        self._missed_after = dt.timedelta(milliseconds=config.cron_missed_after_ms)
-        self._loop = PeriodicJob("cron", interval_s=config.cron_tick_ms / 1000, step=self._plan_owned,
+        self._lead = dt.timedelta(milliseconds=params.lead_ms)
+        self._missed_after = dt.timedelta(milliseconds=params.missed_after_ms)
+        self._loop = PeriodicJob("cron", interval_s=params.tick_ms / 1000, step=self._plan_owned,
                                  may_run=lambda: not slots.held, watch=loops)
         self.materialized = 0
         """Fire tasks this node wrote (a second materialization of a fire does not count)."""
@@ -83,7 +99,7 @@ class Materializer:
             return 0
         fires = [self._fire_task(stored, rule, fire, now) for fire in plan.fires]
         done = self._store.materialize(stored, epoch, fires, plan.planned_until.replace(tzinfo=None), plan.skipped,
-                                       now.replace(tzinfo=None), self._config.node_id)
+                                       now.replace(tzinfo=None), self._params.node_id)
         if done is None:
             log.info("cron: slot %d moved on from epoch %d; rule %s left to its new owner",
                      stored.slot, epoch, stored.key)

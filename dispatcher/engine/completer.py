@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import random
 from collections.abc import Awaitable, Callable
 
 from dispatcher.base.clock import Clock, ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.engine.due import KAFKA, Due
 from dispatcher.engine.outcome_batcher import OutcomeBatcher
@@ -34,13 +35,26 @@ from taskring.wire import pb
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CompleterParams:
+    decide: DecideParams
+    """What the decision after an attempt needs (node id, the routing threshold, the topics)."""
+    outcome_batch: int
+    """Outcomes grouped into one store write at most."""
+    outcome_retry_max_delay_ms: int
+    """The longest wait between tries to record an outcome the store refused."""
+
+    def __post_init__(self) -> None:
+        positive(self, "outcome_batch", "outcome_retry_max_delay_ms")
+
+
 class Completer:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
+    def __init__(self, *, params: CompleterParams, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, clock: Clock, rng: random.Random, slots: SlotTable,
                  progress: KafkaProgress, lose: Callable[[set[int]], Awaitable[None]],
                  stats: TaskStats | None = None):
-        self._config = config
-        self._decide_params = DecideParams.of(config)
+        self._params = params
+        self._decide_params = params.decide
         self._store = store
         self._producer = producer
         self._metrics = metrics
@@ -52,7 +66,7 @@ class Completer:
         self._stats = stats
         self._outcomes = {name.removeprefix("OUTCOME_KIND_").lower(): metrics.outcomes.labels(
             name.removeprefix("OUTCOME_KIND_").lower()) for name in pb.OutcomeKind.keys()}
-        self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=config.outcome_batch)
+        self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=params.outcome_batch)
 
     async def stop(self) -> None:
         """Flush the outcomes still being grouped."""
@@ -121,7 +135,7 @@ class Completer:
                   for d in items]
         epochs = {d.slot: d.epoch for d in items}
         try:
-            stale = await asyncio.to_thread(self._store.return_undelivered, claims, epochs, self._config.node_id,
+            stale = await asyncio.to_thread(self._store.return_undelivered, claims, epochs, self._decide_params.node_id,
                                    self._clock.now())
         except Exception:
             # Left dispatched: recovered as a failed attempt after their timeout and grace.
@@ -138,7 +152,7 @@ class Completer:
         and giving up would leave the rows `dispatched`, to be run again once recovered.
         (The write is conditional on (dispatched, attempt), so repeating it is safe.)
         None if the slots moved on meanwhile: their new owner runs those attempts again."""
-        max_delay_s = self._config.outcome_retry_max_delay_ms / 1000
+        max_delay_s = self._params.outcome_retry_max_delay_ms / 1000
         delay_s = min(0.2, max_delay_s)
         failures = 0
         while True:

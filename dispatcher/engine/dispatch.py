@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from prometheus_client import Gauge, Histogram
 
 from dispatcher.base.clock import Clock, ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.metrics import NodeMetrics, observe_many, observe_values
 from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
@@ -46,11 +47,31 @@ def _log_failure(task: asyncio.Task) -> None:
         log.error("dispatch batch failed", exc_info=task.exception())
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DispatchParams:
+    node_id: str
+    batch: int
+    """Due tasks popped per batch (fewer when the executors have less room)."""
+    idle_wait_ms: int
+    """The longest the loop sleeps when nothing is due and nothing woke it."""
+    max_batches_in_flight: int
+    """Batches being delivered at once; the next pop waits for one to end."""
+    no_executor_retry_ms: int
+    """How far a task is postponed when no executor of its type is known (no attempt spent)."""
+    store_retry_ms: int
+    """How far a batch is postponed when the store refused to record its dispatch."""
+
+    def __post_init__(self) -> None:
+        positive(self, "batch", "idle_wait_ms", "max_batches_in_flight", "no_executor_retry_ms", "store_retry_ms")
+        if not self.node_id:
+            raise ValueError("DispatchParams.node_id must not be empty")
+
+
 class Dispatch:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, executors: ExecutorPool,
+    def __init__(self, *, params: DispatchParams, store: TaskStoreProtocol, executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]]):
-        self._config = config
+        self._params = params
         self._store = store
         self._executors = executors
         self._metrics = metrics
@@ -65,7 +86,7 @@ class Dispatch:
         # Per task type, resolved on a type's first batch: (in-flight gauge, execution histogram).
         self._by_type: dict[tuple[str, str], tuple[Gauge, Histogram]] = {}
         # asyncio's primitives bind to the running loop on first use, not here.
-        self._batch_gate = asyncio.Semaphore(config.max_batches_in_flight)
+        self._batch_gate = asyncio.Semaphore(params.max_batches_in_flight)
         self._batches: set[asyncio.Task] = set()
         self.dispatched_total = 0
         self._paused_since: float | None = None   # monotonic, while the engine may not act
@@ -91,7 +112,7 @@ class Dispatch:
             self._note_paused(blocked)
             # No more than the executors can take: under saturation, popping a full batch
             # only to put most of it back cost a fifth of the node's main thread.
-            limit = min(self._config.dispatch_batch, max(self._executors.free_room(), _PROBE))
+            limit = min(self._params.batch, max(self._executors.free_room(), _PROBE))
             popped = [] if blocked else self._due.pop_due(now, limit)
             taken = self._reserve(popped, now) if popped else []
             if not taken:
@@ -100,7 +121,7 @@ class Dispatch:
                 # Always yield to the loop: while held, or while executors are full,
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
-                idle_s = self._config.dispatch_idle_wait_ms / 1000
+                idle_s = self._params.idle_wait_ms / 1000
                 if blocked or nxt is None or nxt <= now:
                     timeout = idle_s
                 else:
@@ -129,7 +150,7 @@ class Dispatch:
         if now - self._no_executor_logged.get((namespace, task_type), -_NO_EXECUTOR_LOG_S) >= _NO_EXECUTOR_LOG_S:
             self._no_executor_logged[(namespace, task_type)] = now
             log.warning("no live executor announces %s/%s; its due tasks wait (tried again every %d ms): %s",
-                        namespace, task_type, self._config.no_executor_retry_ms,
+                        namespace, task_type, self._params.no_executor_retry_ms,
                         self._executors.describe(namespace, task_type))
 
     def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
@@ -148,7 +169,7 @@ class Dispatch:
             if not has:
                 self._metrics.no_executor.labels(key[0]).inc()
                 self._note_no_executor(*key)
-                d.due_ms = now_ms + self._config.no_executor_retry_ms  # postponed, no attempt spent
+                d.due_ms = now_ms + self._params.no_executor_retry_ms  # postponed, no attempt spent
                 self._due.push(d)
                 continue
             by_type[key].append(d)
@@ -182,11 +203,11 @@ class Dispatch:
         try:
             try:
                 dispatched, stale = await asyncio.to_thread(self._store.begin_dispatch, claims, epochs,
-                                                   self._config.node_id, ms_to_datetime(now_ms))
+                                                   self._params.node_id, ms_to_datetime(now_ms))
             except Exception:
                 log.exception("begin_dispatch failed; tasks go back to the heap")
                 for d in ready:
-                    d.due_ms = now_ms + self._config.store_retry_ms
+                    d.due_ms = now_ms + self._params.store_retry_ms
                     self._due.push(d)  # not settled: they have not run
                 dispatched, stale, requeued = set(), set(), True
             else:

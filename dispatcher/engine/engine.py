@@ -22,16 +22,17 @@ Kafka intake.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections.abc import Callable
 
 from dispatcher.base.clock import Clock
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopTask, LoopWatch
 from dispatcher.base.metrics import NodeMetrics
-from dispatcher.engine.completer import Completer
-from dispatcher.engine.dispatch import Dispatch
+from dispatcher.engine.completer import Completer, CompleterParams
+from dispatcher.engine.dispatch import Dispatch, DispatchParams
 from dispatcher.engine.due import Due, due_of_message
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
@@ -47,13 +48,40 @@ from dispatcher.store.interface import TaskStoreProtocol
 
 log = logging.getLogger(__name__)
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class EngineParams:
+    heap_capacity: int
+    """Due tasks the heap holds before intake pauses (and admission refuses, at 90%)."""
+    heap_decoded_capacity: int
+    """Above this many, tasks in the heap keep their payload encoded (memory per task)."""
+    topics: tuple[str, ...]
+    """The Kafka topics of the short-delay path, read for every owned slot."""
+    intake_command_timeout_ms: int
+    """How long an assign or revoke may take on the intake thread before it counts as failed."""
+    handoff_drain_timeout_ms: int
+    """How long a revoked slot's attempts may take to finish before the slot is let go anyway."""
+    offset_commit_interval_ms: int
+    """How often Kafka progress (the low watermark per partition) is written."""
+    dispatch: DispatchParams
+    completer: CompleterParams
+    poll: PollParams
+    sweep: SweepParams
+    recovery: RecoveryParams
+
+    def __post_init__(self) -> None:
+        positive(self, "heap_capacity", "heap_decoded_capacity", "intake_command_timeout_ms",
+                 "handoff_drain_timeout_ms", "offset_commit_interval_ms")
+        if not self.topics:
+            raise ValueError("EngineParams.topics must name at least one topic")
+
+
 class Engine:
-    def __init__(self, *, config: NodeConfig, store: TaskStoreProtocol, producer: LogProducer,
+    def __init__(self, *, params: EngineParams, store: TaskStoreProtocol, producer: LogProducer,
                  intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
                  stats: TaskStats | None = None, loops: LoopWatch | None = None):
-        self._config = config
+        self._params = params
         self._store = store
         self._producer = producer
         self._executors = executors
@@ -64,7 +92,7 @@ class Engine:
         # The session lease (membership/session.py): without it this node cannot prove
         # that nobody else owns its slots yet, so it starts nothing new.
         self._may_send = may_send or (lambda: True)
-        self._due = DueQueue(config.heap_capacity, metrics.heap_size)
+        self._due = DueQueue(params.heap_capacity, metrics.heap_size)
         self._slots = SlotTable()
         self._progress = KafkaProgress(store=store, clock=self._clock)
         self._intake = intake_factory(self._deliver_from_thread, self._may_read)
@@ -72,17 +100,17 @@ class Engine:
         self._stopping = False
         self._held = False
         self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
-        self._completer = Completer(config=config, store=store, producer=producer, metrics=metrics,
+        self._completer = Completer(params=params.completer, store=store, producer=producer, metrics=metrics,
                                     clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
                                     lose=self._lose, stats=stats)
-        self._dispatch = Dispatch(config=config, store=store, executors=executors, metrics=metrics,
+        self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
-        self._sweeper = Sweeper(params=SweepParams.of(config), store=store, clock=self._clock, slots=self, loops=loops)
-        self._poller = Poller(params=PollParams.of(config), store=store, clock=self._clock, slots=self,
+        self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self, loops=loops)
+        self._poller = Poller(params=params.poll, store=store, clock=self._clock, slots=self,
                               metrics=metrics, loops=loops)
-        self._guard = RecoveryGuard(params=RecoveryParams.of(config), store=store, clock=self._clock,
+        self._guard = RecoveryGuard(params=params.recovery, store=store, clock=self._clock,
                                     metrics=metrics, work=self, completer=self._completer, loops=loops)
         # Observations for the admin view and for tests.
         # slot -> wall time of the last MySQL claim / Kafka message taken for it,
@@ -150,8 +178,8 @@ class Engine:
     async def slot_assigned(self, slot: int, epoch: int) -> None:
         """Start acting on `slot` under `epoch` (already claimed in the store)."""
         self._slots.assign(slot, epoch)
-        starts = await self._progress.open(slot, self._config.kafka.topics())
-        await asyncio.to_thread(self._intake.assign(starts).wait, self._config.intake_command_timeout_ms / 1000)
+        starts = await self._progress.open(slot, list(self._params.topics))
+        await asyncio.to_thread(self._intake.assign(starts).wait, self._params.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
         self._moves["assigned"].inc()
         self._poller.poll_soon()
@@ -167,11 +195,11 @@ class Engine:
             # Every ownership layer (static and cluster) tells the engine: moves are counted here.
             self._moves["revoked" if clean else "lost"].inc()
         state.active = False
-        topics = self._config.kafka.topics()
+        topics = list(self._params.topics)
         await asyncio.to_thread(self._intake.unassign([(t, slot) for t in topics]).wait,
-                                self._config.intake_command_timeout_ms / 1000)
+                                self._params.intake_command_timeout_ms / 1000)
         if clean:
-            deadline = self._running_loop().time() + self._config.handoff_drain_timeout_ms / 1000
+            deadline = self._running_loop().time() + self._params.handoff_drain_timeout_ms / 1000
             while state.in_flight > 0 and self._running_loop().time() < deadline:
                 await asyncio.sleep(0.01)
         self._due.drop_slots({slot})
@@ -200,14 +228,14 @@ class Engine:
     # ---- intake ----
 
     def _may_read(self) -> bool:
-        return not self._held and self._due.intake_open(2 * self._config.poll_batch)
+        return not self._held and self._due.intake_open(2 * self._params.poll.batch)
 
     def _deliver_from_thread(self, messages: list[InMessage]) -> None:
         self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
 
     def _take_kafka(self, messages: list[InMessage]) -> None:
         now_ms = self._clock.now_ms()   # one reading for the batch the intake hands over
-        compact = self._due.heap_size() >= self._config.heap_decoded_capacity
+        compact = self._due.heap_size() >= self._params.heap_decoded_capacity
         dues = []
         for m in messages:
             state = self._slots.get(m.partition)
@@ -257,7 +285,7 @@ class Engine:
 
     async def _commit_loop(self) -> None:
         while True:
-            await asyncio.sleep(self._config.offset_commit_interval_ms / 1000)
+            await asyncio.sleep(self._params.offset_commit_interval_ms / 1000)
             try:
                 await self._commit_offsets()
             except Exception:
@@ -279,7 +307,7 @@ class Engine:
         now = self._clock.now_ms()
         earliest = self._due.earliest_due_ms()
         waited = now - earliest if earliest is not None and earliest <= now else 0
-        return Load(held=self._due.held(), capacity=self._config.heap_capacity, oldest_due_wait_ms=waited,
+        return Load(held=self._due.held(), capacity=self._params.heap_capacity, oldest_due_wait_ms=waited,
                     unread=sum(self._intake.lag().values()), dispatched_total=self._dispatch.dispatched_total)
 
     def kafka_lag(self) -> dict[tuple[str, int], int]:

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 
 from dispatcher.base.clock import ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.log.codec import queued_message
 from dispatcher.log.interface import OutMessage
@@ -52,9 +52,8 @@ class DecideParams:
     topic_for: Callable[[int], str]
     """The Kafka topic of a priority."""
 
-    @classmethod
-    def of(cls, config: NodeConfig) -> DecideParams:
-        return cls(config.node_id, config.route_threshold_ms, config.kafka.topic_for)
+    def __post_init__(self) -> None:
+        positive(self, "route_threshold_ms")
 
 
 def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random.Random) -> Decision:

@@ -17,7 +17,7 @@ import time
 from typing import Protocol
 
 from dispatcher.base.clock import Clock, datetime_to_ms, ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopTask, LoopWatch
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.engine.due import MYSQL, Due
@@ -54,9 +54,10 @@ class PollParams:
     batch: int
     """Rows claimed per slot per poll, and the heap room a poll needs."""
 
-    @classmethod
-    def of(cls, config: NodeConfig) -> PollParams:
-        return cls(config.poll_interval_ms, config.poll_lookahead_ms, config.poll_batch)
+    def __post_init__(self) -> None:
+        positive(self, "interval_ms", "batch")
+        if self.lookahead_ms < 0:  # 0 is fine: poll only what is due now
+            raise ValueError(f"PollParams.lookahead_ms must be >= 0, got {self.lookahead_ms!r}")
 
 
 class Poller:

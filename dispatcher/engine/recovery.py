@@ -22,7 +22,7 @@ import logging
 from typing import Protocol
 
 from dispatcher.base.clock import Clock, datetime_to_ms, ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopWatch, PeriodicJob, each_owned_slot
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.engine.completer import Completer
@@ -63,9 +63,8 @@ class RecoveryParams:
     batch: int
     """Rows recovered per slot per pass."""
 
-    @classmethod
-    def of(cls, config: NodeConfig) -> RecoveryParams:
-        return cls(config.recovery_interval_ms, config.recovery_grace_ms, config.recovery_batch)
+    def __post_init__(self) -> None:
+        positive(self, "interval_ms", "grace_ms", "batch")
 
 
 class RecoveryGuard:

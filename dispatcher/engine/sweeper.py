@@ -13,7 +13,7 @@ import dataclasses
 import logging
 
 from dispatcher.base.clock import Clock, ms_to_datetime
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopWatch, PeriodicJob, each_owned_slot
 from dispatcher.engine.slot_table import OwnedSlots
 from dispatcher.store.interface import TaskStoreProtocol
@@ -29,9 +29,8 @@ class SweepParams:
     batch: int
     """Rows moved per slot per pass."""
 
-    @classmethod
-    def of(cls, config: NodeConfig) -> SweepParams:
-        return cls(config.sweep_interval_ms, config.enqueued_grace_ms, config.sweep_batch)
+    def __post_init__(self) -> None:
+        positive(self, "interval_ms", "grace_ms", "batch")
 
 
 class Sweeper:

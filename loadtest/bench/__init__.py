@@ -16,7 +16,8 @@ module per job:
 - `zk.py`: who owns what, polled from ZooKeeper and from a node's /ring.
 - `ring_model.py`: the ring's moved fraction over many name sets (pure).
 - `profile.py`: py-spy or cProfile on the node, and its samples grouped.
-- `stats.py`: the one percentile definition (nearest-rank), summaries, rates, windows.
+- the statistics (the one percentile definition, summaries, rates, windows) are
+  `harness/stats.py`, shared with the tests.
 - `report.py`: the one writer of `<name>.json` and `<name>.md`, with the command line
   at the top of each.
 

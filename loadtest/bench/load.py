@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import importlib.util
 import json
 import multiprocessing as mp
 import os
 import pathlib
 import queue
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -31,8 +31,8 @@ import uuid
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from harness.stats import summarize_ms
 from loadtest.bench.env import NAMESPACE
-from loadtest.bench.stats import summarize_ms
 from loadtest.bench.store import Counts, wait_done
 
 if TYPE_CHECKING:  # taskring is imported where it is used (not in every child process)
@@ -303,16 +303,24 @@ class PacedLoad:
 
 # ---------------------------------------------------------------- Locust
 
+LOCUST_MISSING = "locust is not installed (.venv/bin/pip install locust==2.47.0)"
+
+
+def locust_argv() -> list[str] | None:
+    """How to start Locust: `python -m locust`, run from the repository root (the cwd), so
+    that a locustfile can import `loadtest.*` as a package (Locust itself puts only the
+    locustfile's own folder on sys.path); None when locust is not installed."""
+    return [sys.executable, "-m", "locust"] if importlib.util.find_spec("locust") else None
+
 def run_locust(target: str, task_types: list[str], seconds: int, users: int, run_dir: pathlib.Path,
                namespace: str = NAMESPACE) -> dict[str, Any]:
     """locustfile.py, headless, `users` users for `seconds` against `target`: its exit code and summary."""
-    exe = pathlib.Path(sys.executable).parent / "locust"
-    exe_s = str(exe) if exe.exists() else shutil.which("locust")
-    if not exe_s:
-        return {"error": "locust not installed (.venv/bin/pip install locust==2.47.0)"}
+    exe = locust_argv()
+    if not exe:
+        return {"error": LOCUST_MISSING}
     env = dict(os.environ, TASKRING_TARGET=target, TASKRING_NAMESPACE=namespace,
                TASKRING_TASK_TYPES=",".join(task_types))
-    cmd = [exe_s, "-f", str(REPO / "loadtest" / "locustfile.py"), "--headless", "-u", str(users), "-r", str(users),
+    cmd = [*exe, "-f", str(REPO / "loadtest" / "locustfile.py"), "--headless", "-u", str(users), "-r", str(users),
            "-t", f"{seconds}s", "--csv", str(run_dir / "locust"), "--only-summary"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=seconds + 90)

@@ -2,10 +2,13 @@
 /proc, the MariaDB server's row and statement counters, the facts of the machine, and
 the WARNING/ERROR lines of the node logs.
 
-Two views of CPU, both from the same /proc readers:
+Every CPU figure in loadtest/ is read here. Three views of CPU, all from the same /proc
+readers:
 
 - `CpuMeter`: named processes between two points (a phase), plus the whole machine:
   what is left over is "everything else on the machine".
+- `GroupCpuMeter`: the same for groups of processes whose members come and go (a
+  worker and whatever it forks), each group's PIDs asked for at both points.
 - `ProcessSampler`: once a second, every process on the machine, grouped (the nodes,
   this benchmark's processes, the stack servers, anything else): on a shared 2-core
   box, the first suspect for an odd figure.
@@ -25,6 +28,7 @@ import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -92,6 +96,45 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
     return out
 
 
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process, all its threads; None when it is gone."""
+    split = process_cpu(pid)
+    return None if split is None else split[0] + split[1]
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine since boot (all cores; idle and iowait left out)."""
+    return machine_jiffies()[0] / TICK
+
+
+def _every_stat() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/<pid>/stat after the command name) of every process."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                yield int(entry), _stat_fields(f"/proc/{entry}/stat")
+            except (OSError, IndexError):
+                continue
+
+
+def descendants(root: int) -> list[int]:
+    """root and every process below it (root first), from the ppid field of /proc/*/stat."""
+    children: defaultdict[int, list[int]] = defaultdict(list)
+    for pid, fields in _every_stat():
+        children[int(fields[1])].append(pid)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs of the live (not zombie) processes whose process group is pgid."""
+    return [pid for pid, fields in _every_stat() if int(fields[2]) == pgid and fields[0] != "Z"]
+
+
 def stack_pids() -> dict[str, int]:
     """PIDs of the local stack's servers (deploy/local/stack.sh's pid files), when readable."""
     pids = {}
@@ -146,6 +189,45 @@ class CpuMeter:
                 "machine_busy_pct_of_all_cores": round(100 * busy_s / (wall * cores), 1),
                 "process_cpu_s": procs, "process_system_cpu_s": system, "process_rss_mb": rss,
                 "other_processes_cpu_s": round(busy_s - known, 2)}
+
+
+class GroupCpuMeter:
+    """CPU seconds of groups of processes and of the whole machine between start() and stop().
+    A group is a callable giving its PIDs at the time, asked at both points: a process that
+    appeared in between counts whole, one that exited in between is lost (and counted)."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]):
+        self.groups = groups
+        self._t0 = 0.0
+        self._m0 = 0.0
+        self._c0: dict[str, dict[int, float]] = {}
+
+    def _snapshot(self) -> dict[str, dict[int, float]]:
+        snap: dict[str, dict[int, float]] = {}
+        for name, pids in self.groups.items():
+            snap[name] = {}
+            for pid in pids():
+                cpu = process_cpu_s(pid)
+                if cpu is not None:
+                    snap[name][pid] = cpu
+        return snap
+
+    def start(self) -> GroupCpuMeter:
+        self._t0, self._m0, self._c0 = time.perf_counter(), machine_busy_s(), self._snapshot()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        """wall_s, machine_busy_s, cores, and per group: cpu_s, by_pid (CPU s of each process
+        present at the end, in the order its callable gave them) and gone (processes that exited)."""
+        wall, busy = time.perf_counter() - self._t0, machine_busy_s() - self._m0
+        c1 = self._snapshot()
+        groups: dict[str, dict[str, Any]] = {}
+        for name in self.groups:
+            before, after = self._c0.get(name, {}), c1.get(name, {})
+            by_pid = {pid: round(cpu - before.get(pid, 0.0), 3) for pid, cpu in after.items()}
+            groups[name] = {"cpu_s": round(sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items()), 3),
+                            "by_pid": by_pid, "gone": len(set(before) - set(after))}
+        return {"wall_s": wall, "machine_busy_s": busy, "cores": os.cpu_count() or 1, "groups": groups}
 
 
 # ---------------------------------------------------------------- every process, once a second

@@ -45,9 +45,9 @@ from kazoo.exceptions import NoNodeError
 from cluster.slots import slot_of
 from harness.executors import Execution, RecordingExecutor
 from harness.processes import REPO, NodeProcess
+from harness.stats import percentile
 from harness.wait import wait_until
 from harness.world import World
-from loadtest.bench.stats import percentile
 from taskring.wire import pb, pb_grpc
 from tests.integration.cluster_harness import SESSION_TIMEOUT_MS, Cluster
 

@@ -26,6 +26,7 @@ from dispatcher.base.config import NodeConfig
 from dispatcher.base.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, quote
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.log.interface import OutMessage
+from dispatcher.params import api_params
 from dispatcher.store.memory import MemoryTaskStore
 from taskring.wire import pb
 
@@ -73,7 +74,7 @@ class Served:
 @pytest.fixture
 def served():
     store, producer = MemoryTaskStore(), RecordingProducer()
-    api = TaskApi(config=NodeConfig.from_env({}, cluster=False), store=store, producer=producer,
+    api = TaskApi(params=api_params(NodeConfig.from_env({}, cluster=False)), store=store, producer=producer,
                   metrics=NodeMetrics(), limits=Limits())
     port: concurrent.futures.Future[int] = concurrent.futures.Future()
     loop = asyncio.new_event_loop()

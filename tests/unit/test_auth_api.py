@@ -19,6 +19,7 @@ from dispatcher.auth.tokens import CALL_OF_RPC, CALLS, parse_tokens
 from dispatcher.base.config import NodeConfig
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.cron.api import CronApi
+from dispatcher.params import api_params
 from taskring.wire import pb
 
 SERVICES = ("TaskService", "CronService")
@@ -60,9 +61,10 @@ def servicers():
                                        "admin_role": "viewer"}]})
     auth, config = Authorizer(tokens, NodeMetrics()), NodeConfig.from_env({}, cluster=False)
     store = Untouchable()
-    return {"TaskService": TaskApi(config=config, store=store, producer=store,
+    return {"TaskService": TaskApi(params=api_params(config), store=store, producer=store,
                                    metrics=NodeMetrics(), limits=Limits(), auth=auth),
-            "CronService": CronApi(config=config, store=store, limits=Limits(), auth=auth)}  # type: ignore[arg-type]
+            "CronService": CronApi(node_id=config.node_id, slot_count=config.slot_count,
+                                   store=store, limits=Limits(), auth=auth)}  # type: ignore[arg-type]
 
 
 def test_every_rpc_needs_a_known_call():

@@ -27,6 +27,7 @@ from dispatcher.engine.engine import Engine
 from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
+from dispatcher.params import engine_params
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from membership import ExecutorInstance
@@ -161,7 +162,7 @@ class World:
                         offset_commit_interval_ms=5, kafka=KafkaConfig(topic_prefix="t"), cluster=False)
         self.config = dataclasses.replace(NodeConfig(**defaults), **config)
         self.topic = self.config.kafka.topic_for(NORMAL)
-        self.engine = Engine(config=self.config, store=self.store, producer=self.producer,
+        self.engine = Engine(params=engine_params(self.config), store=self.store, producer=self.producer,
                              intake_factory=self._intake,
                              executors=InProcessPool(self.directory, self.executor, lambda: self.lease_at_send),
                              metrics=self.metrics, clock=self.clock, rng=random.Random(7),

@@ -14,6 +14,7 @@ from dispatcher.api.validation import Limits
 from dispatcher.base.config import NodeConfig
 from dispatcher.base.metrics import NodeMetrics, observe_many, observe_values
 from dispatcher.engine.executor_count import ANY_TYPE, ExecutorCount
+from dispatcher.params import api_params
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from taskring.wire import pb
@@ -65,7 +66,7 @@ def test_observe_values_is_one_observation_of_each_value():
 
 def test_submit_and_submit_batch_each_record_their_handling_time():
     metrics = NodeMetrics()
-    api = TaskApi(config=NodeConfig.from_env({}, cluster=False), store=MemoryTaskStore(),
+    api = TaskApi(params=api_params(NodeConfig.from_env({}, cluster=False)), store=MemoryTaskStore(),
                   producer=RecordingProducer(), metrics=metrics, limits=Limits())
 
     def task(task_id: str) -> pb.Task:

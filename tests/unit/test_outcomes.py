@@ -8,15 +8,16 @@ import pytest
 from dispatcher.base.clock import ms_to_datetime
 from dispatcher.base.config import KafkaConfig, NodeConfig
 from dispatcher.engine.due import KAFKA, MYSQL, Due
-from dispatcher.engine.outcomes import DecideParams, decide
+from dispatcher.engine.outcomes import decide
 from dispatcher.log.codec import decode_queued
+from dispatcher.params import decide_params
 from dispatcher.store import records as r
 from taskring.task import TaskState
 from taskring.wire import pb
 
 NOW_MS = 1_900_000_000_000
 CONFIG = NodeConfig(node_id="n1", route_threshold_ms=10_000, kafka=KafkaConfig(topic_prefix="t"))
-PARAMS = DecideParams.of(CONFIG)
+PARAMS = decide_params(CONFIG)
 
 
 def _due(attempt: int = 1, max_retries: int = 3, schedule_ms: tuple[int, ...] = (5_000,)) -> Due:

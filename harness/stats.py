@@ -1,12 +1,15 @@
 """The statistics of a run: one percentile definition, summaries, rates and windows.
 
-Every percentile in loadtest/ is **nearest-rank**: the p-th percentile of n values is
-the value of rank ceil(p/100 x n) in ascending order (rank 1 is the smallest; p = 0
+Every percentile in loadtest/ (and in the tests that report one) is **nearest-rank**: the
+p-th percentile of n values is the value of rank ceil(p/100 x n) in ascending order (rank 1 is the smallest; p = 0
 gives the smallest, p = 100 the largest). It is always a value that was measured,
 never one between two, and it needs no assumption about the shape between samples:
 the p99 of 100 latencies is the 99th smallest, of 50 it is the largest (with fewer
 than 100 values a p99 is the maximum). A median is the 50th percentile by the same
 rule: for an even count, the lower of the two middle values.
+
+It lives in harness/, beside what the tests use, so that a test and a benchmark mean
+the same by a p99; it needs nothing but the standard library.
 
 Before this module bench_node.py rounded the rank half to even (one rank high for an
 odd p/100 x n that is a whole number) and bench_cluster.py interpolated linearly
