@@ -20,7 +20,7 @@ from dispatcher.cron import rules
 from dispatcher.loop_task import LoopWatch, PeriodicJob
 from dispatcher.slot_table import OwnedSlots
 from dispatcher.store import records as r
-from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.store.interface_cron import CronStoreProtocol, StoredRule
 from dispatcher.task_stats import TaskStats
 from dispatcher.validation import Limits, validate_task
 from taskring.wire import pb
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 class Materializer:
-    def __init__(self, *, config: NodeConfig, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
+    def __init__(self, *, config: NodeConfig, store: CronStoreProtocol, clock: Clock, slots: OwnedSlots, limits: Limits,
                  stats: TaskStats | None = None, loops: LoopWatch | None = None):
         """stats: where a written fire counts as submitted (the console's overview), as a
         task the API accepts does; a fire is submitted when it is written, ahead of its time."""

@@ -62,7 +62,7 @@ def servicers():
     store = Untouchable()
     return {"TaskService": TaskApi(config=config, store=store, producer=store,
                                    metrics=NodeMetrics(), limits=Limits(), auth=auth),
-            "CronService": CronApi(config=config, store=store, limits=Limits(), auth=auth)}  # type: ignore[arg-type]
+            "CronService": CronApi(config=config, store=store, limits=Limits(), auth=auth)}
 
 
 def test_every_rpc_needs_a_known_call():
