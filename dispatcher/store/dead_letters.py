@@ -105,12 +105,8 @@ class DeadLetterStore:
             for row in shard.run(body):
                 group = FailureGroup(*row)
                 key = (group.namespace, group.task_type, group.error_group)
-                seen = merged.get(key)
-                if seen is not None:
-                    group = dataclasses.replace(seen, count=seen.count + group.count,
-                                                first_at=min(seen.first_at, group.first_at),
-                                                last_at=max(seen.last_at, group.last_at))
-                merged[key] = group
+                merged[key] = _merged(merged.get(key), group, sample=lambda a, b: (
+                    max(a.sample_task_id, b.sample_task_id), max(a.sample_error, b.sample_error)))
         return sorted(merged.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def _counted_groups(self, where: DeadLetterFilter, limit: int) -> list[FailureGroup]:
@@ -128,10 +124,8 @@ class DeadLetterStore:
             for row in shard.run(body):
                 group = FailureGroup(*row)
                 key = (group.namespace, group.task_type, group.error_group)
-                seen = found.get(key)
-                found[key] = group if seen is None else dataclasses.replace(
-                    seen, count=seen.count + group.count, first_at=min(seen.first_at, group.first_at),
-                    last_at=max(seen.last_at, group.last_at))
+                found[key] = _merged(found.get(key), group, sample=lambda a, b: max(
+                    (a.last_at, a.sample_task_id, a.sample_error), (b.last_at, b.sample_task_id, b.sample_error))[1:])
         return sorted(found.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def get(self, task_id: str) -> tuple[DeadLetter, str | None]:
@@ -201,6 +195,18 @@ class DeadLetterStore:
             if result is not None:
                 return result
         raise TaskNotFound(task_id)
+
+
+def _merged(seen: FailureGroup | None, group: FailureGroup,
+            sample: Callable[[FailureGroup, FailureGroup], tuple[str, str]]) -> FailureGroup:
+    """One group's lines of two shards as one: counts added, the time range spanned, the
+    sample that `sample` picks of the two."""
+    if seen is None:
+        return group
+    sample_task_id, sample_error = sample(seen, group)
+    return dataclasses.replace(seen, count=seen.count + group.count, first_at=min(seen.first_at, group.first_at),
+                               last_at=max(seen.last_at, group.last_at), sample_task_id=sample_task_id,
+                               sample_error=sample_error)
 
 
 def _where_sql(clauses: list[str]) -> str:
