@@ -1,32 +1,42 @@
-"""The store conformance suite against MemoryTaskStore, the in-memory twin; and a
-check that the protocol, the real store and the twin have not drifted apart."""
+"""The store conformance suite (every area) against the in-memory twins; and a check that
+the protocols, the MariaDB stores and the twins have not drifted apart."""
 from __future__ import annotations
 
 import inspect
 
 import pytest
 
-pytest.register_assert_rewrite("tests.store_conformance")
+pytest.register_assert_rewrite("tests.conformance")
 
+from dispatcher.store.audit import AuditStore  # noqa: E402
+from dispatcher.store.bulk_replays import BulkReplayStore  # noqa: E402
+from dispatcher.store.cron import CronStore  # noqa: E402
+from dispatcher.store.dead_letters import DeadLetterStore  # noqa: E402
 from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
+from dispatcher.store.interface_audit import AuditProtocol  # noqa: E402
+from dispatcher.store.interface_cron import CronStoreProtocol  # noqa: E402
+from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol  # noqa: E402
+from dispatcher.store.interface_replays import ReplayStoreProtocol  # noqa: E402
+from dispatcher.store.interface_search import SearchProtocol  # noqa: E402
 from dispatcher.store.memory import MemoryTaskStore  # noqa: E402
+from dispatcher.store.memory_cron import MemoryCronStore  # noqa: E402
+from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore  # noqa: E402
+from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch  # noqa: E402
 from dispatcher.store.mysql import TaskStore  # noqa: E402
-from tests.store_conformance import Backend, StoreConformance  # noqa: E402
+from dispatcher.store.search import SearchStore  # noqa: E402
+from tests.conformance import StoreConformance  # noqa: E402
+from tests.conformance.backends import memory_backend  # noqa: E402
 
-_DEAD_LETTER_COLUMNS = ("task_id", "slot", "namespace", "task_type", "envelope", "attempts", "last_error",
-                        "last_stack_trace", "first_attempt_at", "dead_lettered_at")
-"""The columns of the dead letters table (dead_letter_rows) that the suite compares."""
 PROTOCOL_METHODS = sorted(name for name, _ in inspect.getmembers(TaskStoreProtocol, inspect.isfunction)
                           if not name.startswith("_"))
 
 
-class TestMemoryTaskStore(StoreConformance):
+class TestMemoryStores(StoreConformance):
     @pytest.fixture
     def backend(self):
         store = MemoryTaskStore()
         store.start()
-        yield Backend(store=store, dead_letters=lambda: {tid: {k: row[k] for k in _DEAD_LETTER_COLUMNS}
-                                                         for tid, row in store.dead_letter_rows().items()})
+        yield memory_backend(store)
         store.stop()
 
 
@@ -37,6 +47,24 @@ def _parameters(fn) -> list[tuple[str, object, object]]:
 @pytest.mark.parametrize("implementation", [TaskStore, MemoryTaskStore], ids=lambda c: c.__name__)
 def test_implementations_have_the_protocols_methods_and_parameters(implementation):
     assert len(PROTOCOL_METHODS) == 25
-    for name in PROTOCOL_METHODS:
+    _keeps(implementation, TaskStoreProtocol, PROTOCOL_METHODS)
+
+
+def _keeps(implementation, protocol, methods: list[str]) -> None:
+    for name in methods:
         assert hasattr(implementation, name), f"{implementation.__name__} lacks {name}"
-        assert _parameters(getattr(implementation, name)) == _parameters(getattr(TaskStoreProtocol, name)), name
+        assert _parameters(getattr(implementation, name)) == _parameters(getattr(protocol, name)), name
+
+
+@pytest.mark.parametrize(("protocol", "implementations"), [
+    (CronStoreProtocol, (CronStore, MemoryCronStore)),
+    (DeadLetterStoreProtocol, (DeadLetterStore, MemoryDeadLetterStore)),
+    (SearchProtocol, (SearchStore, MemorySearch)),
+    (AuditProtocol, (AuditStore, MemoryAuditStore)),
+    (ReplayStoreProtocol, (BulkReplayStore, MemoryReplayStore)),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_the_stores_beside_the_tasks_have_their_protocols_methods_and_parameters(protocol, implementations):
+    methods = sorted(name for name, _ in inspect.getmembers(protocol, inspect.isfunction) if not name.startswith("_"))
+    assert methods
+    for implementation in implementations:
+        _keeps(implementation, protocol, methods)
