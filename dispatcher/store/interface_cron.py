@@ -127,4 +127,6 @@ class CronStoreProtocol(Protocol):
         id (kept when there is no fire), and the fire tasks whose ids are new, inserted as
         the task store's insert_tasks does (an existing id is left as it is). True when
         written; None when the epoch is stale, False when the rule changed (its version)
-        or was paused or deleted since it was read: nothing written then."""
+        or was paused or deleted since it was read: nothing written then. (MariaDB also
+        answers False for a plan that would change nothing, no fire and the same
+        planned_until: it counts changed rows. The materializer treats both alike.)"""
