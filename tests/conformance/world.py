@@ -281,11 +281,11 @@ def changed_updated_at(world: World, task_id: str, at: dt.datetime) -> None:
 
 
 def dead_letter(store, epochs: dict[int, int], task_id: str, *, error: str, at: dt.datetime, slot: int = 0,
-                namespace: str = "ns", task_type: str = "send", unique_key: str = "") -> None:
+                namespace: str = "ns", task_type: str = "send", envelope: bytes | None = None) -> None:
     """A task dead-lettered at its first attempt at `at` with `error`, through the task
     store's public methods (the entry is record_outcomes')."""
     store.insert_tasks([new_task(task_id, slot=slot, status=ENQUEUED, namespace=namespace, task_type=task_type,
-                                 unique_key=unique_key)], GIVEN_NODE)
+                                 envelope=envelope)], GIVEN_NODE)
     done, _ = store.begin_dispatch([kafka_claim(task_id, 1, slot=slot)], epochs, GIVEN_NODE, at)
     assert done == {task_id}, f"dead_letter: {task_id} could not be dispatched"
     assert not store.record_outcomes([outcome(task_id, 1, DEAD_LETTERED, slot=slot, error=error, at=at,

@@ -12,13 +12,11 @@ import uuid
 import pymysql
 import pytest
 
-pytest.register_assert_rewrite("tests.conformance")
-
-from dispatcher.config import MySQLConfig  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from harness.world import create_database, drop_database  # noqa: E402
-from tests.conformance import StoreConformance  # noqa: E402
-from tests.conformance.backends import mysql_backend  # noqa: E402
+from dispatcher.config import MySQLConfig
+from dispatcher.store.mysql import TaskStore
+from harness.world import create_database, drop_database
+from tests.conformance import StoreConformance
+from tests.conformance.backends import mysql_backend
 
 pytestmark = pytest.mark.integration
 

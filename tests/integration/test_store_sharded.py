@@ -14,19 +14,17 @@ import uuid
 import pymysql
 import pytest
 
-pytest.register_assert_rewrite("tests.conformance")
-
-from dispatcher.config import MySQLConfig, NodeConfig  # noqa: E402
-from dispatcher.errors import TaskNotFound, Unavailable  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.sharded import ShardedTaskStore, store_of  # noqa: E402
-from harness.executors import RecordingExecutor  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.wait import wait_until  # noqa: E402
-from harness.world import create_database, drop_database, private_world  # noqa: E402
-from tests.conformance import StoreConformance  # noqa: E402
-from tests.conformance.backends import mysql_backend  # noqa: E402
-from tests.integration.cluster_harness import Cluster, LoadGenerator, assert_nothing_lost  # noqa: E402
+from dispatcher.config import MySQLConfig, NodeConfig
+from dispatcher.errors import TaskNotFound, Unavailable
+from dispatcher.store import records as r
+from dispatcher.store.sharded import ShardedTaskStore, store_of
+from harness.executors import RecordingExecutor
+from harness.stack import StackEndpoints
+from harness.wait import wait_until
+from harness.world import create_database, drop_database, private_world
+from tests.conformance import StoreConformance
+from tests.conformance.backends import mysql_backend
+from tests.integration.cluster_harness import Cluster, LoadGenerator, assert_nothing_lost
 
 pytestmark = pytest.mark.integration
 

@@ -6,26 +6,24 @@ import inspect
 
 import pytest
 
-pytest.register_assert_rewrite("tests.conformance")
-
-from dispatcher.store.audit import AuditStore  # noqa: E402
-from dispatcher.store.bulk_replays import BulkReplayStore  # noqa: E402
-from dispatcher.store.cron import CronStore  # noqa: E402
-from dispatcher.store.dead_letters import DeadLetterStore  # noqa: E402
-from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
-from dispatcher.store.interface_audit import AuditProtocol  # noqa: E402
-from dispatcher.store.interface_cron import CronStoreProtocol  # noqa: E402
-from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol  # noqa: E402
-from dispatcher.store.interface_replays import ReplayStoreProtocol  # noqa: E402
-from dispatcher.store.interface_search import SearchProtocol  # noqa: E402
-from dispatcher.store.memory import MemoryTaskStore  # noqa: E402
-from dispatcher.store.memory_cron import MemoryCronStore  # noqa: E402
-from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore  # noqa: E402
-from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from dispatcher.store.search import SearchStore  # noqa: E402
-from tests.conformance import StoreConformance  # noqa: E402
-from tests.conformance.backends import memory_backend  # noqa: E402
+from dispatcher.store.audit import AuditStore
+from dispatcher.store.bulk_replays import BulkReplayStore
+from dispatcher.store.cron import CronStore
+from dispatcher.store.dead_letters import DeadLetterStore
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.interface_audit import AuditProtocol
+from dispatcher.store.interface_cron import CronStoreProtocol
+from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol
+from dispatcher.store.interface_replays import ReplayStoreProtocol
+from dispatcher.store.interface_search import SearchProtocol
+from dispatcher.store.memory import MemoryTaskStore
+from dispatcher.store.memory_cron import MemoryCronStore
+from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore
+from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch
+from dispatcher.store.mysql import TaskStore
+from dispatcher.store.search import SearchStore
+from tests.conformance import StoreConformance
+from tests.conformance.backends import memory_backend
 
 PROTOCOL_METHODS = sorted(name for name, _ in inspect.getmembers(TaskStoreProtocol, inspect.isfunction)
                           if not name.startswith("_"))
