@@ -30,6 +30,10 @@ from harness.world import (
     new_run_id,
 )
 
+# The store conformance suite's asserts, rewritten for every module that imports it (its
+# runners, and unit tests that build their world with it).
+pytest.register_assert_rewrite("tests.conformance")
+
 RUN_ID = new_run_id(12)
 
 

@@ -34,10 +34,10 @@ from dispatcher.engine.task_stats import TaskStats
 from dispatcher.ops.bulk_replay import BulkReplays
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps, attempts_of, envelope_dict
 from dispatcher.store import records as r
-from dispatcher.store.audit import AuditStore
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore
 from dispatcher.store.interface import TaskStoreProtocol
-from dispatcher.store.search import MAX_PAGE, Query, SearchStore
+from dispatcher.store.interface_audit import AuditProtocol
+from dispatcher.store.interface_dead_letters import DeadLetterFilter, DeadLetterStoreProtocol
+from dispatcher.store.interface_search import MAX_PAGE, Query, SearchProtocol
 
 _ID = r"(?P<task_id>[A-Za-z0-9._:-]{1,64})"
 
@@ -98,11 +98,11 @@ def _filter(get) -> DeadLetterFilter:
 @dataclasses.dataclass
 class OpsRoutes:
     tasks: TaskStoreProtocol
-    dead_letters: DeadLetterStore
+    dead_letters: DeadLetterStoreProtocol
     ops: DeadLetterOps
     bulk: BulkReplays
-    search: SearchStore
-    audit: AuditStore
+    search: SearchProtocol
+    audit: AuditProtocol
     clock: Clock
     stats: TaskStats
 

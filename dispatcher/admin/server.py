@@ -41,6 +41,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from dispatcher.admin import routes as rt
 from dispatcher.admin import sessions as ss
 from dispatcher.admin.ring_page import render_page
+from dispatcher.api.service import status_code
 from dispatcher.auth.identity import ANONYMOUS, LOCAL_OPERATOR, Identity, Role
 from dispatcher.base.errors import TaskringError, bounded
 
@@ -170,8 +171,9 @@ class AdminServer:
         try:
             return route.handler(request)
         except TaskringError as exc:
-            return rt.Response.of_json({"error": bounded(str(exc)), "code": exc.code.name},
-                                       rt.HTTP_STATUS_OF_CODE.get(exc.code, 500))
+            code = status_code(exc)
+            return rt.Response.of_json({"error": bounded(str(exc)), "code": code.name},
+                                       rt.HTTP_STATUS_OF_CODE.get(code, 500))
         except Exception as exc:  # the admin view must not take the node down
             log.exception("admin %s %s failed", method, url.path)
             return rt.Response.of_json({"error": bounded(f"{type(exc).__name__}: {exc}")}, 500)

@@ -39,6 +39,7 @@ from dispatcher.base.metrics import NodeMetrics
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
+from dispatcher.store import errors as store_errors
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
@@ -48,6 +49,28 @@ log = logging.getLogger(__name__)
 def api_state(status: str, attempts: int, trigger_at: dt.datetime | None, now: dt.datetime) -> pb.TaskState:
     """The wire's lifecycle state of a stored row (records.api_state, as pb.TaskState)."""
     return STATE_TO_PB[r.api_state(status, attempts, trigger_at, now)]
+
+
+STORE_ERROR_CODES: tuple[tuple[type[TaskringError], grpc.StatusCode], ...] = (
+    (store_errors.RuleNotFound, grpc.StatusCode.NOT_FOUND),
+    (store_errors.RuleExists, grpc.StatusCode.ALREADY_EXISTS),
+    (store_errors.NotDeadLettered, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.UniqueKeyHeld, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.ChangedSinceRead, grpc.StatusCode.ABORTED),
+    (store_errors.JobNotFound, grpc.StatusCode.NOT_FOUND),
+    (store_errors.JobStateConflict, grpc.StatusCode.FAILED_PRECONDITION),
+)
+"""The gRPC status of each refusal of the stores beside the task store (store/errors.py),
+which carry none themselves."""
+
+
+def status_code(exc: TaskringError) -> grpc.StatusCode:
+    """The gRPC status an error is answered with, at either edge (the admin endpoint turns
+    it into an HTTP status)."""
+    for kind, code in STORE_ERROR_CODES:
+        if isinstance(exc, kind):
+            return code
+    return exc.code
 
 
 def _guarded(method):
@@ -108,7 +131,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             context.set_trailing_metadata(((RETRY_AFTER_KEY, str(exc.retry_after_ms)),))
         # The messages quote input cut short already (errors.quote); the cut here guards
         # the trailer's size limit against any text that did not go through it.
-        await context.abort(exc.code, bounded(str(exc)))
+        await context.abort(status_code(exc), bounded(str(exc)))
 
     @_guarded
     async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:

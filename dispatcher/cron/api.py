@@ -13,7 +13,7 @@ import uuid
 from google.protobuf import json_format
 
 from cluster.slots import slot_of
-from dispatcher.api.service import _guarded, api_state
+from dispatcher.api.service import _guarded, api_state, status_code
 from dispatcher.api.validation import Limits, validate_task
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
@@ -21,14 +21,14 @@ from dispatcher.auth.tokens import Token
 from dispatcher.base.clock import Clock, ms_to_datetime, rfc3339
 from dispatcher.base.errors import InvalidArgument, TaskringError, bounded
 from dispatcher.cron import rules, schedule
-from dispatcher.store import audit
-from dispatcher.store.cron import Audit, CronStore, StoredRule
+from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.interface_cron import Audit, CronStoreProtocol, StoredRule
 from taskring.wire import pb, pb_grpc
 
 
 class CronApi(pb_grpc.CronServiceServicer):
-    def __init__(self, *, node_id: str, slot_count: int, store: CronStore, limits: Limits, clock: Clock | None = None,
-                 auth: Authorizer | None = None):
+    def __init__(self, *, node_id: str, slot_count: int, store: CronStoreProtocol, limits: Limits,
+                 clock: Clock | None = None, auth: Authorizer | None = None):
         self._node_id = node_id
         self._slot_count = slot_count
         self._auth = auth or Authorizer(None)
@@ -37,7 +37,7 @@ class CronApi(pb_grpc.CronServiceServicer):
         self._clock = clock or Clock()
 
     async def _abort(self, exc: TaskringError, context) -> None:
-        await context.abort(exc.code, bounded(str(exc)))
+        await context.abort(status_code(exc), bounded(str(exc)))
 
     def _now(self) -> dt.datetime:
         return ms_to_datetime(self._clock.now_ms())
@@ -84,8 +84,8 @@ class CronApi(pb_grpc.CronServiceServicer):
         at = self._now()
         peer = context.peer() if context is not None else ""
 
-        def record(before: StoredRule | None, after: StoredRule | None) -> audit.AuditRecord:
-            return audit.AuditRecord(at=at, actor=token.name if token is not None else "anonymous",
+        def record(before: StoredRule | None, after: StoredRule | None) -> AuditRecord:
+            return AuditRecord(at=at, actor=token.name if token is not None else "anonymous",
                                      address=_address(peer), action=f"cron.{action}",
                                      target=f"cron:{namespace}/{name}", namespace=namespace,
                                      before=_shown_rule(before), after=_shown_rule(after))

@@ -23,7 +23,7 @@ from dispatcher.cron import rules
 from dispatcher.engine.slot_table import OwnedSlots
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.store import records as r
-from dispatcher.store.cron import CronStore, StoredRule
+from dispatcher.store.interface_cron import CronStoreProtocol, StoredRule
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,8 @@ class PlanParams:
 
 
 class Materializer:
-    def __init__(self, *, params: PlanParams, store: CronStore, clock: Clock, slots: OwnedSlots, limits: Limits,
-                 stats: TaskStats | None = None, loops: LoopWatch | None = None):
+    def __init__(self, *, params: PlanParams, store: CronStoreProtocol, clock: Clock, slots: OwnedSlots,
+                 limits: Limits, stats: TaskStats | None = None, loops: LoopWatch | None = None):
         """stats: where a written fire counts as submitted (the console's overview), as a
         task the API accepts does; a fire is submitted when it is written, ahead of its time."""
         self._params = params

@@ -23,9 +23,10 @@ from dispatcher.base.clock import Clock
 from dispatcher.base.errors import InvalidArgument, TaskNotFound, Unavailable
 from dispatcher.base.loop_task import LoopWatch, PeriodicJob
 from dispatcher.ops.dead_letters import Actor, DeadLetterOps
-from dispatcher.store import audit
-from dispatcher.store.bulk_replays import BulkReplayStore, Job
-from dispatcher.store.dead_letters import DeadLetterFilter, DeadLetterStore, NotDeadLettered, UniqueKeyHeld
+from dispatcher.store.errors import NotDeadLettered, UniqueKeyHeld
+from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.interface_dead_letters import DeadLetterFilter, DeadLetterStoreProtocol
+from dispatcher.store.interface_replays import Job, ReplayStoreProtocol
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ LEASE_MS = 15_000
 class BulkReplays:
     """What a person does with bulk replays: start one, watch it, pause, resume, cancel."""
 
-    def __init__(self, *, jobs: BulkReplayStore, dead_letters: DeadLetterStore, clock: Clock,
+    def __init__(self, *, jobs: ReplayStoreProtocol, dead_letters: DeadLetterStoreProtocol, clock: Clock,
                  max_retries: int):
         self._jobs = jobs
         self._dead_letters = dead_letters
@@ -54,7 +55,7 @@ class BulkReplays:
         total = self._dead_letters.count(bounded)
         if total == 0:
             raise InvalidArgument("filter", f"matches no dead letter ({bounded.as_dict()})")
-        record = audit.AuditRecord(at=now, actor=actor.identity.name, address=actor.address,
+        record = AuditRecord(at=now, actor=actor.identity.name, address=actor.address,
                                    action="bulk_replay.start", target="bulk_replay:?", namespace=where.namespace,
                                    reason=actor.reason,
                                    after={"filter": bounded.as_dict(), "rate_per_s": rate_per_s, "retries": retries,
@@ -64,7 +65,7 @@ class BulkReplays:
     def change(self, job_id: int, action: str, actor: Actor) -> Job:
         if action not in ("pause", "resume", "cancel"):
             raise InvalidArgument("action", f"must be pause, resume or cancel, got {action!r}")
-        record = audit.AuditRecord(at=self._clock.now(), actor=actor.identity.name, address=actor.address,
+        record = AuditRecord(at=self._clock.now(), actor=actor.identity.name, address=actor.address,
                                    action=f"bulk_replay.{action}", target=f"bulk_replay:{job_id}",
                                    reason=actor.reason)
         return self._jobs.change_state(job_id, action, record)
@@ -79,8 +80,8 @@ class BulkReplays:
 class BulkReplayRunner:
     """Runs the bulk replay whose lease this node holds, one step a second."""
 
-    def __init__(self, *, jobs: BulkReplayStore, dead_letters: DeadLetterStore, ops: DeadLetterOps, node: str,
-                 clock: Clock, idle_s: float = 1.0, loops: LoopWatch | None = None):
+    def __init__(self, *, jobs: ReplayStoreProtocol, dead_letters: DeadLetterStoreProtocol, ops: DeadLetterOps,
+                 node: str, clock: Clock, idle_s: float = 1.0, loops: LoopWatch | None = None):
         self._jobs = jobs
         self._dead_letters = dead_letters
         self._ops = ops

@@ -25,16 +25,16 @@ from dispatcher.api.validation import Limits, validate_task
 from dispatcher.auth.identity import Identity
 from dispatcher.base.clock import Clock, ms_to_aware
 from dispatcher.base.errors import InvalidArgument
-from dispatcher.store import audit
 from dispatcher.store import records as r
-from dispatcher.store.dead_letters import (
+from dispatcher.store.errors import UniqueKeyHeld
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.interface_dead_letters import (
     DeadLetterFilter,
-    DeadLetterStore,
+    DeadLetterStoreProtocol,
     Replayed,
-    UniqueKeyHeld,
     envelope_digest,
 )
-from dispatcher.store.interface import TaskStoreProtocol
 from taskring.wire import pb
 
 MAX_REASON_CHARS = 1000
@@ -93,7 +93,7 @@ def attempts_of(history: list[r.Event]) -> list[dict]:
 
 
 class DeadLetterOps:
-    def __init__(self, *, dead_letters: DeadLetterStore, tasks: TaskStoreProtocol, limits: Limits, node: str,
+    def __init__(self, *, dead_letters: DeadLetterStoreProtocol, tasks: TaskStoreProtocol, limits: Limits, node: str,
                  clock: Clock):
         self._dead_letters = dead_letters
         self._tasks = tasks
@@ -156,8 +156,8 @@ class DeadLetterOps:
     def delete(self, task_id: str, actor: Actor) -> dict:
         now = self._now()
 
-        def record(entry, envelope: bytes) -> audit.AuditRecord:
-            return audit.AuditRecord(at=now, actor=actor.identity.name, address=actor.address, action="dlq.delete",
+        def record(entry, envelope: bytes) -> AuditRecord:
+            return AuditRecord(at=now, actor=actor.identity.name, address=actor.address, action="dlq.delete",
                                      target=f"task:{task_id}", namespace=entry.namespace, reason=actor.reason,
                                      before=envelope_dict(envelope))
         entry = self._dead_letters.delete(task_id, record)
@@ -219,8 +219,8 @@ def _detail(actor: Actor, retries: int, *, edited: bool = False, bulk_id: int | 
 
 
 def _record(action: str, actor: Actor, now: dt.datetime, retries: int, bulk_id: int | None,
-            payload: bool = False) -> Callable[[Replayed], audit.AuditRecord]:
-    def record(replayed: Replayed) -> audit.AuditRecord:
+            payload: bool = False) -> Callable[[Replayed], AuditRecord]:
+    def record(replayed: Replayed) -> AuditRecord:
         before, after = pb.Task.FromString(replayed.before), pb.Task.FromString(replayed.after)
         shown_before: dict = {"max_retries": before.max_retries, "attempts": replayed.attempts}
         shown_after: dict = {"max_retries": after.max_retries, "retries": retries}
@@ -229,7 +229,7 @@ def _record(action: str, actor: Actor, now: dt.datetime, retries: int, bulk_id: 
             shown_after |= {"payload_json": after.payload_json, "payload_version": after.payload_version}
         if bulk_id is not None:
             shown_after["bulk_replay"] = bulk_id
-        return audit.AuditRecord(at=now, actor=actor.identity.name, address=actor.address, action=action,
+        return AuditRecord(at=now, actor=actor.identity.name, address=actor.address, action=action,
                                  target=f"task:{replayed.task_id}", namespace=replayed.namespace,
                                  reason=actor.reason, before=shown_before, after=shown_after)
     return record

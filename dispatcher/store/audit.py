@@ -3,44 +3,21 @@
 A record is appended inside the transaction of the action it describes (`append`), so an
 action without its record, or a record of an action that did not happen, cannot be.
 Nothing here changes or deletes a record, and the table's triggers refuse it to SQL too.
-Reads ask every shard and merge by time, newest first.
+Reads ask every shard and merge by time, newest first. The contract is interface_audit.py's.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import heapq
 import json
 
+from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.shards import Shards
 from dispatcher.store.sql_literals import equalities
 
 _COLUMNS = "id, at, actor, address, action, target, namespace, reason, before_json, after_json"
 
-
-@dataclasses.dataclass(frozen=True)
-class AuditRecord:
-    at: dt.datetime
-    actor: str
-    """Who: the caller's name from its token."""
-    address: str
-    """From where: the caller's address."""
-    action: str
-    """dlq.replay, dlq.edit, dlq.delete, bulk_replay.start, cron.update, ..."""
-    target: str
-    """What: `task:<id>`, `bulk_replay:<id>`, `cron:<namespace>/<name>`."""
-    namespace: str = ""
-    reason: str | None = None
-    before: object = None
-    """The value before the action (JSON-able), e.g. the payload."""
-    after: object = None
-    id: int = 0
-    """The record's id on its shard (0 before it is written)."""
-
-    def as_dict(self) -> dict:
-        return {"id": self.id, "at": self.at.isoformat(timespec="milliseconds") + "Z", "actor": self.actor,
-                "address": self.address, "action": self.action, "target": self.target,
-                "namespace": self.namespace, "reason": self.reason, "before": self.before, "after": self.after}
+__all__ = ["AuditRecord", "AuditStore", "append"]
 
 
 def append(cur, record: AuditRecord) -> None:
@@ -60,6 +37,8 @@ def _loads(text: str | None) -> object:
 
 
 class AuditStore:
+    """AuditProtocol (interface_audit.py) over the task store's shards."""
+
     def __init__(self, shards: Shards):
         self._shards = shards
 

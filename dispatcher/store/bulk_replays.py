@@ -13,63 +13,17 @@ import dataclasses
 import datetime as dt
 import json
 
-import grpc
-
-from dispatcher.base.errors import TaskringError
 from dispatcher.store import audit
-from dispatcher.store.dead_letters import DeadLetterFilter
+from dispatcher.store.errors import JobNotFound, JobStateConflict
+from dispatcher.store.interface_dead_letters import DeadLetterFilter
+from dispatcher.store.interface_replays import CANCELLED, DONE, NEXT_STATE, PAUSED, RUNNING, STATES, Job
 from dispatcher.store.shards import Shards
 
-RUNNING, PAUSED, CANCELLED, DONE = "running", "paused", "cancelled", "done"
-STATES = (RUNNING, PAUSED, CANCELLED, DONE)
-_NEXT_STATE = {"pause": ({RUNNING}, PAUSED), "resume": ({PAUSED}, RUNNING), "cancel": ({RUNNING, PAUSED}, CANCELLED)}
 _COLUMNS = ("id, filter_json, rate_per_s, retries, state, total, replayed, skipped, cursor_at, cursor_task_id, reason,"
             " created_by, created_at, updated_at, lease_owner, lease_until")
 
-
-class JobNotFound(TaskringError):
-    code = grpc.StatusCode.NOT_FOUND
-
-    def __init__(self, job_id: int):
-        super().__init__(f"bulk replay {job_id} not found")
-
-
-class JobStateConflict(TaskringError):
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-    def __init__(self, job_id: int, state: str, action: str):
-        super().__init__(f"bulk replay {job_id} is {state}: it cannot {action}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    id: int
-    where: DeadLetterFilter
-    rate_per_s: int
-    retries: int
-    state: str
-    total: int
-    replayed: int
-    skipped: int
-    cursor_at: dt.datetime | None
-    cursor_task_id: str | None
-    reason: str
-    created_by: str
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    lease_owner: str
-    lease_until: dt.datetime | None
-
-    @property
-    def cursor(self) -> tuple[dt.datetime, str] | None:
-        return (self.cursor_at, self.cursor_task_id) if self.cursor_at and self.cursor_task_id else None
-
-    def as_dict(self) -> dict:
-        shown = dataclasses.asdict(self)
-        shown["filter"] = self.where.as_dict()
-        del shown["where"]
-        shown["done_count"] = self.replayed + self.skipped
-        return shown
+__all__ = ["CANCELLED", "DONE", "PAUSED", "RUNNING", "STATES", "BulkReplayStore", "Job", "JobNotFound",
+           "JobStateConflict"]
 
 
 def _filter_to_json(where: DeadLetterFilter) -> str:
@@ -90,6 +44,8 @@ def _job(row) -> Job:
 
 
 class BulkReplayStore:
+    """ReplayStoreProtocol (interface_replays.py) on the task store's shard 0."""
+
     def __init__(self, shards: Shards):
         self._shard = shards.first
 
@@ -123,7 +79,7 @@ class BulkReplayStore:
     def change_state(self, job_id: int, action: str, record: audit.AuditRecord) -> Job:
         """pause, resume or cancel, with its audit record; JobStateConflict from a state that
         does not allow it (a done or cancelled job stays so)."""
-        allowed, to = _NEXT_STATE[action]
+        allowed, to = NEXT_STATE[action]
 
         def body(cur):
             cur.execute("SELECT state FROM bulk_replays WHERE id = %s FOR UPDATE", (job_id,))

@@ -1,8 +1,9 @@
 """Cron rules in the task store: the registry, and the fenced write of a plan's fires.
 
-A rule lives on the shard of its slot (migrations/007_cron_rules.sql), beside the rows of
-its fire tasks. Reads by name ask every shard (a name is unique in its namespace, which
-spans shards); the owner's work is by slot, one shard at a time.
+The contract is interface_cron.py's. A rule lives on the shard of its slot
+(migrations/007_cron_rules.sql), beside the rows of its fire tasks. Reads by name ask every
+shard (a name is unique in its namespace, which spans shards); the owner's work is by slot,
+one shard at a time.
 
 materialize is the owner's write: in one transaction on the slot's shard it checks the
 slot's epoch (as every fenced write does, mysql.py), advances the rule's plan only if the
@@ -12,81 +13,26 @@ same fire therefore writes nothing.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-import grpc
-
-from dispatcher.base.errors import TaskringError, quote
 from dispatcher.store import audit, fenced
 from dispatcher.store import records as r
+from dispatcher.store.errors import RuleExists, RuleNotFound
+from dispatcher.store.interface_cron import Audit, LastFire, StoredRule
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.sharded import ShardedTaskStore
 from dispatcher.store.sql_literals import marks
 from taskring.task import TaskState
-from taskring.wire import pb
 
 _COLUMNS = ("namespace, name, rule_uid, slot, spec, paused, planned_until, last_task_id, skipped, version,"
             " created_at, updated_at")
 
-
-Audit = Callable[["StoredRule | None", "StoredRule | None"], audit.AuditRecord]
-"""The audit record of a change, from the rule before and after it (written in its transaction)."""
-
-
-class RuleNotFound(TaskringError):
-    code = grpc.StatusCode.NOT_FOUND
-
-    def __init__(self, key: str):
-        super().__init__(f"cron rule {quote(key)} not found")
-
-
-class RuleExists(TaskringError):
-    code = grpc.StatusCode.ALREADY_EXISTS
-
-    def __init__(self, key: str):
-        super().__init__(f"cron rule {quote(key)} already exists (UpdateCronRule changes it)")
-
-
-@dataclasses.dataclass(frozen=True)
-class StoredRule:
-    namespace: str
-    name: str
-    rule_uid: str
-    slot: int
-    spec: bytes
-    paused: bool
-    planned_until: dt.datetime
-    last_task_id: str | None
-    skipped: int
-    version: int
-    created_at: dt.datetime
-    updated_at: dt.datetime
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def fire_prefix(self) -> str:
-        return f"cron-{self.rule_uid}-"
-
-    def message(self) -> pb.CronRule:
-        """The rule as validated and stored (its caller-given fields)."""
-        return pb.CronRule.FromString(self.spec)
-
-
-@dataclasses.dataclass(frozen=True)
-class LastFire:
-    task_id: str
-    fire_at: dt.datetime
-    status: r.Status
-    attempts: int
+__all__ = ["Audit", "CronStore", "LastFire", "RuleExists", "RuleNotFound", "StoredRule"]
 
 
 class CronStore:
-    """Cron rules over the task store's shards (one for an unsharded store)."""
+    """CronStoreProtocol over the task store's shards (one for an unsharded store)."""
 
     def __init__(self, tasks: TaskStore | ShardedTaskStore):
         if isinstance(tasks, ShardedTaskStore):

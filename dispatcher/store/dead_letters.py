@@ -11,21 +11,27 @@ dead letter writes nothing (FAILED_PRECONDITION), so a bulk replay that runs aga
 the same rows after a crash is harmless.
 
 Every list is a bounded, indexed read: keyset paging on (dead_lettered_at, task_id) over
-idx_dead_lettered_at, idx_ns_type or idx_error_group, merged across shards.
+idx_dead_lettered_at, idx_ns_type or idx_error_group, merged across shards. The contract
+is interface_dead_letters.py's.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import heapq
 from collections.abc import Callable
 
-import grpc
-
-from dispatcher.base.errors import TaskNotFound, TaskringError, quote
+from dispatcher.base.errors import TaskNotFound
 from dispatcher.store import audit, dead_lettering, fenced
 from dispatcher.store import records as r
+from dispatcher.store.errors import ChangedSinceRead, NotDeadLettered, UniqueKeyHeld
+from dispatcher.store.interface_dead_letters import (
+    DeadLetterFilter,
+    FailureGroup,
+    Replayed,
+    envelope_digest,
+)
+from dispatcher.store.records import DeadLetter
 from dispatcher.store.shards import Shards
 from dispatcher.store.sql_literals import equalities
 from taskring.task import TaskState
@@ -33,112 +39,26 @@ from taskring.task import TaskState
 _SUMMARY = ("task_id, slot, namespace, task_type, attempts, last_error, error_class, error_shape, error_group,"
             " first_attempt_at, dead_lettered_at")
 
-
-class NotDeadLettered(TaskringError):
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-    def __init__(self, task_id: str, state: str):
-        self.state = state
-        super().__init__(f"task {quote(task_id)} is not a dead letter (it is {state})")
+__all__ = ["ChangedSinceRead", "DeadLetter", "DeadLetterFilter", "DeadLetterStore", "FailureGroup", "NotDeadLettered",
+           "Replayed", "UniqueKeyHeld", "envelope_digest"]
 
 
-class UniqueKeyHeld(TaskringError):
-    """A replay that would run next to another live task with the same unique key."""
-
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-    def __init__(self, task_id: str, unique_key: str, holder: str, holder_state: str):
-        self.holder = holder
-        super().__init__(f"task {quote(task_id)} was not replayed: its unique key {quote(unique_key)} is held by"
-                         f" task {quote(holder)} ({holder_state}) since it was dead-lettered; replaying it would"
-                         " run two tasks with one key (wait for or cancel that task, then replay)")
-
-
-class ChangedSinceRead(TaskringError):
-    """The dead letter changed between the diff shown and the confirmation."""
-
-    code = grpc.StatusCode.ABORTED
-
-    def __init__(self, task_id: str):
-        super().__init__(f"dead letter {quote(task_id)} changed since it was read; read it again and confirm"
-                         " the new diff")
-
-
-def envelope_digest(envelope: bytes) -> str:
-    """What a confirmation names: the envelope the caller saw."""
-    return hashlib.sha256(envelope).hexdigest()[:16]
-
-
-@dataclasses.dataclass(frozen=True)
-class DeadLetterFilter:
-    namespace: str = ""
-    task_type: str = ""
-    error_class: str = ""
-    error_group: str = ""
-    since: dt.datetime | None = None
-    """Dead-lettered at or after."""
-    until: dt.datetime | None = None
-    """Dead-lettered before."""
-
-    def where(self) -> tuple[list[str], list[object]]:
-        clauses, args = equalities((("namespace", self.namespace), ("task_type", self.task_type),
-                                    ("error_class", self.error_class), ("error_group", self.error_group)))
-        if self.since is not None:
-            clauses.append("dead_lettered_at >= %s")
-            args.append(self.since)
-        if self.until is not None:
-            clauses.append("dead_lettered_at < %s")
-            args.append(self.until)
-        return clauses, args
-
-    def as_dict(self) -> dict:
-        return {k: (v.isoformat(timespec="milliseconds") + "Z" if isinstance(v, dt.datetime) else v)
-                for k, v in dataclasses.asdict(self).items() if v}
-
-
-@dataclasses.dataclass(frozen=True)
-class DeadLetter:
-    task_id: str
-    slot: int
-    namespace: str
-    task_type: str
-    attempts: int
-    last_error: str | None
-    error_class: str | None
-    error_shape: str | None
-    error_group: str | None
-    first_attempt_at: dt.datetime | None
-    dead_lettered_at: dt.datetime
-
-    @property
-    def cursor(self) -> tuple[dt.datetime, str]:
-        return self.dead_lettered_at, self.task_id
-
-
-@dataclasses.dataclass(frozen=True)
-class FailureGroup:
-    namespace: str
-    task_type: str
-    error_group: str
-    error_class: str
-    error_shape: str
-    count: int
-    first_at: dt.datetime
-    last_at: dt.datetime
-    sample_task_id: str
-    sample_error: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Replayed:
-    task_id: str
-    namespace: str
-    before: bytes
-    after: bytes
-    attempts: int
+def _filter_sql(where: DeadLetterFilter) -> tuple[list[str], list[object]]:
+    """The filter as the conditions of a WHERE on dead_letters, and their arguments."""
+    clauses, args = equalities((("namespace", where.namespace), ("task_type", where.task_type),
+                                ("error_class", where.error_class), ("error_group", where.error_group)))
+    if where.since is not None:
+        clauses.append("dead_lettered_at >= %s")
+        args.append(where.since)
+    if where.until is not None:
+        clauses.append("dead_lettered_at < %s")
+        args.append(where.until)
+    return clauses, args
 
 
 class DeadLetterStore:
+    """DeadLetterStoreProtocol (interface_dead_letters.py) over the task store's shards."""
+
     def __init__(self, shards: Shards):
         self._shards = shards
 
@@ -148,7 +68,7 @@ class DeadLetterStore:
              oldest_first: bool = False) -> list[DeadLetter]:
         """Newest first, strictly before `cursor`; or oldest first (a bulk replay's walk),
         strictly after it. At most `limit` across all shards."""
-        clauses, args = where.where()
+        clauses, args = _filter_sql(where)
         newest_first = not oldest_first
         if cursor is not None:
             op = "<" if newest_first else ">"
@@ -162,7 +82,7 @@ class DeadLetterStore:
         return list(merged)[:limit]
 
     def count(self, where: DeadLetterFilter) -> int:
-        clauses, args = where.where()
+        clauses, args = _filter_sql(where)
         sql = f"SELECT COUNT(*) FROM dead_letters {_where_sql(clauses)}"
         return sum(shard.run(lambda cur: _one(cur, sql, args)) for shard in self._shards.all)
 
@@ -172,7 +92,7 @@ class DeadLetterStore:
         dead letters in that range."""
         if where.since is None and where.until is None and not where.error_class:
             return self._counted_groups(where, limit)
-        clauses, args = where.where()
+        clauses, args = _filter_sql(where)
         sql = ("SELECT namespace, task_type, COALESCE(error_group, ''), MIN(COALESCE(error_class, '')),"
                " MIN(COALESCE(error_shape, '')), COUNT(*), MIN(dead_lettered_at), MAX(dead_lettered_at),"
                " MAX(task_id), MAX(last_error)"
@@ -185,12 +105,8 @@ class DeadLetterStore:
             for row in shard.run(body):
                 group = FailureGroup(*row)
                 key = (group.namespace, group.task_type, group.error_group)
-                seen = merged.get(key)
-                if seen is not None:
-                    group = dataclasses.replace(seen, count=seen.count + group.count,
-                                                first_at=min(seen.first_at, group.first_at),
-                                                last_at=max(seen.last_at, group.last_at))
-                merged[key] = group
+                merged[key] = _merged(merged.get(key), group, sample=lambda a, b: (
+                    max(a.sample_task_id, b.sample_task_id), max(a.sample_error, b.sample_error)))
         return sorted(merged.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def _counted_groups(self, where: DeadLetterFilter, limit: int) -> list[FailureGroup]:
@@ -208,10 +124,8 @@ class DeadLetterStore:
             for row in shard.run(body):
                 group = FailureGroup(*row)
                 key = (group.namespace, group.task_type, group.error_group)
-                seen = found.get(key)
-                found[key] = group if seen is None else dataclasses.replace(
-                    seen, count=seen.count + group.count, first_at=min(seen.first_at, group.first_at),
-                    last_at=max(seen.last_at, group.last_at))
+                found[key] = _merged(found.get(key), group, sample=lambda a, b: max(
+                    (a.last_at, a.sample_task_id, a.sample_error), (b.last_at, b.sample_task_id, b.sample_error))[1:])
         return sorted(found.values(), key=lambda g: (-g.count, g.namespace, g.task_type, g.error_group))[:limit]
 
     def get(self, task_id: str) -> tuple[DeadLetter, str | None]:
@@ -281,6 +195,18 @@ class DeadLetterStore:
             if result is not None:
                 return result
         raise TaskNotFound(task_id)
+
+
+def _merged(seen: FailureGroup | None, group: FailureGroup,
+            sample: Callable[[FailureGroup, FailureGroup], tuple[str, str]]) -> FailureGroup:
+    """One group's lines of two shards as one: counts added, the time range spanned, the
+    sample that `sample` picks of the two."""
+    if seen is None:
+        return group
+    sample_task_id, sample_error = sample(seen, group)
+    return dataclasses.replace(seen, count=seen.count + group.count, first_at=min(seen.first_at, group.first_at),
+                               last_at=max(seen.last_at, group.last_at), sample_task_id=sample_task_id,
+                               sample_error=sample_error)
 
 
 def _where_sql(clauses: list[str]) -> str:

@@ -1,6 +1,7 @@
 """The contract of the task store, kept by TaskStore (mysql.py) and by its
-in-memory twin MemoryTaskStore (memory.py); tests/store_conformance.py checks
-both against it.
+in-memory twin MemoryTaskStore (memory.py); tests/conformance/ (tasks.py,
+slots_and_offsets.py) checks both against it. The stores beside it (cron rules, dead
+letters, search, audit, bulk replay jobs) have theirs in interface_<area>.py.
 
 Design note
 -----------

@@ -1,6 +1,6 @@
 """MemoryTaskStore: the task store's contract (interface.py) kept in memory, for
 unit tests of logic (the engine, the API, ownership). It passes the same
-conformance suite as TaskStore (tests/store_conformance.py).
+conformance suite as TaskStore (tests/conformance/).
 
 One lock guards everything, and every method does its fencing check and its
 writes under it, which is what the real store gets from a transaction that
@@ -8,9 +8,16 @@ reads the slot's epoch under a shared lock. Rows are copied in and out, so a
 caller never holds a live reference. Times are truncated to milliseconds, as
 DATETIME(3) does in MariaDB.
 
+It is also the twins' database: the tables the MariaDB store keeps beside the tasks
+(dead letters and their groups' counts, cron rules, the audit trail, bulk replay jobs)
+are here, and the twins of those stores (memory_cron.py, memory_dead_letters.py,
+memory_ops.py) work on them under the same lock, as their MariaDB versions share a
+transaction with the task rows.
+
 Beyond the contract, for tests: `dead_letters()` (the dead letters table),
-`events()`, `rows()`, and `fail(method, ...)`, which makes the next calls of a
-method raise (Unavailable by default) without writing anything (`failures_left`).
+`dead_letter_rows()` (its columns), `events()`, `rows()`, and `fail(method, ...)`, which
+makes the next calls of a method raise (Unavailable by default) without writing anything
+(`failures_left`).
 """
 from __future__ import annotations
 
@@ -23,24 +30,22 @@ from typing import overload
 
 from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
+from dispatcher.base.failures import classify
 from dispatcher.store import records as r
+from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.interface_cron import StoredRule
+from dispatcher.store.interface_dead_letters import FailureGroup
+from dispatcher.store.interface_replays import Job
 from taskring.task import TaskState
 
 
 @dataclasses.dataclass(frozen=True)
-class DeadLetter:
-    """One row of the dead letters: what kept failing, to inspect and replay."""
+class DeadEntry:
+    """A row of the dead letters table: the entry, and the envelope and stack trace it keeps."""
 
-    task_id: str
-    slot: int
-    namespace: str
-    task_type: str
+    letter: r.DeadLetter
     envelope: bytes
-    attempts: int
-    last_error: str | None
     last_stack_trace: str | None
-    first_attempt_at: dt.datetime | None
-    dead_lettered_at: dt.datetime
 
 
 @overload
@@ -61,7 +66,14 @@ class MemoryTaskStore:
         self._lock = threading.Lock()
         self._rows: dict[str, r.TaskRow] = {}
         self._events: dict[str, list[r.Event]] = {}
-        self._dead: dict[str, DeadLetter] = {}
+        self._dead: dict[str, DeadEntry] = {}
+        self._groups: dict[tuple[str, str, str], FailureGroup] = {}
+        """(namespace, task_type, error_group) -> its running count: dead_letter_groups."""
+        self._traces: dict[str, str] = {}
+        """task_id -> trace_id, for the tasks submitted with one."""
+        self._rules: dict[tuple[str, str], StoredRule] = {}
+        self._audit: list[AuditRecord] = []
+        self._jobs: dict[int, Job] = {}
         self._owners: dict[int, tuple[int, str]] = {}
         self._leases: dict[int, tuple[str, int, dt.datetime, str]] = {}   # slot -> (owner, epoch, until, wanted_by)
         self._types: set[tuple[int, str, str]] = set()
@@ -91,9 +103,15 @@ class MemoryTaskStore:
         if queued:
             raise queued.pop(0)
 
-    def dead_letters(self) -> dict[str, DeadLetter]:
+    def dead_letters(self) -> dict[str, r.DeadLetter]:
         with self._lock:
-            return dict(self._dead)
+            return {task_id: entry.letter for task_id, entry in self._dead.items()}
+
+    def dead_letter_rows(self) -> dict[str, dict]:
+        """The dead letters table as {task_id: {column: value}}."""
+        with self._lock:
+            return {task_id: {**dataclasses.asdict(e.letter), "envelope": e.envelope,
+                              "last_stack_trace": e.last_stack_trace} for task_id, e in self._dead.items()}
 
     def histories(self) -> dict[str, list[r.Event]]:
         """Every task's history (a twin's window for tests: the lifecycle check)."""
@@ -190,28 +208,36 @@ class MemoryTaskStore:
     def insert_tasks(self, tasks: Sequence[r.NewTask], node: str) -> dict[str, r.Status | r.Held]:
         with self._lock:
             self._maybe_fail("insert_tasks")
-            for t in {t.task_id: t for t in reversed(tasks)}.values():  # each id's first occurrence
-                row = self._rows.get(t.task_id)
-                if row is not None and row.namespace != t.namespace:
-                    raise TaskIdTaken(t.task_id)  # before anything is written
+            self._check_ids(tasks)
             existing: dict[str, r.Status | r.Held] = {
                 t.task_id: self._rows[t.task_id].status for t in tasks if t.task_id in self._rows}
             fresh = list({t.task_id: t for t in reversed(tasks) if t.task_id not in existing}.values())[::-1]
             existing.update(self._hold_keys([t for t in fresh if t.unique_key]))
-            for t in fresh:
-                if t.task_id in existing:
-                    continue  # its unique key is held
-                created = _ms(t.created_at)
-                self._rows[t.task_id] = r.TaskRow(
-                    task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
-                    priority=t.priority, status=t.status, trigger_at=_ms(t.trigger_at), attempts=0, epoch=0,
-                    envelope=bytes(t.envelope), last_error=None, last_stack_trace=None, created_at=created,
-                    updated_at=created)
-                self._append([r.Event(t.task_id, TaskState.ACCEPTED, created, node, 0),
-                              r.Event(t.task_id, TaskState.QUEUED, created, node, 0,
-                                      "kafka" if t.status == r.ENQUEUED else "mysql")])
-                self._types.add((t.slot, t.namespace, t.task_type))
+            self._insert_rows([t for t in fresh if t.task_id not in existing], node)  # others: key held
             return existing
+
+    def _insert_rows(self, fresh: Iterable[r.NewTask], node: str) -> None:
+        """New rows (ids that do not exist), with their accepted and queued events."""
+        for t in fresh:
+            created = _ms(t.created_at)
+            self._rows[t.task_id] = r.TaskRow(
+                task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
+                priority=t.priority, status=t.status, trigger_at=_ms(t.trigger_at), attempts=0, epoch=0,
+                envelope=bytes(t.envelope), last_error=None, last_stack_trace=None, created_at=created,
+                updated_at=created)
+            self._append([r.Event(t.task_id, TaskState.ACCEPTED, created, node, 0),
+                          r.Event(t.task_id, TaskState.QUEUED, created, node, 0,
+                                  "kafka" if t.status == r.ENQUEUED else "mysql")])
+            self._types.add((t.slot, t.namespace, t.task_type))
+            if t.trace_id:
+                self._traces[t.task_id] = t.trace_id
+
+    def _check_ids(self, tasks: Sequence[r.NewTask]) -> None:
+        """TaskIdTaken, before anything is written, for an id that is a task of another namespace."""
+        for t in {t.task_id: t for t in reversed(tasks)}.values():  # each id's first occurrence
+            row = self._rows.get(t.task_id)
+            if row is not None and row.namespace != t.namespace:
+                raise TaskIdTaken(t.task_id)
 
     def take_key(self, task: r.NewTask) -> r.Held | None:
         with self._lock:
@@ -388,17 +414,26 @@ class MemoryTaskStore:
                     self._update(w.task_id, status=r.DEAD_LETTERED, last_error=w.error,
                                  last_stack_trace=w.stack_trace, updated_at=now)
                     if w.task_id not in self._dead:
-                        t = self._rows[w.task_id]
-                        first = min((e.at for e in self._events.get(w.task_id, ()) if e.state == TaskState.DISPATCHED),
-                                    default=None)
-                        self._dead[w.task_id] = DeadLetter(
-                            task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type,
-                            envelope=t.envelope, attempts=t.attempts, last_error=t.last_error,
-                            last_stack_trace=t.last_stack_trace, first_attempt_at=first, dead_lettered_at=now)
+                        self._enter_dead_letter(self._rows[w.task_id], now)
                 else:
                     raise ValueError(f"OutcomeWrite.result: unknown {w.result!r} for task {w.task_id!r}")
                 self._append(w.events)
             return stale
+
+    def _enter_dead_letter(self, t: r.TaskRow, now: dt.datetime) -> None:
+        """The twin of store/dead_lettering.py enter: the entry, classified, and its group's count."""
+        first = min((e.at for e in self._events.get(t.task_id, ()) if e.state == TaskState.DISPATCHED), default=None)
+        failure = classify(t.last_error, "failure")
+        self._dead[t.task_id] = DeadEntry(r.DeadLetter(
+            task_id=t.task_id, slot=t.slot, namespace=t.namespace, task_type=t.task_type, attempts=t.attempts,
+            last_error=t.last_error, error_class=failure.error_class, error_shape=failure.shape,
+            error_group=failure.group, first_attempt_at=first, dead_lettered_at=now), t.envelope, t.last_stack_trace)
+        key = (t.namespace, t.task_type, failure.group)
+        seen = self._groups.get(key)
+        self._groups[key] = dataclasses.replace(
+            seen, count=seen.count + 1, last_at=max(seen.last_at, now), sample_task_id=t.task_id,
+            sample_error=t.last_error or "") if seen is not None else FailureGroup(
+            *key, failure.error_class, failure.shape, 1, now, now, t.task_id, t.last_error or "")
 
     # ---- Kafka progress (fenced) ----
 

@@ -210,6 +210,31 @@ def key_holds(held_until: dt.datetime | None, holder_status: Status | None, now:
 
 
 @dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    """An entry of the dead letters (migrations/001, 008): a task that kept failing, grouped
+    by its failure (dispatcher/base/failures.py), to inspect and replay. Its envelope and last
+    stack trace are read apart (interface_dead_letters.DeadLetterStoreProtocol.get)."""
+
+    task_id: str
+    slot: int
+    namespace: str
+    task_type: str
+    attempts: int
+    last_error: str | None
+    error_class: str | None
+    error_shape: str | None
+    error_group: str | None
+    first_attempt_at: dt.datetime | None
+    """When its first attempt was dispatched."""
+    dead_lettered_at: dt.datetime
+
+    @property
+    def cursor(self) -> tuple[dt.datetime, str]:
+        """Where a page of dead letters ends: (dead_lettered_at, task_id)."""
+        return self.dead_lettered_at, self.task_id
+
+
+@dataclasses.dataclass(frozen=True)
 class ShardIdentity:
     """Which shard of the task store a database is, in which slot -> shard map
     (dispatcher/store/sharded.py): recorded by the first node that starts on it, and

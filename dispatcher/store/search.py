@@ -12,46 +12,15 @@ index (tests/integration/test_operations.py).
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import heapq
 
+from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary
 from dispatcher.store.shards import Shards
 
 _SUMMARY = "task_id, slot, namespace, task_type, status, attempts, trigger_at, created_at, updated_at, last_error"
-MAX_PAGE = 500
 
-
-@dataclasses.dataclass(frozen=True)
-class TaskSummary:
-    task_id: str
-    slot: int
-    namespace: str
-    task_type: str
-    status: str
-    attempts: int
-    trigger_at: dt.datetime
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    last_error: str | None
-
-    @property
-    def cursor(self) -> tuple[dt.datetime, str]:
-        return self.created_at, self.task_id
-
-
-@dataclasses.dataclass(frozen=True)
-class Query:
-    """One search: exactly one of trace_id, unique_key (with namespace), or namespace +
-    task_type (with an optional status and time range)."""
-
-    trace_id: str = ""
-    unique_key: str = ""
-    namespace: str = ""
-    task_type: str = ""
-    status: str = ""
-    since: dt.datetime | None = None
-    until: dt.datetime | None = None
+__all__ = ["MAX_PAGE", "Query", "SearchStore", "TaskSummary", "statements"]
 
 
 def _page_clause(before: tuple[dt.datetime, str] | None, args: list[object]) -> str:
@@ -88,6 +57,8 @@ def statements(q: Query, before: tuple[dt.datetime, str] | None, limit: int) -> 
 
 
 class SearchStore:
+    """SearchProtocol (interface_search.py) over the task store's shards."""
+
     def __init__(self, shards: Shards):
         self._shards = shards
 

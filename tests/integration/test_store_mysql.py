@@ -1,5 +1,5 @@
-"""The store conformance suite against TaskStore on the real MariaDB, a fresh
-database per test (migrations applied, dropped afterwards).
+"""The store conformance suite (every area) against the MariaDB stores over one TaskStore on
+the real MariaDB, a fresh database per test (migrations applied, dropped afterwards).
 
 KNOWN_DISCREPANCIES lists the cases the real store fails today, as strict
 xfails: each is a bug report with its reproduction, and a fix turns it into an
@@ -12,23 +12,19 @@ import uuid
 import pymysql
 import pytest
 
-pytest.register_assert_rewrite("tests.store_conformance")
-
-from dispatcher.base.config import MySQLConfig  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from harness.world import create_database, drop_database  # noqa: E402
-from tests.store_conformance import Backend, StoreConformance  # noqa: E402
+from dispatcher.base.config import MySQLConfig
+from dispatcher.store.mysql import TaskStore
+from harness.world import create_database, drop_database
+from tests.conformance import StoreConformance
+from tests.conformance.backends import mysql_backend
 
 pytestmark = pytest.mark.integration
 
 # Cases the real store fails today, as strict xfails (test name -> reason); empty now.
 KNOWN_DISCREPANCIES: dict[str, str] = {}
 
-_DEAD_LETTER_COLUMNS = ("task_id", "slot", "namespace", "task_type", "envelope", "attempts", "last_error",
-                        "last_stack_trace", "first_attempt_at", "dead_lettered_at")
 
-
-class TestMySQLTaskStore(StoreConformance):
+class TestMySQLStores(StoreConformance):
     @pytest.fixture
     def backend(self, stack, request):
         reason = KNOWN_DISCREPANCIES.get(request.node.name)
@@ -39,17 +35,17 @@ class TestMySQLTaskStore(StoreConformance):
                                       password=stack.mysql_password, database=database))
         store.start()
 
-        def dead_letters() -> dict[str, dict]:
+        def query(sql: str) -> list[tuple]:
             conn = stack.mysql_connect(database)
             try:
                 with conn.cursor() as cur:
-                    cur.execute(f"SELECT {', '.join(_DEAD_LETTER_COLUMNS)} FROM dead_letters")
-                    return {row[0]: dict(zip(_DEAD_LETTER_COLUMNS, row)) for row in cur.fetchall()}
+                    cur.execute(sql)
+                    return list(cur.fetchall())
             finally:
                 conn.close()
 
         try:
-            yield Backend(store=store, dead_letters=dead_letters)
+            yield mysql_backend(store, query)
         finally:
             store.stop()
             drop_database(stack, database)

@@ -1,6 +1,6 @@
 """The task store split over the stack's two MariaDB servers by slot.
 
-The whole store contract (tests/store_conformance.py) on two shards, then what only a
+The whole store contract (tests/conformance/, every area) on two shards, then what only a
 sharded store has: rows on the shard of their slot, a refused start with another slot
 map, a cross-shard insert that fails half-way, and a real cluster whose slots live on
 both servers, with a node killed under load.
@@ -14,18 +14,17 @@ import uuid
 import pymysql
 import pytest
 
-pytest.register_assert_rewrite("tests.store_conformance")
-
-from dispatcher.base.config import MySQLConfig, NodeConfig  # noqa: E402
-from dispatcher.base.errors import TaskNotFound, Unavailable  # noqa: E402
-from dispatcher.store import records as r  # noqa: E402
-from dispatcher.store.sharded import ShardedTaskStore, store_of  # noqa: E402
-from harness.executors import RecordingExecutor  # noqa: E402
-from harness.stack import StackEndpoints  # noqa: E402
-from harness.wait import wait_until  # noqa: E402
-from harness.world import create_database, drop_database, private_world  # noqa: E402
-from tests.integration.cluster_harness import Cluster, LoadGenerator, assert_nothing_lost  # noqa: E402
-from tests.store_conformance import Backend, StoreConformance  # noqa: E402
+from dispatcher.base.config import MySQLConfig, NodeConfig
+from dispatcher.base.errors import TaskNotFound, Unavailable
+from dispatcher.store import records as r
+from dispatcher.store.sharded import ShardedTaskStore, store_of
+from harness.executors import RecordingExecutor
+from harness.stack import StackEndpoints
+from harness.wait import wait_until
+from harness.world import create_database, drop_database, private_world
+from tests.conformance import StoreConformance
+from tests.conformance.backends import mysql_backend
+from tests.integration.cluster_harness import Cluster, LoadGenerator, assert_nothing_lost
 
 pytestmark = pytest.mark.integration
 
@@ -34,9 +33,6 @@ ALTERNATE = tuple(slot % 2 for slot in range(64))
 """Slot -> shard: even slots on the first server, odd on the second, so the conformance
 suite's slots (0..3) and most of its multi-slot calls span both shards; 64 slots, as
 the suite also uses slots that no one claims (42)."""
-
-_DEAD_LETTER_COLUMNS = ("task_id", "slot", "namespace", "task_type", "envelope", "attempts", "last_error",
-                        "last_stack_trace", "first_attempt_at", "dead_lettered_at")
 
 
 def _config(ep: StackEndpoints, database: str) -> MySQLConfig:
@@ -80,18 +76,26 @@ def two_shards(stack):
         shards.drop()
 
 
-class TestShardedTaskStore(StoreConformance):
+# Cases the sharded stores fail today, as strict xfails (test name -> reason), as in
+# test_store_mysql.py: each is a bug report, and its fix an XPASS that fails the run.
+KNOWN_DISCREPANCIES: dict[str, str] = {
+    "test_by_unique_key_the_task_that_took_it":
+        "search.py looks a unique key's holder up in the unique_keys row and the task row of one shard at a"
+        " time; the key's row lives on its key_shard and the task on its slot's, so a holder on another"
+        " shard than its key is not found",
+}
+
+
+class TestShardedStores(StoreConformance):
     @pytest.fixture
-    def backend(self, two_shards):
+    def backend(self, two_shards, request):
+        reason = KNOWN_DISCREPANCIES.get(request.node.name)
+        if reason is not None:
+            request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
         store = ShardedTaskStore(two_shards.configs, ALTERNATE, node="conformance")
         store.start()
-
-        def dead_letters() -> dict[str, dict]:
-            return {row[0]: dict(zip(_DEAD_LETTER_COLUMNS, row)) for shard in (0, 1)
-                    for row in two_shards.sql(shard, f"SELECT {', '.join(_DEAD_LETTER_COLUMNS)} FROM dead_letters")}
-
         try:
-            yield Backend(store=store, dead_letters=dead_letters)
+            yield mysql_backend(store, lambda sql: [row for shard in (0, 1) for row in two_shards.sql(shard, sql)])
         finally:
             store.stop()
 

@@ -15,18 +15,21 @@ import concurrent.futures
 import json
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from dispatcher.api.service import TaskApi, serve_api
+from dispatcher.admin.routes import HTTP_STATUS_OF_CODE
+from dispatcher.api.service import TaskApi, serve_api, status_code
 from dispatcher.api.validation import Limits
 from dispatcher.base.config import NodeConfig
 from dispatcher.base.errors import MESSAGE_CHARS, TaskAlreadyFinished, TaskNotFound, quote
 from dispatcher.base.metrics import NodeMetrics
 from dispatcher.log.interface import OutMessage
 from dispatcher.params import api_params
+from dispatcher.store import errors as store_errors
 from dispatcher.store.memory import MemoryTaskStore
 from taskring.wire import pb
 
@@ -302,3 +305,22 @@ def test_the_same_id_in_its_own_namespace_is_still_a_duplicate(served):
     first = pb.SubmitResponse.FromString(served.raw("Submit", request))
     second = pb.SubmitResponse.FromString(served.raw("Submit", request))
     assert (first.duplicate, second.duplicate, second.task_id) == (False, True, "again-1")
+
+
+@pytest.mark.parametrize(("error", "code", "http"), [
+    (store_errors.RuleNotFound("ns/x"), grpc.StatusCode.NOT_FOUND, 404),
+    (store_errors.RuleExists("ns/x"), grpc.StatusCode.ALREADY_EXISTS, 409),
+    (store_errors.NotDeadLettered("t", "pending"), grpc.StatusCode.FAILED_PRECONDITION, 409),
+    (store_errors.UniqueKeyHeld("t", "k", "h", "pending"), grpc.StatusCode.FAILED_PRECONDITION, 409),
+    (store_errors.ChangedSinceRead("t"), grpc.StatusCode.ABORTED, 409),
+    (store_errors.JobNotFound(1), grpc.StatusCode.NOT_FOUND, 404),
+    (store_errors.JobStateConflict(1, "done", "pause"), grpc.StatusCode.FAILED_PRECONDITION, 409),
+    (TaskNotFound("t"), grpc.StatusCode.NOT_FOUND, 404),
+], ids=lambda x: type(x).__name__ if isinstance(x, Exception) else None)
+def test_the_stores_refusals_get_their_status_at_the_edges_only(error, code, http):
+    assert (status_code(error), HTTP_STATUS_OF_CODE.get(status_code(error))) == (code, http)
+
+
+def test_no_store_module_speaks_grpc():
+    store = Path(__file__).parents[2] / "dispatcher" / "store"
+    assert [p.name for p in store.glob("*.py") if "grpc" in p.read_text()] == []

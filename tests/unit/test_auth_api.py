@@ -64,7 +64,7 @@ def servicers():
     return {"TaskService": TaskApi(params=api_params(config), store=store, producer=store,
                                    metrics=NodeMetrics(), limits=Limits(), auth=auth),
             "CronService": CronApi(node_id=config.node_id, slot_count=config.slot_count,
-                                   store=store, limits=Limits(), auth=auth)}  # type: ignore[arg-type]
+                                   store=store, limits=Limits(), auth=auth)}
 
 
 def test_every_rpc_needs_a_known_call():

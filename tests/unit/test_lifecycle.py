@@ -1,7 +1,7 @@
 """The two tables of a task's lifecycle, checked: the history's (taskring.task.LIFECYCLE)
 and the row's (dispatcher/store/records.py STATUS_TRANSITIONS), and the mappings
 between the SDK's states, the wire's and the row's. That the engine and both stores
-write by these tables is checked where they run: tests/store_conformance.py after
+write by these tables is checked where they run: tests/conformance/world.py after
 every case, tests/unit/test_engine.py after every test."""
 from __future__ import annotations
 

@@ -1,30 +1,40 @@
-"""The store conformance suite against MemoryTaskStore, the in-memory twin; and a
-check that the protocol, the real store and the twin have not drifted apart."""
+"""The store conformance suite (every area) against the in-memory twins; and a check that
+the protocols, the MariaDB stores and the twins have not drifted apart."""
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import pytest
 
-pytest.register_assert_rewrite("tests.store_conformance")
-
-from dispatcher.store.interface import TaskStoreProtocol  # noqa: E402
-from dispatcher.store.memory import MemoryTaskStore  # noqa: E402
-from dispatcher.store.mysql import TaskStore  # noqa: E402
-from tests.store_conformance import Backend, StoreConformance  # noqa: E402
+from dispatcher.store.audit import AuditStore
+from dispatcher.store.bulk_replays import BulkReplayStore
+from dispatcher.store.cron import CronStore
+from dispatcher.store.dead_letters import DeadLetterStore
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.interface_audit import AuditProtocol
+from dispatcher.store.interface_cron import CronStoreProtocol
+from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol
+from dispatcher.store.interface_replays import ReplayStoreProtocol
+from dispatcher.store.interface_search import SearchProtocol
+from dispatcher.store.memory import MemoryTaskStore
+from dispatcher.store.memory_cron import MemoryCronStore
+from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore
+from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch
+from dispatcher.store.mysql import TaskStore
+from dispatcher.store.search import SearchStore
+from tests.conformance import StoreConformance
+from tests.conformance.backends import memory_backend
 
 PROTOCOL_METHODS = sorted(name for name, _ in inspect.getmembers(TaskStoreProtocol, inspect.isfunction)
                           if not name.startswith("_"))
 
 
-class TestMemoryTaskStore(StoreConformance):
+class TestMemoryStores(StoreConformance):
     @pytest.fixture
     def backend(self):
         store = MemoryTaskStore()
         store.start()
-        yield Backend(store=store, dead_letters=lambda: {tid: dataclasses.asdict(d)
-                                                         for tid, d in store.dead_letters().items()})
+        yield memory_backend(store)
         store.stop()
 
 
@@ -35,6 +45,24 @@ def _parameters(fn) -> list[tuple[str, object, object]]:
 @pytest.mark.parametrize("implementation", [TaskStore, MemoryTaskStore], ids=lambda c: c.__name__)
 def test_implementations_have_the_protocols_methods_and_parameters(implementation):
     assert len(PROTOCOL_METHODS) == 25
-    for name in PROTOCOL_METHODS:
+    _keeps(implementation, TaskStoreProtocol, PROTOCOL_METHODS)
+
+
+def _keeps(implementation, protocol, methods: list[str]) -> None:
+    for name in methods:
         assert hasattr(implementation, name), f"{implementation.__name__} lacks {name}"
-        assert _parameters(getattr(implementation, name)) == _parameters(getattr(TaskStoreProtocol, name)), name
+        assert _parameters(getattr(implementation, name)) == _parameters(getattr(protocol, name)), name
+
+
+@pytest.mark.parametrize(("protocol", "implementations"), [
+    (CronStoreProtocol, (CronStore, MemoryCronStore)),
+    (DeadLetterStoreProtocol, (DeadLetterStore, MemoryDeadLetterStore)),
+    (SearchProtocol, (SearchStore, MemorySearch)),
+    (AuditProtocol, (AuditStore, MemoryAuditStore)),
+    (ReplayStoreProtocol, (BulkReplayStore, MemoryReplayStore)),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_the_stores_beside_the_tasks_have_their_protocols_methods_and_parameters(protocol, implementations):
+    methods = sorted(name for name, _ in inspect.getmembers(protocol, inspect.isfunction) if not name.startswith("_"))
+    assert methods
+    for implementation in implementations:
+        _keeps(implementation, protocol, methods)

@@ -1,260 +1,36 @@
-"""The task store's conformance suite: the contract of dispatcher/store/interface.py,
-run against every implementation, as River's riverdrivertest is.
-
-Not collected by itself (no test_ prefix, no Test class). A runner subclasses
-`StoreConformance` as `Test...` and overrides the `backend` fixture:
-
-- tests/unit/test_store_memory.py: MemoryTaskStore;
-- tests/integration/test_store_mysql.py: TaskStore on a fresh database per test.
-
-Shape: tables of cases (starting state, action, expected state). The starting
-state is a list of `Row`s, each driven to its status through the store's own
-public methods (`given`), so the suite needs no back door into either backend.
-After the action the runner checks the result, the (status, attempts) of the
-rows named in `then`, and that every other row, with its history, is exactly as
-it was: "writes nothing" is checked on every case, not only where it is named.
-
-Times are fixed (T0 + seconds), ids lower case except where case is the point.
+"""Conformance of the task store's rows (dispatcher/store/interface.py): the API's writes,
+the owner's claims, dispatches and outcomes, the guard, reads and observation. Slot
+ownership and Kafka offsets are slots_and_offsets.py's.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import threading
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound
 from dispatcher.store import records as r
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
 from taskring.task import TaskState
-
-T0 = dt.datetime(2030, 1, 1, 12, 0, 0)
-SLOTS = (0, 1, 2, 3)   # claimed by NODE before every case: epoch 1 each
-NODE = "n1"
-GIVEN_NODE = "given"
-BUILD_AT = T0 - dt.timedelta(minutes=10)   # when `given` did its work
-TOPIC = "tasks.normal"
-
-
-def T(seconds: float = 0) -> dt.datetime:
-    return T0 + dt.timedelta(seconds=seconds)
-
-
-# ---------------------------------------------------------------- the backend a runner provides
-
-@dataclasses.dataclass
-class Backend:
-    store: Any
-    """A fresh store (TaskStoreProtocol), started, with nothing in it."""
-    dead_letters: Callable[[], dict[str, dict]]
-    """The dead letters as {task_id: {column: value}}: not part of the protocol
-    (the admin console will read them), so each runner reads its own."""
-
-
-# ---------------------------------------------------------------- starting states
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One task of a starting state."""
-
-    task_id: str
-    status: r.Status
-    slot: int = 0
-    due_s: float = 0
-    """trigger_at = T(due_s)."""
-    attempts: int | None = None
-    """Attempts made so far; default 0, or 1 for dispatched and the terminal
-    outcomes of an attempt (succeeded, dead_lettered)."""
-    task_type: str = "send"
-    namespace: str = "ns"
-    unique_key: str = ""
-    unique_ttl_s: float | None = None
-    """The key is held until T(unique_ttl_s); None: while the task is live."""
-
-    @property
-    def made(self) -> int:
-        if self.attempts is not None:
-            return self.attempts
-        return 1 if self.status in (DISPATCHED, SUCCEEDED, DEAD_LETTERED) else 0
-
-
-def new_task(task_id: str, *, slot: int = 0, status: r.Status = PENDING, due_s: float = 0, namespace: str = "ns",
-             task_type: str = "send", envelope: bytes | None = None, created_at: dt.datetime = BUILD_AT,
-             priority: int = 2, unique_key: str = "", unique_ttl_s: float | None = None) -> r.NewTask:
-    return r.NewTask(task_id=task_id, slot=slot, namespace=namespace, task_type=task_type, priority=priority,
-                     status=status, trigger_at=T(due_s), envelope=envelope or f"envelope of {task_id}".encode(),
-                     created_at=created_at, unique_key=unique_key,
-                     unique_until=None if unique_ttl_s is None else T(unique_ttl_s))
-
-
-def outcome(task_id: str, attempt: int, result: str, *, slot: int = 0, retry_status: r.Status | None = None,
-            retry_at: dt.datetime | None = None, error: str | None = None, at: dt.datetime = T0,
-            node: str = NODE) -> r.OutcomeWrite:
-    """An OutcomeWrite with the events the engine writes for it."""
-    states: list[tuple[TaskState, str | None]]
-    if result == SUCCEEDED:
-        states = [(TaskState.RUNNING, None), (TaskState.SUCCEEDED, None)]
-    elif result == r.RETRY:
-        states = [(TaskState.RUNNING, None), (TaskState.RETRY_WAIT, f"{error}; retry later")]
-    else:
-        states = [(TaskState.RUNNING, None), (TaskState.FAILED, error), (TaskState.DEAD_LETTERED, "gave up")]
-    events = tuple(r.Event(task_id, s, at, node, attempt, d) for s, d in states)
-    if result != SUCCEEDED:
-        error = error or "boom"
-    return r.OutcomeWrite(task_id=task_id, slot=slot, attempt=attempt, result=result, events=events,
-                          retry_status=retry_status, retry_at=retry_at, error=error,
-                          stack_trace=None if error is None else f"Traceback: {error}")
-
-
-def kafka_claim(task_id: str, attempt: int, *, slot: int = 0, due_s: float = 0) -> r.DispatchClaim:
-    return r.DispatchClaim(task_id, slot, attempt, "kafka", T(due_s))
-
-
-def mysql_claim(task_id: str, attempt: int, *, slot: int = 0, due_s: float = 0) -> r.DispatchClaim:
-    return r.DispatchClaim(task_id, slot, attempt, "mysql", T(due_s))
-
-
-def given(store, rows: tuple[Row, ...]) -> dict[int, int]:
-    """Claim SLOTS for NODE, then drive each row to its status and attempts through
-    the public methods only; returns {slot: epoch}.
-
-    Rows that must end claimed are built first, each slot's pending rows being
-    then exactly those, so one claim_due per slot takes them all; every other
-    row is moved by per-task calls (the Kafka path of begin_dispatch, retries,
-    outcomes, cancel), which never touch a neighbour.
-    """
-    epochs = {s: store.claim_slot(s, NODE, BUILD_AT) for s in SLOTS}
-    at = BUILD_AT
-
-    def cycle(row: Row, final: r.Status) -> None:
-        """Insert the row and make `row.made` attempts, leaving it in `final`."""
-        n = row.made
-        first = final if n == 0 and final in (PENDING, ENQUEUED) else ENQUEUED
-        store.insert_tasks([new_task(row.task_id, slot=row.slot, status=first, due_s=row.due_s,
-                                     namespace=row.namespace, task_type=row.task_type, unique_key=row.unique_key,
-                                     unique_ttl_s=row.unique_ttl_s)], GIVEN_NODE)
-        for attempt in range(1, n + 1):
-            done, _ = store.begin_dispatch([kafka_claim(row.task_id, attempt, slot=row.slot, due_s=row.due_s)],
-                                           epochs, GIVEN_NODE, at)
-            assert done == {row.task_id}, f"given: {row} could not be dispatched at attempt {attempt}"
-            last = attempt == n
-            if last and final == DISPATCHED:
-                return
-            if last and final in (SUCCEEDED, DEAD_LETTERED):
-                write = outcome(row.task_id, attempt, final, slot=row.slot, at=at, node=GIVEN_NODE)
-            else:
-                back = final if last and final in (PENDING, ENQUEUED) else ENQUEUED
-                write = outcome(row.task_id, attempt, "retry", slot=row.slot, retry_status=back,
-                                retry_at=T(row.due_s), error=f"attempt {attempt} failed", at=at, node=GIVEN_NODE)
-            assert not store.record_outcomes([write], epochs, at)
-        if final == CANCELLED:
-            store.cancel(row.task_id, GIVEN_NODE, at)
-
-    claimed = [row for row in rows if row.status == CLAIMED]
-    for row in claimed:
-        cycle(row, PENDING)
-    for slot in sorted({row.slot for row in claimed}):
-        mine = [row for row in claimed if row.slot == slot]
-        ok, got = store.claim_due(slot, epochs[slot], max(T(row.due_s) for row in mine), len(mine), at)
-        assert ok and {g.task_id for g in got} == {row.task_id for row in mine}, "given: claim_due"
-    for row in rows:
-        if row.status != CLAIMED:
-            cycle(row, PENDING if row.status == PENDING else row.status)
-    for row in rows:
-        got, _ = store.get_task(row.task_id)
-        assert (got.status, got.attempts) == (row.status, row.made), f"given: built {got}, wanted {row}"
-    return epochs
-
-
-# ---------------------------------------------------------------- cases
-
-@dataclasses.dataclass
-class World:
-    """What an action sees: the store, the epochs `given` claimed, the backend."""
-
-    store: Any
-    epochs: dict[int, int]
-    backend: Backend
-
-    def row(self, task_id: str) -> r.TaskRow:
-        return self.store.get_task(task_id)[0]
-
-    def history(self, task_id: str) -> list[r.Event]:
-        return self.store.get_task(task_id)[1]
-
-    def states(self, task_id: str) -> list[str]:
-        return [e.state for e in self.history(task_id)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    name: str
-    given: tuple[Row, ...]
-    when: Callable[[World], Any]
-    then: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
-    """(status, attempts) after the action; rows not named must be unchanged, history included."""
-    returns: Any = ...
-    """The action's result (... : not checked)."""
-    raises: tuple[type[BaseException], str] | None = None
-    """(error type, a text its message contains); then nothing at all may change."""
-    check: Callable[[World, Any], None] | None = None
-    """Further assertions, given the world and the action's result."""
-
-
-def cases(*items: Case):
-    return pytest.mark.parametrize("case", items, ids=[c.name for c in items])
-
-
-def run_case(backend: Backend, case: Case) -> None:
-    store = backend.store
-    # Given
-    epochs = given(store, case.given)
-    world = World(store, epochs, backend)
-    before = {row.task_id: store.get_task(row.task_id) for row in case.given}
-    owners, offsets = store.slot_owners(), store.committed_offsets()
-    # When
-    if case.raises is not None:
-        kind, text = case.raises
-        with pytest.raises(kind) as info:
-            case.when(world)
-        assert text in str(info.value)
-        result = None
-    else:
-        result = case.when(world)
-    # Then
-    if case.returns is not ...:
-        assert result == case.returns
-    for task_id, expected in case.then.items():
-        row = world.row(task_id)
-        assert (row.status, row.attempts) == expected, f"{task_id}: {row}"
-    for task_id, (row, events) in before.items():
-        if task_id not in case.then:
-            assert store.get_task(task_id) == (row, events), f"{task_id} changed though the case names it not"
-    if case.raises is not None:
-        assert store.slot_owners() == owners and store.committed_offsets() == offsets
-    # Whatever the action did, it did by the tables of the lifecycle (records.py).
-    for task_id, (row, _events) in before.items():
-        after, history = store.get_task(task_id)
-        assert after.status == row.status or after.status in r.STATUS_TRANSITIONS[row.status], \
-            f"{task_id}: {row.status} -> {after.status} is not in STATUS_TRANSITIONS"
-        assert r.history_errors([e.state for e in history]) == [], f"{task_id}: {history}"
-        assert all(type(e.attempt) is int for e in history), f"{task_id}: attempts not int: {history}"
-    if case.check is not None:
-        case.check(world, result)
-
-
-def equal(actual, expected) -> None:
-    """For `check` lambdas, which cannot hold an assert statement."""
-    assert actual == expected
-
-
-def changed_updated_at(world: World, task_id: str, at: dt.datetime) -> None:
-    assert world.row(task_id).updated_at == at
-
+from tests.conformance.world import (
+    BUILD_AT,
+    NODE,
+    T0,
+    Area,
+    Case,
+    Row,
+    T,
+    World,
+    case_test,
+    changed_updated_at,
+    equal,
+    given,
+    kafka_claim,
+    mysql_claim,
+    new_task,
+    outcome,
+)
 
 # ---- insert_tasks
 
@@ -493,107 +269,6 @@ CLAIM_DUE = (
                          for row in w.store.claim_due(0, w.epochs[0], T(10), 100, T(1))[1]],
          returns=[(CLAIMED, 1, T(1))], then={"a": (CLAIMED, 0)}),
 )
-
-# ---- claim_slot, release_slot, ensure_slots
-
-
-def _check_reclaimed(w: World, epoch: int) -> None:
-    assert epoch == w.epochs[0] + 1
-    assert w.store.slot_owners()[0] == (epoch, "n2")
-    assert w.row("claimed").epoch == epoch and w.row("disp").epoch == epoch
-    assert w.history("disp")[-1].state == "dispatched"   # no event for the reset
-
-
-CLAIM_SLOT = (
-    Case("after an owner that never released: claimed, dispatched and enqueued rows go back to pending",
-         given=(Row("claimed", CLAIMED, attempts=1), Row("disp", DISPATCHED, attempts=2), Row("pend", PENDING),
-                Row("enq", ENQUEUED), Row("done", SUCCEEDED), Row("dead", DEAD_LETTERED), Row("gone", CANCELLED),
-                Row("other-claimed", CLAIMED, slot=1), Row("other-disp", DISPATCHED, slot=1),
-                Row("other-enq", ENQUEUED, slot=1)),
-         when=lambda w: w.store.claim_slot(0, "n2", T0),
-         then={"claimed": (PENDING, 1), "disp": (PENDING, 2), "enq": (PENDING, 0)}, check=_check_reclaimed),
-    Case("after a clean release, enqueued rows stay enqueued (their messages are in Kafka)",
-         given=(Row("enq", ENQUEUED), Row("claimed", CLAIMED)),
-         when=lambda w: (w.store.release_slot(0, w.epochs[0], T0), w.store.claim_slot(0, "n2", T0))[1],
-         then={"claimed": (PENDING, 0)},
-         check=lambda w, epoch: equal(w.store.slot_owners()[0], (w.epochs[0] + 1, "n2"))),
-    Case("the first claim of a slot without a record is epoch 1",
-         given=(), when=lambda w: w.store.claim_slot(40, "n2", T0), returns=1,
-         check=lambda w, _: equal(w.store.slot_owners()[40], (1, "n2"))),
-    Case("ensure_slots adds records at epoch 0 and changes no existing one",
-         given=(), when=lambda w: w.store.ensure_slots(6),
-         check=lambda w, _: equal(w.store.slot_owners(), {0: (1, NODE), 1: (1, NODE), 2: (1, NODE), 3: (1, NODE),
-                                                          4: (0, ""), 5: (0, "")})),
-)
-
-
-def _check_released(w: World, result) -> None:
-    assert w.store.slot_owners()[0] == (w.epochs[0], "")
-    assert w.store.slot_owners()[1] == (w.epochs[1], NODE)
-
-
-RELEASE_SLOT = (
-    Case("gives claimed rows back, clears the owner, keeps the epoch; dispatched rows stay",
-         given=(Row("claimed", CLAIMED, attempts=1), Row("disp", DISPATCHED), Row("pend", PENDING),
-                Row("other-claimed", CLAIMED, slot=1)),
-         when=lambda w: w.store.release_slot(0, w.epochs[0], T0),
-         returns=True, then={"claimed": (PENDING, 1)}, check=_check_released),
-    Case("a stale epoch releases nothing",
-         given=(Row("claimed", CLAIMED),),
-         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.release_slot(0, w.epochs[0], T0))[1],
-         returns=False, then={"claimed": (PENDING, 0)},   # by the claim_slot, not the release
-         check=lambda w, _: equal(w.store.slot_owners()[0], (w.epochs[0] + 1, "n2"))),
-)
-
-# ---- slot leases (claim_slot's lease_ms, renew_leases, release_slot)
-
-LEASE_MS = 60_000   # live for the whole case, by either store's clock
-
-
-def _refused_claim(store, slot: int, node: str) -> tuple[str, bool]:
-    with pytest.raises(SlotLeased) as info:
-        store.claim_slot(slot, node, T0)
-    return info.value.owner, info.value.remaining_ms > 0
-
-
-def _leased_then_wanted(w: World) -> tuple:
-    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
-    refused = _refused_claim(w.store, 0, "n2")
-    return refused, epoch, w.store.renew_leases(NODE, {0: epoch}, LEASE_MS, T0)
-
-
-def _check_wanted(w: World, result: tuple) -> None:
-    refused, epoch, renewal = result
-    assert refused == (NODE, True)   # by NODE's live lease
-    assert renewal == {0: WANTED}    # NODE's renewal hears of it
-    assert w.store.slot_owners()[0] == (epoch, NODE)   # and nothing else changed
-
-
-def _renewals(w: World) -> dict[int, str]:
-    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
-    w.store.claim_slot(1, "n2", T0)   # NODE's lease on slot 1 (from `given`, lease_ms 0) has run out
-    return w.store.renew_leases(NODE, {0: epoch, 1: w.epochs[1], 2: w.epochs[2] - 1, 3: w.epochs[3]}, LEASE_MS, T0)
-
-
-def _released_then_claimed(w: World) -> tuple:
-    epoch = w.store.claim_slot(0, NODE, T0, LEASE_MS)
-    w.store.release_slot(0, epoch, T0)
-    return w.store.claim_slot(0, "n2", T0, LEASE_MS) - epoch, w.store.renew_leases(NODE, {0: epoch}, LEASE_MS, T0)
-
-
-LEASES = (
-    Case("a claim is refused while another node's lease is live, and marks the slot wanted",
-         given=(), when=_leased_then_wanted,
-         check=_check_wanted),
-    Case("renew_leases: renewed under the epoch held; lost when another claimed it or under an older epoch",
-         given=(), when=_renewals, returns={0: RENEWED, 1: LOST, 2: LOST, 3: RENEWED}),
-    Case("a release ends the lease: another node claims at once, and the old owner's renewal says lost",
-         given=(), when=_released_then_claimed, returns=(1, {0: LOST})),
-    Case("an owner's own lease does not refuse its own claim",
-         given=(), when=lambda w: w.store.claim_slot(0, NODE, T0, LEASE_MS) and w.store.claim_slot(0, NODE, T0),
-         returns=3),
-)
-
 # ---- begin_dispatch
 
 
@@ -795,32 +470,6 @@ SWEEP = (
          when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.sweep_enqueued(0, w.epochs[0], T0, 100, T0))[1],
          returns=0, then={"a": (PENDING, 0)}),  # by n2's claim after an owner that never released
 )
-
-# ---- Kafka offsets
-
-OFFSETS = (
-    Case("commit then load",
-         given=(),
-         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17), ("tasks.high", 0, 3), (TOPIC, 1, 5)], w.epochs, T0),
-                         w.store.load_offsets([(TOPIC, 0), ("tasks.high", 0), (TOPIC, 2)])),
-         returns=(set(), {(TOPIC, 0): 17, ("tasks.high", 0): 3}),
-         check=lambda w, _: equal(w.store.committed_offsets(), {(TOPIC, 0): 17, ("tasks.high", 0): 3, (TOPIC, 1): 5})),
-    Case("a later commit replaces the offset",
-         given=(),
-         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17)], w.epochs, T0),
-                         w.store.commit_offsets([(TOPIC, 0, 20)], w.epochs, T(1)),
-                         w.store.load_offsets([(TOPIC, 0)]))[2],
-         returns={(TOPIC, 0): 20}),
-    Case("a stale slot's commit is refused and named; a live slot's is stored",
-         given=(),
-         when=lambda w: (w.store.commit_offsets([(TOPIC, 0, 17)], w.epochs, T0),
-                         w.store.claim_slot(0, "n2", T0),
-                         w.store.commit_offsets([(TOPIC, 0, 99), (TOPIC, 1, 4)], w.epochs, T0),
-                         w.store.committed_offsets())[2:],
-         returns=({0}, {(TOPIC, 0): 17, (TOPIC, 1): 4})),
-    Case("load of nothing", given=(), when=lambda w: w.store.load_offsets([]), returns={}),
-)
-
 # ---- get_task and observation
 
 
@@ -919,72 +568,20 @@ OBSERVATION = (
 )
 
 
-class StoreConformance:
-    """The suite. A runner subclasses it as Test<Name> and overrides `backend`."""
+class TaskConformance(Area):
+    """The task store's rows: what the API writes, what an owner dispatches and records."""
 
-    @pytest.fixture
-    def backend(self) -> Backend:
-        raise NotImplementedError("a runner overrides the backend fixture")
-
-    @cases(*INSERT)
-    def test_insert_tasks(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*UNIQUE)
-    def test_insert_tasks_with_unique_keys(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*REROUTE)
-    def test_reroute_to_mysql(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*CANCEL)
-    def test_cancel(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*CLAIM_DUE)
-    def test_claim_due(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*CLAIM_SLOT)
-    def test_claim_slot(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*LEASES)
-    def test_slot_leases(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*RELEASE_SLOT)
-    def test_release_slot(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*BEGIN_DISPATCH)
-    def test_begin_dispatch(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*RECORD_OUTCOMES)
-    def test_record_outcomes(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*SWEEP)
-    def test_sweep_enqueued(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*GUARD)
-    def test_guard(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*OFFSETS)
-    def test_offsets(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*GET_TASK)
-    def test_get_task(self, backend, case):
-        run_case(backend, case)
-
-    @cases(*OBSERVATION)
-    def test_observation(self, backend, case):
-        run_case(backend, case)
+    test_insert_tasks = case_test(*INSERT)
+    test_insert_tasks_with_unique_keys = case_test(*UNIQUE)
+    test_reroute_to_mysql = case_test(*REROUTE)
+    test_cancel = case_test(*CANCEL)
+    test_claim_due = case_test(*CLAIM_DUE)
+    test_begin_dispatch = case_test(*BEGIN_DISPATCH)
+    test_record_outcomes = case_test(*RECORD_OUTCOMES)
+    test_sweep_enqueued = case_test(*SWEEP)
+    test_guard = case_test(*GUARD)
+    test_get_task = case_test(*GET_TASK)
+    test_observation = case_test(*OBSERVATION)
 
     def test_concurrent_claimers_take_disjoint_rows_covering_all(self, backend):
         # Given 200 due rows in one slot

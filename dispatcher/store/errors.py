@@ -1,0 +1,50 @@
+"""The refusals of the stores beside the task store (cron rules, dead letters, bulk replay
+jobs). They say what was refused and carry no transport status: the API edges map them to
+gRPC codes and HTTP statuses (dispatcher/api/service.py status_code), as every TaskringError is."""
+from __future__ import annotations
+
+from dispatcher.base.errors import TaskringError, quote
+
+
+class RuleNotFound(TaskringError):
+    def __init__(self, key: str):
+        super().__init__(f"cron rule {quote(key)} not found")
+
+
+class RuleExists(TaskringError):
+    def __init__(self, key: str):
+        super().__init__(f"cron rule {quote(key)} already exists (UpdateCronRule changes it)")
+
+
+class NotDeadLettered(TaskringError):
+    def __init__(self, task_id: str, state: str):
+        self.state = state
+        super().__init__(f"task {quote(task_id)} is not a dead letter (it is {state})")
+
+
+class UniqueKeyHeld(TaskringError):
+    """A replay that would run next to another live task with the same unique key."""
+
+    def __init__(self, task_id: str, unique_key: str, holder: str, holder_state: str):
+        self.holder = holder
+        super().__init__(f"task {quote(task_id)} was not replayed: its unique key {quote(unique_key)} is held by"
+                         f" task {quote(holder)} ({holder_state}) since it was dead-lettered; replaying it would"
+                         " run two tasks with one key (wait for or cancel that task, then replay)")
+
+
+class ChangedSinceRead(TaskringError):
+    """The dead letter changed between the diff shown and the confirmation."""
+
+    def __init__(self, task_id: str):
+        super().__init__(f"dead letter {quote(task_id)} changed since it was read; read it again and confirm"
+                         " the new diff")
+
+
+class JobNotFound(TaskringError):
+    def __init__(self, job_id: int):
+        super().__init__(f"bulk replay {job_id} not found")
+
+
+class JobStateConflict(TaskringError):
+    def __init__(self, job_id: int, state: str, action: str):
+        super().__init__(f"bulk replay {job_id} is {state}: it cannot {action}")
