@@ -46,6 +46,7 @@ from dispatcher.policy.retry import parse_retry_policies
 from dispatcher.store.cron import CronStore
 from dispatcher.store.sharded import store_of
 from dispatcher.store.shards import shards_of
+from dispatcher.store.task_stats import TaskStatsStore
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
 
@@ -72,7 +73,8 @@ class Node:
         self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
         self.executors_directory = ExecutorDirectory(self.session)
         # The console's figures, counted per batch and written every few seconds.
-        self.stats = TaskStats(shards=shards_of(self.store), node=config.node_id, clock=self.clock, loops=self.loops)
+        self.stats = TaskStats(store=TaskStatsStore(shards_of(self.store)), node=config.node_id, clock=self.clock,
+                               loops=self.loops)
         self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
         self.producer = TaskProducer(config.kafka)
         # Read at construction, so that a CA file that is missing or not PEM stops the node

@@ -19,14 +19,9 @@ from collections.abc import Iterable
 
 from dispatcher.base.clock import Clock, ms_to_datetime
 from dispatcher.base.loop_task import LoopWatch, PeriodicJob
-from dispatcher.store.shards import Shards
-from dispatcher.store.sql_literals import equalities
+from dispatcher.store.interface_stats import BUCKETS, DURATION_BOUNDS_MS, StatsRow, TaskStatsProtocol
 
 log = logging.getLogger(__name__)
-
-DURATION_BOUNDS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
-"""Upper bounds of the duration buckets; one more bucket holds everything longer."""
-
 
 @dataclasses.dataclass
 class Counts:
@@ -35,7 +30,7 @@ class Counts:
     failed: int = 0
     """Attempts that failed (retried or not)."""
     dead_lettered: int = 0
-    buckets: list[int] = dataclasses.field(default_factory=lambda: [0] * (len(DURATION_BOUNDS_MS) + 1))
+    buckets: list[int] = dataclasses.field(default_factory=lambda: [0] * BUCKETS)
 
     def add(self, other: Counts) -> None:
         self.submitted += other.submitted
@@ -65,9 +60,9 @@ def percentile_ms(buckets: list[int], q: float) -> int | None:
 
 
 class TaskStats:
-    def __init__(self, *, shards: Shards, node: str, clock: Clock, flush_interval_s: float = 5.0,
+    def __init__(self, *, store: TaskStatsProtocol, node: str, clock: Clock, flush_interval_s: float = 5.0,
                  loops: LoopWatch | None = None):
-        self._store = shards.first
+        self._store = store
         self._node = node
         self._clock = clock
         self._lock = threading.Lock()   # recorded on the event loop, flushed on a thread
@@ -125,17 +120,15 @@ class TaskStats:
         current = self._minute()
         with self._lock:
             keys = list(self._dirty)
-            rows = [(ms_to_datetime(k[0]), k[1], k[2], self._node, c.submitted, c.succeeded, c.failed,
-                     c.dead_lettered, ",".join(map(str, c.buckets)))
+            rows = [StatsRow(ms_to_datetime(k[0]), k[1], k[2], self._node, c.submitted, c.succeeded, c.failed,
+                             c.dead_lettered, tuple(c.buckets))
                     for k in keys for c in (self._counts[k],)]
             self._dirty.clear()
         if not rows:
             self._forget_before(current)
             return 0
         try:
-            self._store.run(lambda cur: cur.executemany(
-                "REPLACE INTO task_stats (minute, namespace, task_type, node, submitted, succeeded, failed,"
-                " dead_lettered, duration_buckets) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows))
+            self._store.write(rows)
         except BaseException:
             with self._lock:
                 self._dirty.update(keys)   # written again next time, cumulative
@@ -154,23 +147,14 @@ class TaskStats:
     def overview(self, *, since: dt.datetime, series_since: dt.datetime, namespace: str = "",
                  task_type: str = "") -> dict:
         """Per type since `since` (today), and per minute since `series_since`, from the rows."""
-        where, args = equalities((("namespace", namespace), ("task_type", task_type)))
-        where.append("minute >= %s")
-        args.append(min(since, series_since))
-
-        def body(cur):
-            cur.execute("SELECT minute, namespace, task_type, submitted, succeeded, failed, dead_lettered,"
-                        f" duration_buckets FROM task_stats WHERE {' AND '.join(where)}", args)
-            return cur.fetchall()
         per_type: dict[tuple[str, str], Counts] = {}
         per_minute: dict[dt.datetime, Counts] = {}
-        for minute, ns, tt, sub, ok, failed, dead, buckets in self._store.run(body):
-            c = Counts(sub, ok, failed, dead, [int(b) for b in buckets.split(",")] if buckets
-                       else [0] * (len(DURATION_BOUNDS_MS) + 1))
-            if minute >= since:
-                per_type.setdefault((ns, tt), Counts()).add(c)
-            if minute >= series_since:
-                per_minute.setdefault(minute, Counts()).add(c)
+        for row in self._store.read(since=min(since, series_since), namespace=namespace, task_type=task_type):
+            c = Counts(row.submitted, row.succeeded, row.failed, row.dead_lettered, list(row.buckets))
+            if row.minute >= since:
+                per_type.setdefault((row.namespace, row.task_type), Counts()).add(c)
+            if row.minute >= series_since:
+                per_minute.setdefault(row.minute, Counts()).add(c)
         types = []
         for (ns, tt), c in sorted(per_type.items()):
             ended = c.succeeded + c.dead_lettered

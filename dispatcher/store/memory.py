@@ -36,6 +36,7 @@ from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_cron import StoredRule
 from dispatcher.store.interface_dead_letters import FailureGroup
 from dispatcher.store.interface_replays import Job
+from dispatcher.store.interface_stats import StatsRow
 from taskring.task import TaskState
 
 
@@ -74,6 +75,7 @@ class MemoryTaskStore:
         self._rules: dict[tuple[str, str], StoredRule] = {}
         self._audit: list[AuditRecord] = []
         self._jobs: dict[int, Job] = {}
+        self._task_stats: dict[tuple[dt.datetime, str, str, str], StatsRow] = {}
         self._owners: dict[int, tuple[int, str]] = {}
         self._leases: dict[int, tuple[str, int, dt.datetime, str]] = {}   # slot -> (owner, epoch, until, wanted_by)
         self._types: set[tuple[int, str, str]] = set()

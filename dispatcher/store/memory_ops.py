@@ -1,12 +1,14 @@
 """The twins of the operators' stores, on the twin task store's tables and under its lock,
-for unit tests: the audit trail (interface_audit.py), task search (interface_search.py) and
-bulk replay jobs (interface_replays.py). Each passes the conformance suite of its MariaDB
-version (tests/conformance/audit.py, search.py, replays.py)."""
+for unit tests: the audit trail (interface_audit.py), task search (interface_search.py),
+bulk replay jobs (interface_replays.py) and the per-minute task counts (interface_stats.py).
+Each passes the conformance suite of its MariaDB version (tests/conformance/audit.py,
+search.py, replays.py, stats.py)."""
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import json
+from collections.abc import Sequence
 
 from dispatcher.store import records as r
 from dispatcher.store.errors import JobNotFound, JobStateConflict
@@ -14,6 +16,7 @@ from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_dead_letters import DeadLetterFilter
 from dispatcher.store.interface_replays import DONE, NEXT_STATE, RUNNING, Job
 from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary
+from dispatcher.store.interface_stats import StatsRow
 from dispatcher.store.memory import MemoryTaskStore, _ms
 
 
@@ -141,3 +144,18 @@ class MemoryReplayStore:
                 skipped=job.skipped + skipped, updated_at=_ms(now), lease_until=_ms(lease_until),
                 state=DONE if finished and job.state == RUNNING else job.state)
             return True
+
+
+class MemoryTaskStats:
+    def __init__(self, tasks: MemoryTaskStore):
+        self._db = tasks
+
+    def write(self, rows: Sequence[StatsRow]) -> None:
+        with self._db._lock:
+            for row in rows:
+                self._db._task_stats[(row.minute, row.namespace, row.task_type, row.node)] = row
+
+    def read(self, *, since: dt.datetime, namespace: str = "", task_type: str = "") -> list[StatsRow]:
+        with self._db._lock:
+            return [row for row in self._db._task_stats.values() if row.minute >= since
+                    and namespace in ("", row.namespace) and task_type in ("", row.task_type)]

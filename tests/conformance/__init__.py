@@ -8,6 +8,7 @@ per area, each run against every backend, as River's riverdrivertest is per driv
     search.py              task search (interface_search.py)
     audit.py               the audit trail (interface_audit.py)
     replays.py             bulk replay jobs (interface_replays.py)
+    stats.py               the per-minute task counts (interface_stats.py)
 
 world.py holds what they share (the Backend, starting states, the case runner);
 backends.py builds a Backend for the twin and for the MariaDB stores.
@@ -27,9 +28,10 @@ from tests.conformance.dead_letters import DeadLetterConformance
 from tests.conformance.replays import ReplayConformance
 from tests.conformance.search import SearchConformance
 from tests.conformance.slots_and_offsets import SlotsAndOffsetsConformance
+from tests.conformance.stats import StatsConformance
 from tests.conformance.tasks import TaskConformance
 
 
 class StoreConformance(TaskConformance, SlotsAndOffsetsConformance, CronConformance, DeadLetterConformance,
-                       SearchConformance, AuditConformance, ReplayConformance):
+                       SearchConformance, AuditConformance, ReplayConformance, StatsConformance):
     """Every area."""

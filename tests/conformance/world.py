@@ -61,6 +61,8 @@ class Backend:
     """AuditProtocol on `store`'s tables."""
     replays: Any = None
     """ReplayStoreProtocol on `store`'s tables."""
+    stats: Any = None
+    """TaskStatsProtocol on `store`'s tables."""
 
 
 class Area:

@@ -123,3 +123,13 @@ def test_only_the_composition_root_reads_the_whole_node_config() -> None:
     # is the store's factory from the config's MySQL settings and shard map.
     readers = sorted(m for m, imported in DISPATCHER.items() if "dispatcher.base.config.NodeConfig" in imported)
     assert readers == ["dispatcher.node", "dispatcher.params", "dispatcher.store.sharded"]
+
+
+def test_every_query_is_in_the_store() -> None:
+    # Every statement the node runs is under a store contract (dispatcher/store/interface*.py),
+    # kept by MariaDB and by a twin: none is written in the engine, the API, cron, ops or admin.
+    words = ("SELECT ", "INSERT ", "REPLACE INTO", "UPDATE ", "DELETE FROM", ".execute(", ".executemany(")
+    outside = [f"{path.relative_to(REPO)}: {word.strip()}" for path in sorted((REPO / "dispatcher").rglob("*.py"))
+               if "store" not in path.relative_to(REPO / "dispatcher").parts[:1]
+               for word in words if word in path.read_text()]
+    assert outside == []

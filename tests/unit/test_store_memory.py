@@ -16,12 +16,14 @@ from dispatcher.store.interface_cron import CronStoreProtocol
 from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol
 from dispatcher.store.interface_replays import ReplayStoreProtocol
 from dispatcher.store.interface_search import SearchProtocol
+from dispatcher.store.interface_stats import TaskStatsProtocol
 from dispatcher.store.memory import MemoryTaskStore
 from dispatcher.store.memory_cron import MemoryCronStore
 from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore
-from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch
+from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch, MemoryTaskStats
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.search import SearchStore
+from dispatcher.store.task_stats import TaskStatsStore
 from tests.conformance import StoreConformance
 from tests.conformance.backends import memory_backend
 
@@ -60,6 +62,7 @@ def _keeps(implementation, protocol, methods: list[str]) -> None:
     (SearchProtocol, (SearchStore, MemorySearch)),
     (AuditProtocol, (AuditStore, MemoryAuditStore)),
     (ReplayStoreProtocol, (BulkReplayStore, MemoryReplayStore)),
+    (TaskStatsProtocol, (TaskStatsStore, MemoryTaskStats)),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_stores_beside_the_tasks_have_their_protocols_methods_and_parameters(protocol, implementations):
     methods = sorted(name for name, _ in inspect.getmembers(protocol, inspect.isfunction) if not name.startswith("_"))

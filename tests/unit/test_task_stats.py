@@ -7,9 +7,10 @@ from typing import cast
 import pytest
 
 from dispatcher.base.clock import Clock
-from dispatcher.engine.task_stats import DURATION_BOUNDS_MS, TaskStats, percentile_ms
-from dispatcher.store.mysql import TaskStore
-from dispatcher.store.shards import Shards
+from dispatcher.engine.task_stats import TaskStats, percentile_ms
+from dispatcher.store.interface_stats import DURATION_BOUNDS_MS, StatsRow
+from dispatcher.store.memory import MemoryTaskStore
+from dispatcher.store.memory_ops import MemoryTaskStats
 
 
 class FakeClock:
@@ -23,31 +24,31 @@ class FakeClock:
         return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=self.ms)
 
 
-class FakeStore:
-    """Records what flush writes; fails on demand."""
+class FailingStats(MemoryTaskStats):
+    """The twin of the stored counts, failing its writes on demand."""
 
     def __init__(self):
-        self.rows: dict[tuple, tuple] = {}
+        tasks = MemoryTaskStore()
+        tasks.start()
+        super().__init__(tasks)
         self.fail = False
 
-    def run(self, body):
-        store = self
+    def write(self, rows):
+        if self.fail:
+            raise RuntimeError("store down")
+        super().write(rows)
 
-        class Cursor:
-            def executemany(self, sql, rows):
-                if store.fail:
-                    raise RuntimeError("store down")
-                for row in rows:
-                    store.rows[row[:4]] = row[4:]
-        return body(Cursor())
+    def row(self, minute: dt.datetime, namespace: str, task_type: str, node: str) -> StatsRow:
+        [row] = [row for row in self.read(since=minute, namespace=namespace, task_type=task_type)
+                 if (row.minute, row.node) == (minute, node)]
+        return row
 
 
 @pytest.fixture
 def stats():
-    store = FakeStore()
+    store = FailingStats()
     clock = FakeClock(60_000 * 1000 + 5)
-    shards = Shards(cast(list[TaskStore], [store]), lambda slot: cast(TaskStore, store))
-    return TaskStats(shards=shards, node="n1", clock=cast(Clock, clock)), store, clock
+    return TaskStats(store=store, node="n1", clock=cast(Clock, clock)), store, clock
 
 
 def test_a_flush_writes_cumulative_counts_and_forgets_finished_minutes(stats):
@@ -56,17 +57,16 @@ def test_a_flush_writes_cumulative_counts_and_forgets_finished_minutes(stats):
     s.executed("shop", "charge", succeeded=3, failed=1, dead_lettered=1, duration_ms=30, runs=4)
     assert s.flush() == 1
     minute = dt.datetime(1970, 1, 1) + dt.timedelta(minutes=1000)
-    row = store.rows[(minute, "shop", "charge", "n1")]
-    assert row[:4] == (5, 3, 1, 1)
-    buckets = [int(b) for b in row[4].split(",")]
-    assert sum(buckets) == 4 and buckets[DURATION_BOUNDS_MS.index(50)] == 4
+    row = store.row(minute, "shop", "charge", "n1")
+    assert (row.submitted, row.succeeded, row.failed, row.dead_lettered) == (5, 3, 1, 1)
+    assert sum(row.buckets) == 4 and row.buckets[DURATION_BOUNDS_MS.index(50)] == 4
     s.submitted([(("shop", "charge"), 2)])
     store.fail = True
     with pytest.raises(RuntimeError):
         s.flush()
     store.fail = False
     assert s.flush() == 1   # written again after the failure, cumulative: never counted twice
-    assert store.rows[(minute, "shop", "charge", "n1")][0] == 7
+    assert store.row(minute, "shop", "charge", "n1").submitted == 7
     clock.ms += 60_000
     assert s.flush() == 0 and not s._counts   # the finished minute was written: forgotten
 
