@@ -1,7 +1,9 @@
 """Task search: bounded, indexed reads only, each one an index range with keyset paging.
 
     by trace id                     idx_trace (trace_id)
-    by unique key                   unique_keys' primary key (namespace, unique_key) -> the holder
+    by unique key                   unique_keys' primary key (namespace, unique_key) -> the holder's id,
+                                    then the tasks' primary key, each on every shard (the key's row
+                                    and the holder's may be on different shards)
     namespace + type [+ status]     idx_ns_type_created (namespace, task_type, created_at)
       over a time of acceptance     (a status is filtered within that range: the index is on
                                     columns written once, so a status change never moves it)
@@ -23,6 +25,10 @@ _SUMMARY = "task_id, slot, namespace, task_type, status, attempts, trigger_at, c
 __all__ = ["MAX_PAGE", "Query", "SearchStore", "TaskSummary", "statements"]
 
 
+_HOLDER = "SELECT task_id FROM unique_keys WHERE namespace = %s AND unique_key = %s"
+_BY_ID = f"SELECT {_SUMMARY} FROM tasks WHERE task_id = %s"
+
+
 def _page_clause(before: tuple[dt.datetime, str] | None, args: list[object]) -> str:
     if before is None:
         return ""
@@ -37,9 +43,8 @@ def statements(q: Query, before: tuple[dt.datetime, str] | None, limit: int) -> 
         page = _page_clause(before, args)
         return [(f"SELECT {_SUMMARY} FROM tasks WHERE trace_id = %s{page}"
                  " ORDER BY created_at DESC, task_id DESC LIMIT %s", [*args, limit])]
-    if q.unique_key:
-        return [(f"SELECT {_SUMMARY} FROM tasks WHERE task_id = (SELECT task_id FROM unique_keys"
-                 " WHERE namespace = %s AND unique_key = %s)", [q.namespace, q.unique_key])]
+    if q.unique_key:   # two steps, each on every shard: SearchStore._holder_of
+        return [(_HOLDER, [q.namespace, q.unique_key]), (_BY_ID, [""])]
     args = [q.namespace, q.task_type]
     where = ""
     if q.status:
@@ -64,6 +69,8 @@ class SearchStore:
 
     def search(self, q: Query, *, before: tuple[dt.datetime, str] | None = None, limit: int = 50) -> list[TaskSummary]:
         limit = max(1, min(limit, MAX_PAGE))
+        if q.unique_key:
+            return self._holder_of(q.namespace, q.unique_key)
         runs = []
         for shard in self._shards.all:
             for sql, args in statements(q, before, limit):
@@ -73,10 +80,34 @@ class SearchStore:
                 runs.append(shard.run(body))
         return list(heapq.merge(*runs, key=lambda t: t.cursor, reverse=True))[:limit]
 
+    def _holder_of(self, namespace: str, unique_key: str) -> list[TaskSummary]:
+        """The task holding a key. The key's row lives on its key's shard and the task's row on its
+        slot's, which may be another: so the holder is looked up on every shard, then read from
+        every shard (two primary-key lookups each; at most one answers each)."""
+        def holders(cur) -> list[str]:
+            cur.execute(_HOLDER, [namespace, unique_key])
+            return [task_id for (task_id,) in cur.fetchall()]
+        found = [summary for shard in self._shards.all for task_id in shard.run(holders)
+                 for other in self._shards.all for summary in other.run(self._read_by_id(task_id))]
+        return sorted(found, key=lambda t: t.cursor, reverse=True)
+
+    @staticmethod
+    def _read_by_id(task_id: str):
+        def body(cur) -> list[TaskSummary]:
+            cur.execute(_BY_ID, [task_id])
+            return [TaskSummary(*row) for row in cur.fetchall()]
+        return body
+
     def plans(self, q: Query, *, before: tuple[dt.datetime, str] | None = None, limit: int = 50) -> list[dict]:
-        """EXPLAIN of every statement `search` runs for `q`, on shard 0, as dicts."""
+        """EXPLAIN of every statement `search` runs for `q`, on shard 0, as dicts. For a unique key,
+        the second step is explained with the holder's id (a lookup of an id that matches nothing
+        is planned as no table at all)."""
         out = []
-        for sql, args in statements(q, before, limit):
+        runs = statements(q, before, limit)
+        if q.unique_key:
+            holder = next((s.task_id for s in self._holder_of(q.namespace, q.unique_key)), "")
+            runs = [runs[0], (_BY_ID, [holder])]
+        for sql, args in runs:
             def body(cur, sql=sql, args=args):
                 cur.execute("EXPLAIN " + sql, args)
                 names = [d[0] for d in cur.description]

@@ -78,12 +78,7 @@ def two_shards(stack):
 
 # Cases the sharded stores fail today, as strict xfails (test name -> reason), as in
 # test_store_mysql.py: each is a bug report, and its fix an XPASS that fails the run.
-KNOWN_DISCREPANCIES: dict[str, str] = {
-    "test_by_unique_key_the_task_that_took_it":
-        "search.py looks a unique key's holder up in the unique_keys row and the task row of one shard at a"
-        " time; the key's row lives on its key_shard and the task on its slot's, so a holder on another"
-        " shard than its key is not found",
-}
+KNOWN_DISCREPANCIES: dict[str, str] = {}
 
 
 class TestShardedStores(StoreConformance):
