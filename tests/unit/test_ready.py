@@ -1,0 +1,97 @@
+"""The ready stage: what is due is taken by priority class, each lower class with its floor,
+earliest first within a class; and it shares the heap's capacity in the due queue."""
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from dispatcher.engine.due import KAFKA, Due
+from dispatcher.engine.due_queue import DueQueue
+from dispatcher.engine.ready import HIGH, LOW, NORMAL, ReadyStage
+from taskring.wire import pb
+
+
+def due(task_id: str, due_ms: int, priority: pb.Priority = NORMAL, slot: int = 0) -> Due:
+    return Due(task=pb.Task(task_id=task_id, priority=priority), slot=slot, attempt=1, due_ms=due_ms,
+               source=KAFKA, epoch=1)
+
+
+def classes(dues: list[Due]) -> collections.Counter:
+    return collections.Counter(d.priority for d in dues)
+
+
+def test_a_high_task_due_now_goes_before_every_overdue_low_one():
+    q = DueQueue(capacity=1_000)
+    q.push_many(due(f"low-{i}", i, LOW) for i in range(500))
+    q.push(due("high", 900, HIGH))
+    assert [d.task_id for d in q.pop_due(1_000, 1)] == ["high"]
+    # Within a class, earliest due first.
+    assert [d.task_id for d in q.pop_due(1_000, 3)] == ["low-0", "low-1", "low-2"]
+
+
+def test_unspecified_priority_is_normal_and_normal_goes_before_low():
+    q = DueQueue(capacity=10)
+    q.push(due("low", 1, LOW))
+    q.push(due("unspecified", 5, pb.PRIORITY_UNSPECIFIED))
+    assert [d.task_id for d in q.pop_due(10, 1)] == ["unspecified"]
+
+
+@pytest.mark.parametrize("take", [1, 10, 64])
+def test_each_lower_class_gets_its_floor_while_higher_work_keeps_coming(take):
+    stage = ReadyStage({LOW: 0.1, NORMAL: 0.2})
+    stage.add(due(f"h{i}", i, HIGH) for i in range(10_000))
+    stage.add(due(f"n{i}", i, NORMAL) for i in range(10_000))
+    stage.add(due(f"l{i}", i, LOW) for i in range(10_000))
+    taken = [d for _ in range(6_400 // take) for d in stage.take(take)]
+    assert len(taken) == 6_400
+    got = classes(taken)
+    # Each lower class gets its floor, less at most one task still owed (when both were owed one
+    # in a take of one, low went first and normal's credit waits for the next take).
+    assert got[LOW] == 640 and 1_279 <= got[NORMAL] <= 1_280 and got[HIGH] == 6_400 - got[LOW] - got[NORMAL]
+
+
+def test_a_class_with_nothing_waiting_banks_no_credit():
+    stage = ReadyStage({LOW: 0.1, NORMAL: 0.2})
+    stage.add(due(f"h{i}", i, HIGH) for i in range(1_000))
+    for _ in range(50):
+        stage.take(10)        # no low task waits: low earns nothing
+    stage.add(due(f"l{i}", i, LOW) for i in range(100))
+    assert classes(stage.take(10)) == {HIGH: 9, LOW: 1}
+
+
+def test_without_higher_work_a_lower_class_takes_everything():
+    stage = ReadyStage()
+    stage.add(due(f"l{i}", i, LOW) for i in range(30))
+    assert [d.task_id for d in stage.take(25)] == [f"l{i}" for i in range(25)]
+    assert len(stage) == 5
+
+
+@pytest.mark.parametrize("shares", [{LOW: 1.0}, {LOW: -0.1}, {HIGH: 0.1}])
+def test_a_floor_must_be_a_share_of_a_lower_class(shares):
+    with pytest.raises(ValueError, match="floor_shares"):
+        ReadyStage(shares)
+
+
+def test_ready_tasks_count_against_the_capacity_and_are_held_listed_and_dropped():
+    q = DueQueue(capacity=4)
+    q.push_many([due("a", 1, slot=1), due("b", 2, slot=2), due("c", 3, slot=1), due("later", 5_000, slot=2)])
+    assert [d.task_id for d in q.pop_due(100, 1)] == ["a"]          # b and c wait in the ready stage
+    assert (q.heap_size(), q.held(), q.room()) == (3, 3, 1)
+    assert not q.intake_open(1) and q.intake_open(0)
+    assert q.task_ids() == {"b", "c", "later"}
+    assert q.next_eta_ms() == 2 and q.earliest_due_ms() == 2        # something is ready: act now
+    q.push_many([due("d", 4), due("e", 5)])                         # one fits, one waits in the overflow
+    assert (q.heap_size(), q.held()) == (4, 5)
+    q.drop_slots({1})                                               # c leaves with its slot
+    assert q.task_ids() == {"b", "later", "d", "e"}
+    assert [d.task_id for d in q.pop_due(100, 10)] == ["b", "d", "e"]
+    assert q.waiting_by_class() == {HIGH: 0, NORMAL: 0, LOW: 0}
+
+
+def test_a_task_put_back_keeps_its_place_by_due_time():
+    q = DueQueue(capacity=10)
+    q.push_many([due("a", 1), due("b", 2), due("c", 3)])
+    [a] = q.pop_due(100, 1)
+    q.put_back(a)                                                   # no executor room yet
+    assert [d.task_id for d in q.pop_due(100, 3)] == ["a", "b", "c"]
