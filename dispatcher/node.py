@@ -83,8 +83,8 @@ class Node:
                                 if config.executor_tls is not None else None)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
-            intake_factory=lambda deliver, may_read: KafkaIntake(
-                PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, may_read),
+            intake_factory=lambda deliver, closed_topics: KafkaIntake(
+                PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, closed_topics),
             executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
                                    now_ms=self.clock.now_ms,
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000,

@@ -8,7 +8,7 @@ part from the settings it exercises. node.py, the composition root, builds them 
 from __future__ import annotations
 
 from dispatcher.api.service import ApiParams
-from dispatcher.base.config import NodeConfig
+from dispatcher.base.config import PRIORITY_TOPICS, NodeConfig
 from dispatcher.cron.materializer import PlanParams
 from dispatcher.engine.completer import CompleterParams
 from dispatcher.engine.dispatch import DispatchParams
@@ -17,6 +17,7 @@ from dispatcher.engine.outcomes import DecideParams
 from dispatcher.engine.poller import PollParams
 from dispatcher.engine.recovery import RecoveryParams
 from dispatcher.engine.sweeper import SweepParams
+from taskring.wire import pb
 
 
 def decide_params(config: NodeConfig) -> DecideParams:
@@ -29,6 +30,8 @@ def engine_params(config: NodeConfig) -> EngineParams:
         heap_capacity=config.heap_capacity,
         heap_decoded_capacity=config.heap_decoded_capacity,
         topics=tuple(config.kafka.topics()),
+        topic_priorities={config.kafka.topic_for(p): p for p in PRIORITY_TOPICS},
+        floor_shares={pb.PRIORITY_LOW: config.floor_share_low, pb.PRIORITY_NORMAL: config.floor_share_normal},
         intake_command_timeout_ms=config.intake_command_timeout_ms,
         handoff_drain_timeout_ms=config.handoff_drain_timeout_ms,
         offset_commit_interval_ms=config.offset_commit_interval_ms,

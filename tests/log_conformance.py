@@ -150,13 +150,25 @@ class LogConformance:
     def test_a_paused_reader_reads_nothing_until_resumed(self, backend, reader):
         topic = backend.new_topic(1)
         reader.assign({(topic, 0): None})
-        reader.pause()
-        assert reader.paused
+        reader.pause([topic])
+        assert reader.paused == {topic}
         assert _send(backend.producer, _messages(topic, 0, 3)) == [None] * 3
         assert _read_nothing(reader) == []
-        reader.resume()
+        reader.resume([topic])
         assert not reader.paused
         assert _offsets(_read(reader, 3), topic, 0) == [0, 1, 2]
+
+    def test_pausing_one_topic_leaves_the_others_read(self, backend, reader):
+        # A full share of low tasks pauses the low topic only; high keeps coming in.
+        low, high = backend.new_topic(1), backend.new_topic(1)
+        reader.assign({(low, 0): None, (high, 0): None})
+        reader.pause([low])
+        assert _send(backend.producer, _messages(low, 0, 2) + _messages(high, 0, 2)) == [None] * 4
+        got = _read(reader, 2)
+        assert _offsets(got, high, 0) == [0, 1] and not _offsets(got, low, 0)
+        assert _read_nothing(reader) == [], "the paused topic was read"
+        reader.resume([low])
+        assert _offsets(_read(reader, 2), low, 0) == [0, 1]
 
     def test_a_partition_paused_then_unassigned_is_read_again_when_assigned_back(self, backend, reader):
         topic = backend.new_topic(1)
@@ -164,9 +176,9 @@ class LogConformance:
         reader.assign({(topic, 0): 0})
         assert _offsets(_read(reader, 1), topic, 0)[:1] == [0]
         # Held (paused), the slot lost while paused, the hold ends, the slot claimed back.
-        reader.pause()
+        reader.pause([topic])
         reader.unassign([(topic, 0)])
-        reader.resume()
+        reader.resume([topic])
         reader.assign({(topic, 0): 2})
         assert _offsets(_read(reader, 3), topic, 0)[:3] == [2, 3, 4]
 
@@ -174,10 +186,10 @@ class LogConformance:
         topic = backend.new_topic(2)
         assert _send(backend.producer, _messages(topic, 1, 3)) == [None] * 3
         reader.assign({(topic, 0): 0})
-        reader.pause()
+        reader.pause([topic])
         reader.assign({(topic, 1): 0})
         assert _read_nothing(reader) == [], "a partition assigned while paused was read"
-        reader.resume()
+        reader.resume([topic])
         assert _offsets(_read(reader, 3), topic, 1) == [0, 1, 2]
 
     # ---------------------------------------------------------------- lag
@@ -201,7 +213,7 @@ class LogConformance:
     # ---------------------------------------------------------------- the intake thread
 
     def test_the_intake_delivers_what_it_is_assigned_and_holds_while_it_may_not_read(self, backend):
-        topic = backend.new_topic(2)
+        topic, other = backend.new_topic(2), backend.new_topic(1)
         delivered: list[InMessage] = []
         lock = threading.Lock()
         may_read = threading.Event()
@@ -210,16 +222,24 @@ class LogConformance:
             with lock:
                 delivered.extend(batch)
 
-        def seen() -> list[tuple[int, int]]:
-            with lock:
-                return sorted((m.partition, m.offset) for m in delivered)
+        def closed_topics() -> frozenset[str]:
+            return frozenset() if may_read.is_set() else frozenset({topic})
 
-        intake = KafkaIntake(backend.new_reader(), deliver, may_read.is_set)
+        def seen_of(t: str) -> list[tuple[int, int]]:
+            with lock:
+                return sorted((m.partition, m.offset) for m in delivered if m.topic == t)
+
+        def seen() -> list[tuple[int, int]]:
+            return seen_of(topic)
+
+        intake = KafkaIntake(backend.new_reader(), deliver, closed_topics)
         intake.start()
         try:
-            assert _send(backend.producer, _messages(topic, 0, 2) + _messages(topic, 1, 2)) == [None] * 4
-            assert intake.assign({(topic, 0): 1}).wait(WAIT_S), "assign never took effect"
-            assert not wait_quietly(seen), "delivered while it may not read"
+            assert _send(backend.producer, _messages(topic, 0, 2) + _messages(topic, 1, 2)
+                         + _messages(other, 0, 1)) == [None] * 5
+            assert intake.assign({(topic, 0): 1, (other, 0): 0}).wait(WAIT_S), "assign never took effect"
+            wait_until(lambda: seen_of(other) == [(0, 0)], WAIT_S, "the topic not closed is read")
+            assert not wait_quietly(seen), "delivered a closed topic"
             may_read.set()
             wait_until(lambda: seen() == [(0, 1)], WAIT_S, "partition 0 from offset 1")
             assert intake.unassign([(topic, 0)]).wait(WAIT_S), "unassign never took effect"

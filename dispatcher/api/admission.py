@@ -16,6 +16,12 @@ message and as `retry-after-ms` trailing metadata. Nothing is written for a
 refused request, so it may be retried as is; the SDK does so with backoff when
 every task carries a task_id (a retried submit is then idempotent anyway).
 
+Each sign is read for the priority class of what is submitted, over what a task of that
+class would wait behind: the tasks of its class and of the classes above it (a batch is
+judged by its lowest class). So a backlog of low tasks refuses low submits, and high ones
+are still taken: dispatch picks them first (engine/ready.py), and so they are not behind.
+The heap-fill sign uses the share of the heap the class's intake may fill (60% for low).
+
 The signs are this node's own: in a cluster, a node refuses when it is behind on
 the slots it owns, whichever slots the refused tasks belong to (each node is
 usually the entry point of a share of the traffic proportional to its slots).
@@ -27,6 +33,9 @@ from collections.abc import Callable
 from dispatcher.base.clock import Clock
 from dispatcher.base.errors import Overloaded
 from dispatcher.engine.load import Load
+from dispatcher.engine.ready import HIGH, LOW, NORMAL, priority_class
+
+_CLASS_NAMES = {HIGH: "high", NORMAL: "normal", LOW: "low"}
 
 HEAP_FILL = 0.9
 """Refuse once the heap and its overflow hold this share of the heap's capacity."""
@@ -43,21 +52,27 @@ class Admission:
         self._rate_per_s = _RATE_FLOOR_PER_S
         self._sample: tuple[int, int] | None = None   # (ms, dispatched_total) of the last rate sample
 
-    def check(self) -> None:
-        """Raise Overloaded (RESOURCE_EXHAUSTED) when this node is behind; else return."""
+    def check(self, priority: int = NORMAL) -> None:
+        """Raise Overloaded (RESOURCE_EXHAUSTED) when this node is behind for tasks of
+        `priority` (pb.Priority; unspecified is normal); else return."""
         load = self._load()
         rate = self._update_rate(load)
-        if load.held >= HEAP_FILL * load.capacity:
-            excess = load.held - HEAP_FILL * load.capacity / 2
-            raise Overloaded(f"the node holds {load.held} tasks, {HEAP_FILL:.0%} or more of its heap's capacity"
-                             f" ({load.capacity})", self._retry_after_ms(excess / rate * 1000))
-        if load.oldest_due_wait_ms > self._max_wait_ms:
-            raise Overloaded(f"dispatch is behind: the oldest due task has waited {load.oldest_due_wait_ms} ms"
-                             f" (bound {self._max_wait_ms} ms)", self._retry_after_ms(load.oldest_due_wait_ms))
-        if load.unread > self._max_unread:
-            raise Overloaded(f"intake is behind: {load.unread} messages of owned partitions are unread"
-                             f" (bound {self._max_unread})",
-                             self._retry_after_ms((load.unread - self._max_unread / 2) / rate * 1000))
+        cls = priority_class(priority)
+        behind, name = load.ahead[cls], _CLASS_NAMES[cls]
+        bound = HEAP_FILL * load.shares[cls] * load.capacity
+        if behind.held >= bound:
+            raise Overloaded(f"the node holds {behind.held} tasks of {name} priority or above, {bound:.0f} or more"
+                             f" ({HEAP_FILL:.0%} of the {load.shares[cls]:.0%} of its heap's capacity of"
+                             f" {load.capacity} that {name} tasks may fill)",
+                             self._retry_after_ms((behind.held - bound / 2) / rate * 1000))
+        if behind.oldest_due_wait_ms > self._max_wait_ms:
+            raise Overloaded(f"dispatch is behind: the oldest due task of {name} priority or above has waited"
+                             f" {behind.oldest_due_wait_ms} ms (bound {self._max_wait_ms} ms)",
+                             self._retry_after_ms(behind.oldest_due_wait_ms))
+        if behind.unread > self._max_unread:
+            raise Overloaded(f"intake is behind: {behind.unread} messages of {name} priority or above of owned"
+                             f" partitions are unread (bound {self._max_unread})",
+                             self._retry_after_ms((behind.unread - self._max_unread / 2) / rate * 1000))
 
     def _update_rate(self, load: Load) -> float:
         """Dispatches per second, smoothed over samples at least a second apart."""

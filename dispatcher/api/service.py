@@ -14,7 +14,7 @@ import collections
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import grpc
@@ -36,6 +36,7 @@ from dispatcher.base.errors import (
     bounded,
 )
 from dispatcher.base.metrics import NodeMetrics
+from dispatcher.engine.ready import NORMAL, priority_class
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
@@ -137,7 +138,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     async def Submit(self, request: pb.SubmitRequest, context) -> pb.SubmitResponse:
         with self._submit_latency["Submit"].time():  # refusals too: what the caller waited
             token = self._auth.token(context, calls.SUBMIT)
-            self._admit()
+            self._admit((request.task.priority,))
             now_ms = self._clock.now_ms()
             valid = validate_task(request.task, now=ms_to_aware(now_ms), limits=self._limits)
             self._auth.check_namespaces(token, calls.SUBMIT, (valid.namespace,))
@@ -150,7 +151,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     async def SubmitBatch(self, request: pb.SubmitBatchRequest, context) -> pb.SubmitBatchResponse:
         with self._submit_latency["SubmitBatch"].time():
             token = self._auth.token(context, calls.SUBMIT)
-            self._admit()
+            self._admit(t.priority for t in request.tasks)
             now_ms = self._clock.now_ms()
             valid = validate_batch(request.tasks, now=ms_to_aware(now_ms), limits=self._limits)
             # Every task's namespace, before any is written: a batch is all or nothing.
@@ -161,10 +162,11 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                 index = next(i for i, v in enumerate(valid) if v.task_id == exc.task_id)
                 raise exc.at(f"tasks[{index}].task_id") from None
 
-    def _admit(self) -> None:
-        """Refuse (Overloaded) before anything is written when this node is behind."""
+    def _admit(self, priorities: Iterable[int]) -> None:
+        """Refuse (Overloaded) before anything is written when this node is behind for the
+        lowest priority class submitted (a batch is all or nothing)."""
         if self._admission is not None:
-            self._admission.check()
+            self._admission.check(min((priority_class(p) for p in priorities), default=NORMAL))
 
     async def _accept(self, valid: Sequence[ValidTask], now_ms: int) -> list[pb.SubmitResponse]:
         created = ms_to_datetime(now_ms)

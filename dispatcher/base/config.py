@@ -163,6 +163,15 @@ def _int_env(env, var: str, default: int) -> int:
         raise ValueError(f"{var}: {text!r} is not a whole number") from None
 
 
+def _float_env(env, var: str) -> float:
+    """The number in `var` (set); a value that is no number is refused naming it."""
+    text = env[var]
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{var}: {text!r} is not a number") from None
+
+
 def parse_tls(cert: str | None, key: str | None, ca: str | None) -> TlsConfig | None:
     """TASKRING_TLS_CERT_FILE and TASKRING_TLS_KEY_FILE together (or neither: no TLS);
     TASKRING_TLS_CLIENT_CA_FILE only with them. Empty counts as unset."""
@@ -305,6 +314,11 @@ class NodeConfig:
     heap has waited longer than this (dispatcher/api/admission.py)."""
     admission_max_unread_count: int = 500_000
     """... or while its owned Kafka partitions hold more unread messages than this."""
+    floor_share_low: float = 0.1
+    """The least share of dispatches low-priority tasks get while any wait, however much higher
+    work is due (TASKRING_FLOOR_SHARE_LOW); 0: strict priority, low may starve."""
+    floor_share_normal: float = 0.2
+    """The same floor for normal-priority tasks under high ones (TASKRING_FLOOR_SHARE_NORMAL)."""
     outcome_batch: int = 2_000
     """Most outcome writes in one store transaction (TASKRING_OUTCOME_BATCH): outcomes that arrive while one is
     being recorded go together into the next (dispatcher/engine/outcome_batcher.py)."""
@@ -349,6 +363,13 @@ class NodeConfig:
                   "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
                   "outcome_batch", "admission_max_wait_ms", "admission_max_unread_count",
                   "heap_decoded_capacity", "cron_tick_ms", "cron_lead_ms", "cron_missed_after_ms")
+        for name in ("floor_share_low", "floor_share_normal"):
+            share = getattr(self, name)
+            if not 0 <= share < 1:
+                raise ValueError(f"NodeConfig.{name} must be a share in [0, 1), got {share!r}")
+        if self.floor_share_low + self.floor_share_normal >= 1:
+            raise ValueError("NodeConfig.floor_share_low + floor_share_normal must be below 1 (high would get"
+                             f" nothing), got {self.floor_share_low} + {self.floor_share_normal}")
         if self.poll_lookahead_ms < 0:  # 0 is fine: poll only what is due now
             raise ValueError(f"NodeConfig.poll_lookahead_ms must be >= 0, got {self.poll_lookahead_ms!r}")
         if not self.node_id:
@@ -432,6 +453,10 @@ class NodeConfig:
                           ("dispatch_batch", "TASKRING_DISPATCH_BATCH"), ("outcome_batch", "TASKRING_OUTCOME_BATCH")):
             if var in env:
                 values[name] = _int_env(env, var, 0)
+        for name, var in (("floor_share_low", "TASKRING_FLOOR_SHARE_LOW"),
+                          ("floor_share_normal", "TASKRING_FLOOR_SHARE_NORMAL")):
+            if var in env:
+                values[name] = _float_env(env, var)
         if "TASKRING_EXECUTOR_STREAMS" in env:
             flag = env["TASKRING_EXECUTOR_STREAMS"].strip().lower()
             if flag not in ("0", "1", "true", "false"):

@@ -1,5 +1,6 @@
-"""The owner's tasks waiting to fall due: the ETA heap, its overflow, the ready stage of what
-is due (ready.py: by priority class), and the wake of the dispatch loop, in one owner.
+"""The owner's tasks waiting to fall due: an ETA heap per priority class, their overflow, the
+ready stage of what is due (ready.py: by priority class), and the wake of the dispatch loop,
+in one owner.
 
 Everything that makes a task wait goes through here: the Kafka intake and the MySQL
 poller push what they take, the dispatch loop pops what is due and puts back what no
@@ -9,6 +10,12 @@ moves from the heap into the ready stage, which the dispatch loop takes from by 
 task there still counts against the heap's capacity. While anything waits in the overflow,
 or the heap is nearly full, intake pauses (`intake_open`): that rule lives here and nowhere
 else.
+
+The capacity is shared, but not evenly: intake of a class pauses once that class holds its
+share of it (INTAKE_SHARES: low 60%, normal 80%, high all), so a backlog of low tasks larger
+than the heap leaves room for high ones to come in and be picked first, instead of pausing
+every topic behind it. The classes' heaps are separate so that each class's count and
+earliest due time are known without a scan (admission asks for both on every submit).
 """
 from __future__ import annotations
 
@@ -20,16 +27,22 @@ from prometheus_client import Gauge
 
 from dispatcher.engine.due import Due
 from dispatcher.engine.heap import EtaHeap
-from dispatcher.engine.ready import ReadyStage
+from dispatcher.engine.ready import HIGH, LOW, NORMAL, ReadyStage, priority_class
+
+CLASSES = (HIGH, NORMAL, LOW)
+INTAKE_SHARES: dict[int, float] = {HIGH: 1.0, NORMAL: 0.8, LOW: 0.6}
+"""The share of the capacity a class may fill before its intake pauses."""
 
 
 class DueQueue:
     def __init__(self, capacity: int, size_gauge: Gauge | None = None, ready: ReadyStage | None = None):
         self._capacity = capacity
-        self._heap: EtaHeap[Due] = EtaHeap(capacity)
+        self._heaps: dict[int, EtaHeap[Due]] = {cls: EtaHeap(capacity) for cls in CLASSES}
+        self._bounds = {cls: int(share * capacity) for cls, share in INTAKE_SHARES.items()}
         self._ready = ready or ReadyStage()
         self._popped_at_ms = -1   # the `now` of the last pop: what is due by then is ready
         self._overflow: collections.deque[Due] = collections.deque()
+        self._overflow_by_class: dict[int, int] = dict.fromkeys(CLASSES, 0)
         self._size_gauge = size_gauge
         # asyncio's primitives bind to the running loop on first use, not here.
         self._wake = asyncio.Event()
@@ -46,9 +59,12 @@ class DueQueue:
         in batches, and a gauge update per task showed in profiles."""
         nxt = self.next_eta_ms()
         earliest = None
+        free = self._free()
         for due in dues:
-            if self.put_back(due) and (earliest is None or due.due_ms < earliest):
-                earliest = due.due_ms
+            if self._place(due, free > 0):
+                free -= 1
+                if earliest is None or due.due_ms < earliest:
+                    earliest = due.due_ms
         if earliest is not None and (nxt is None or earliest < nxt):
             self._wake.set()
         self.observe()
@@ -58,15 +74,17 @@ class DueQueue:
         a release of executor capacity wakes the loop. False: it waits in the overflow.
         A task already due goes back into the ready stage, in its place by due time, not
         through the heap again."""
-        if self._free() <= 0:
-            self._overflow.append(due)
-            return False
-        if due.due_ms <= self._popped_at_ms:
-            self._ready.add((due,))
-            return True
-        if self._heap.push(due.due_ms, due.priority, due.slot, due):
-            return True
+        return self._place(due, self._free() > 0)
+
+    def _place(self, due: Due, fits: bool) -> bool:
+        if fits:
+            if due.due_ms <= self._popped_at_ms:
+                self._ready.add((due,))
+                return True
+            if self._heaps[priority_class(due.priority)].push(due.due_ms, due.priority, due.slot, due):
+                return True
         self._overflow.append(due)
+        self._overflow_by_class[priority_class(due.priority)] += 1
         return False
 
     # ---- what goes out ----
@@ -77,25 +95,35 @@ class DueQueue:
         everything due moves into the ready stage."""
         while self._overflow and self._free() > 0:
             d = self._overflow.popleft()
-            self._heap.push(d.due_ms, d.priority, d.slot, d)
+            cls = priority_class(d.priority)
+            self._overflow_by_class[cls] -= 1
+            self._heaps[cls].push(d.due_ms, d.priority, d.slot, d)
         self._popped_at_ms = now_ms
-        nxt = self._heap.next_eta_ms()
-        if nxt is not None and nxt <= now_ms:
-            self._ready.add(e.item for e in self._heap.pop_due(now_ms, len(self._heap)))
+        for heap in self._heaps.values():
+            nxt = heap.next_eta_ms()
+            if nxt is not None and nxt <= now_ms:
+                self._ready.add(e.item for e in heap.pop_due(now_ms, len(heap)))
         return self._ready.take(limit)
 
     def next_eta_ms(self) -> int | None:
         """When the dispatch loop has something to do next: now, if anything is ready."""
         ready = self._ready.earliest_due_ms()
-        return ready if ready is not None else self._heap.next_eta_ms()
+        if ready is not None:
+            return ready
+        etas = [eta for eta in (heap.next_eta_ms() for heap in self._heaps.values()) if eta is not None]
+        return min(etas) if etas else None
 
     def drop_slots(self, slots: set[int]) -> None:
         """A slot left this node: its waiting tasks are its next owner's."""
-        self._heap.drop_slots(slots)
+        for heap in self._heaps.values():
+            heap.drop_slots(slots)
         self._ready.drop_slots(slots)
         kept = [d for d in self._overflow if d.slot not in slots]
         self._overflow.clear()
         self._overflow.extend(kept)
+        self._overflow_by_class = dict.fromkeys(CLASSES, 0)
+        for d in kept:
+            self._overflow_by_class[priority_class(d.priority)] += 1
         self.observe()
 
     # ---- the dispatch loop's sleep ----
@@ -114,10 +142,13 @@ class DueQueue:
 
     # ---- how full it is ----
 
-    def intake_open(self, reserve: int) -> bool:
-        """Whether intake may bring more: nothing waits in the overflow and the heap has
-        room for `reserve` more (twice a poll's batch: a poll under way still fits)."""
-        return self._free() > reserve and not self._overflow
+    def intake_open(self, reserve: int, priority: int = HIGH) -> bool:
+        """Whether intake may bring more of a class: nothing waits in the overflow, the heap
+        has room for `reserve` more (twice a poll's batch: a poll under way still fits), and
+        the class holds less than its share of the capacity (INTAKE_SHARES) less `reserve`."""
+        cls = priority_class(priority)
+        return (self._free() > reserve and not self._overflow
+                and self._held_in_heap(cls) + reserve < self._bounds[cls])
 
     def room(self) -> int:
         """How many more fit in the heap, less what already waits for room."""
@@ -125,31 +156,48 @@ class DueQueue:
 
     def _free(self) -> int:
         """Room left under the heap's capacity, which the ready stage shares."""
-        return self._capacity - len(self._heap) - len(self._ready)
+        return self._capacity - self.heap_size()
+
+    def _held_in_heap(self, cls: int) -> int:
+        return len(self._heaps[cls]) + self._ready.waiting(cls)
 
     def heap_size(self) -> int:
-        """Tasks in the heap and its ready stage (what the capacity bounds)."""
-        return len(self._heap) + len(self._ready)
+        """Tasks in the heaps and the ready stage (what the capacity bounds)."""
+        return sum(len(heap) for heap in self._heaps.values()) + len(self._ready)
 
     def held(self) -> int:
-        """Every task waiting here, in the heap, its ready stage or its overflow."""
-        return len(self._heap) + len(self._ready) + len(self._overflow)
+        """Every task waiting here, in the heaps, the ready stage or the overflow."""
+        return self.heap_size() + len(self._overflow)
+
+    def held_by_class(self) -> dict[int, int]:
+        """held(), per priority class."""
+        return {cls: self._held_in_heap(cls) + self._overflow_by_class[cls] for cls in CLASSES}
 
     def waiting_by_class(self) -> dict[int, int]:
         """Due tasks waiting for an executor, per priority class."""
         return self._ready.waiting_by_class()
 
     def task_ids(self) -> set[str]:
-        ids = {d.task_id for d in self._heap.items()}
+        ids = {d.task_id for heap in self._heaps.values() for d in heap.items()}
         ids.update(d.task_id for d in self._ready.items())
         ids.update(d.task_id for d in self._overflow)
         return ids
 
     def earliest_due_ms(self) -> int | None:
-        """The earliest due time waiting, in the heap or the overflow."""
-        times = [t for t in (self._heap.next_eta_ms(), self._ready.earliest_due_ms(),
-                             self._overflow[0].due_ms if self._overflow else None) if t is not None]
+        """The earliest due time waiting, in the heaps, the ready stage or the overflow."""
+        times = [t for t in self.earliest_due_by_class().values() if t is not None]
+        if self._overflow:
+            times.append(self._overflow[0].due_ms)
         return min(times) if times else None
+
+    def earliest_due_by_class(self) -> dict[int, int | None]:
+        """The earliest due time waiting in each class's heap and ready queue (the overflow,
+        in arrival order, is left out: it is only ever there while the heap is full)."""
+        out: dict[int, int | None] = {}
+        for cls, heap in self._heaps.items():
+            times = [t for t in (heap.next_eta_ms(), self._ready.earliest_due_ms(cls)) if t is not None]
+            out[cls] = min(times) if times else None
+        return out
 
     def observe(self) -> None:
         """Publish the heap's size now (on every push, and once per batch popped)."""

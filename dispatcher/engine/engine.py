@@ -25,7 +25,7 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from dispatcher.base.clock import Clock
 from dispatcher.base.config import positive
@@ -34,11 +34,12 @@ from dispatcher.base.metrics import NodeMetrics
 from dispatcher.engine.completer import Completer, CompleterParams
 from dispatcher.engine.dispatch import Dispatch, DispatchParams
 from dispatcher.engine.due import Due, due_of_message
-from dispatcher.engine.due_queue import DueQueue
+from dispatcher.engine.due_queue import CLASSES, INTAKE_SHARES, DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
-from dispatcher.engine.load import Load
+from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
 from dispatcher.engine.progress import KafkaProgress
+from dispatcher.engine.ready import NORMAL, ReadyStage, priority_class
 from dispatcher.engine.recovery import RecoveryGuard, RecoveryParams
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.engine.sweeper import Sweeper, SweepParams
@@ -67,6 +68,11 @@ class EngineParams:
     poll: PollParams
     sweep: SweepParams
     recovery: RecoveryParams
+    topic_priorities: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """The priority class of each topic's tasks (pb.Priority); a topic not named is normal."""
+    floor_shares: Mapping[int, float] | None = None
+    """The least share of dispatches of each lower class while it has tasks due (ready.py);
+    None: ready.py's defaults."""
 
     def __post_init__(self) -> None:
         positive(self, "heap_capacity", "heap_decoded_capacity", "intake_command_timeout_ms",
@@ -92,10 +98,16 @@ class Engine:
         # The session lease (membership/session.py): without it this node cannot prove
         # that nobody else owns its slots yet, so it starts nothing new.
         self._may_send = may_send or (lambda: True)
-        self._due = DueQueue(params.heap_capacity, metrics.heap_size)
+        self._due = DueQueue(params.heap_capacity, metrics.heap_size, ReadyStage(params.floor_shares))
+        self._topic_class = {t: priority_class(params.topic_priorities.get(t, NORMAL)) for t in params.topics}
         self._slots = SlotTable()
         self._progress = KafkaProgress(store=store, clock=self._clock)
-        self._intake = intake_factory(self._deliver_from_thread, self._may_read)
+        self._intake = intake_factory(self._deliver_from_thread, self._closed_topics)
+        # Messages the intake thread has handed to the event loop, and those the loop has
+        # taken: the difference is on its way, not in the due queue yet, and counts against
+        # the heap when intake decides whether to read more (each written by one thread).
+        self._handed = 0
+        self._taken = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._held = False
@@ -227,13 +239,25 @@ class Engine:
 
     # ---- intake ----
 
-    def _may_read(self) -> bool:
-        return not self._held and self._due.intake_open(2 * self._params.poll.batch)
+    def _closed_topics(self) -> frozenset[str]:
+        """The topics intake must not read now: all while the node is held, else those of the
+        classes whose share of the heap is full (due_queue.py)."""
+        if self._held:
+            return frozenset(self._topic_class)
+        reserve = 2 * self._params.poll.batch + (self._handed - self._taken)
+        return frozenset(t for t, cls in self._topic_class.items() if not self._due.intake_open(reserve, cls))
 
     def _deliver_from_thread(self, messages: list[InMessage]) -> None:
+        self._handed += len(messages)
         self._running_loop().call_soon_threadsafe(self._take_kafka, messages)
 
     def _take_kafka(self, messages: list[InMessage]) -> None:
+        try:
+            self._push_kafka(messages)
+        finally:
+            self._taken += len(messages)   # after the push: never counted neither on the way nor held
+
+    def _push_kafka(self, messages: list[InMessage]) -> None:
         now_ms = self._clock.now_ms()   # one reading for the batch the intake hands over
         compact = self._due.heap_size() >= self._params.heap_decoded_capacity
         dues = []
@@ -303,12 +327,25 @@ class Engine:
         return self._due.heap_size()
 
     def load(self) -> Load:
-        """What this node holds and how far behind it is, for admission control."""
+        """What this node holds and how far behind it is, per priority class, for admission control."""
         now = self._clock.now_ms()
-        earliest = self._due.earliest_due_ms()
-        waited = now - earliest if earliest is not None and earliest <= now else 0
-        return Load(held=self._due.held(), capacity=self._params.heap_capacity, oldest_due_wait_ms=waited,
-                    unread=sum(self._intake.lag().values()), dispatched_total=self._dispatch.dispatched_total)
+        held, earliest = self._due.held_by_class(), self._due.earliest_due_by_class()
+        unread: dict[int, int] = dict.fromkeys(CLASSES, 0)
+        for (topic, _), lag in self._intake.lag().items():
+            unread[self._topic_class.get(topic, NORMAL)] += lag
+        ahead: dict[int, Backlog] = {}
+        total_held = total_unread = 0
+        first: int | None = None
+        for cls in CLASSES:   # high first: each class waits behind its own and those above it
+            total_held += held[cls]
+            total_unread += unread[cls]
+            e = earliest[cls]
+            if e is not None and (first is None or e < first):
+                first = e
+            ahead[cls] = Backlog(held=total_held, unread=total_unread,
+                                 oldest_due_wait_ms=now - first if first is not None and first <= now else 0)
+        return Load(capacity=self._params.heap_capacity, dispatched_total=self._dispatch.dispatched_total,
+                    ahead=ahead, shares=INTAKE_SHARES)
 
     def kafka_lag(self) -> dict[tuple[str, int], int]:
         return self._intake.lag()

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from dispatcher.engine.due import Due
 from taskring.wire import pb
 
-HIGH, NORMAL, LOW = pb.PRIORITY_HIGH, pb.PRIORITY_NORMAL, pb.PRIORITY_LOW
-FLOOR_SHARES = {LOW: 0.1, NORMAL: 0.2}
+HIGH: int = pb.PRIORITY_HIGH
+NORMAL: int = pb.PRIORITY_NORMAL
+LOW: int = pb.PRIORITY_LOW
+FLOOR_SHARES: dict[int, float] = {LOW: 0.1, NORMAL: 0.2}
 """The least share of each take that goes to a lower class while it has tasks waiting."""
 
 
@@ -32,7 +34,7 @@ def priority_class(priority: int) -> int:
 
 
 class ReadyStage:
-    def __init__(self, floor_shares: dict[int, float] | None = None):
+    def __init__(self, floor_shares: Mapping[int, float] | None = None):
         self._shares = dict(FLOOR_SHARES if floor_shares is None else floor_shares)
         for cls, share in self._shares.items():
             if cls not in (NORMAL, LOW) or not 0 <= share < 1:
@@ -69,9 +71,16 @@ class ReadyStage:
                 out.append(heapq.heappop(queue)[2])
         return out
 
-    def earliest_due_ms(self) -> int | None:
+    def earliest_due_ms(self, priority: int | None = None) -> int | None:
+        """The earliest due time waiting, of one class or (None) of any."""
+        if priority is not None:
+            queue = self._queues[priority_class(priority)]
+            return queue[0][0] if queue else None
         heads = [q[0][0] for q in self._queues.values() if q]
         return min(heads) if heads else None
+
+    def waiting(self, priority: int) -> int:
+        return len(self._queues[priority_class(priority)])
 
     def drop_slots(self, slots: set[int]) -> None:
         for cls, queue in self._queues.items():

@@ -16,10 +16,12 @@ log = logging.getLogger(__name__)
 
 class KafkaIntake:
     def __init__(self, reader: LogReader, deliver: Callable[[list[InMessage]], None],
-                 may_read: Callable[[], bool], batch: int = 1000):
+                 closed_topics: Callable[[], frozenset[str]], batch: int = 1000):
         self._reader = reader
         self._deliver = deliver          # called on this thread; must hand off quickly
-        self._may_read = may_read        # False pauses intake (the heap is nearly full)
+        # The topics to pause now: all while the node is held, a class's topic while its
+        # share of the heap is full (engine/due_queue.py).
+        self._closed_topics = closed_topics
         self._batch = batch
         self._commands: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -72,7 +74,7 @@ class KafkaIntake:
                 done.set()
 
     def _run(self) -> None:
-        paused = False
+        paused: frozenset[str] = frozenset()
         reads = 0
         while self._running:
             t0 = time.monotonic()
@@ -81,13 +83,13 @@ class KafkaIntake:
             if t1 - t0 > 1:
                 log.warning("kafka intake: applying assignment took %.1fs", t1 - t0)
             try:
-                if not self._may_read():
-                    if not paused:
-                        self._reader.pause()
-                        paused = True
-                elif paused:
-                    self._reader.resume()
-                    paused = False
+                closed = self._closed_topics()
+                if closed != paused:
+                    if closed - paused:
+                        self._reader.pause(closed - paused)
+                    if paused - closed:
+                        self._reader.resume(paused - closed)
+                    paused = closed
                 t2 = time.monotonic()
                 messages = self._reader.read(self._batch, 0.05)
                 if time.monotonic() - t2 > 1:

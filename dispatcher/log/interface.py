@@ -6,7 +6,7 @@ progress of a partition lives in MySQL under the slot's epoch, so a reader is
 assigned partitions explicitly, each from an offset, and never commits to Kafka.
 
     LogProducer  send(messages) resolves once each message is durable or failed
-    LogReader    assigned partitions read from a next-offset; pause, resume, lag.
+    LogReader    assigned partitions read from a next-offset; pause and resume by topic, lag.
                  One thread drives it.
     LogIntake    the thread that drives a reader; assignment changes are commands
                  it applies between reads, and their events say when they took effect
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 Partition = tuple[str, int]
@@ -62,13 +62,15 @@ class LogReader(Protocol):
 
     def assigned(self) -> set[Partition]: ...
 
-    def pause(self) -> None:
-        """Stop fetching every assigned partition, and every one assigned later, until resume()."""
+    def pause(self, topics: Collection[str]) -> None:
+        """Stop fetching the assigned partitions of `topics`, and any of theirs assigned later,
+        until resumed."""
 
-    def resume(self) -> None: ...
+    def resume(self, topics: Collection[str]) -> None: ...
 
     @property
-    def paused(self) -> bool: ...
+    def paused(self) -> frozenset[str]:
+        """The topics paused."""
 
     def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
         """Up to max_messages of the assigned partitions, in offset order per partition;

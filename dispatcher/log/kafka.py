@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -114,9 +114,9 @@ class PartitionReader:
         self._assigned: dict[Partition, int] = {}
         # librdkafka keeps a partition's pause flag across unassign: a partition paused
         # while held, then unassigned (slot lost) and assigned again (slot claimed back)
-        # would stay paused for good. So the reader owns the flag and sets it explicitly
-        # on every partition it assigns.
-        self._paused = False
+        # would stay paused for good. So the reader owns the flag, per topic, and sets it
+        # explicitly on every partition it assigns.
+        self._paused: set[str] = set()
 
     @property
     def _live(self) -> Consumer:
@@ -149,11 +149,12 @@ class PartitionReader:
         if tps:
             self._live.incremental_assign(tps)
             self._assigned.update({k: 0 for k in starts})
-            plain = [TopicPartition(t, p) for t, p in starts]
-            if self._paused:
-                self._live.pause(plain)
-            else:
-                self._live.resume(plain)
+            held = [TopicPartition(t, p) for t, p in starts if t in self._paused]
+            free = [TopicPartition(t, p) for t, p in starts if t not in self._paused]
+            if held:
+                self._live.pause(held)
+            if free:
+                self._live.resume(free)
 
     def unassign(self, pairs: Sequence[Partition]) -> None:
         pairs = [p for p in pairs if p in self._assigned]
@@ -165,20 +166,23 @@ class PartitionReader:
     def assigned(self) -> set[Partition]:
         return set(self._assigned)
 
-    def pause(self) -> None:
-        """Stop fetching every assigned partition, and every one assigned later, until resume()."""
-        self._paused = True
-        if self._assigned:
-            self._live.pause([TopicPartition(t, p) for t, p in self._assigned])
+    def pause(self, topics: Collection[str]) -> None:
+        """Stop fetching the assigned partitions of `topics`, and any of theirs assigned later,
+        until resumed."""
+        self._paused.update(topics)
+        tps = [TopicPartition(t, p) for t, p in self._assigned if t in topics]
+        if tps:
+            self._live.pause(tps)
 
-    def resume(self) -> None:
-        self._paused = False
-        if self._assigned:
-            self._live.resume([TopicPartition(t, p) for t, p in self._assigned])
+    def resume(self, topics: Collection[str]) -> None:
+        self._paused.difference_update(topics)
+        tps = [TopicPartition(t, p) for t, p in self._assigned if t in topics]
+        if tps:
+            self._live.resume(tps)
 
     @property
-    def paused(self) -> bool:
-        return self._paused
+    def paused(self) -> frozenset[str]:
+        return frozenset(self._paused)
 
     def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
         if not self._assigned:

@@ -10,7 +10,7 @@
   runs the same cases on it and on the broker.
 - `MemoryIntake`: KafkaIntake's interface (start, stop, assign(starts) -> Event,
   unassign(pairs) -> Event, lag()). It hands batches of InMessage to the
-  engine's `deliver` callback, respecting `may_read`, either from a small thread
+  engine's `deliver` callback, respecting `closed_topics`, either from a small thread
   (the default, woken by every append, like KafkaIntake's reading thread) or
   synchronously on `pump()` when built with `threaded=False`. Assignment
   changes take effect at once, or, after `hold_commands()`, only on
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from dispatcher.log.interface import InMessage, OutMessage, Partition
 
@@ -128,7 +128,7 @@ class MemoryReader:
     def __init__(self, log: MemoryLog):
         self._log = log
         self._positions: dict[Partition, int] = {}
-        self._paused = False
+        self._paused: set[str] = set()
         self._running = False
 
     def start(self) -> None:
@@ -149,21 +149,21 @@ class MemoryReader:
     def assigned(self) -> set[Partition]:
         return set(self._positions)
 
-    def pause(self) -> None:
-        self._paused = True
+    def pause(self, topics: Collection[str]) -> None:
+        self._paused.update(topics)
 
-    def resume(self) -> None:
-        self._paused = False
+    def resume(self, topics: Collection[str]) -> None:
+        self._paused.difference_update(topics)
 
     @property
-    def paused(self) -> bool:
-        return self._paused
+    def paused(self) -> frozenset[str]:
+        return frozenset(self._paused)
 
     def read(self, max_messages: int, timeout_s: float) -> list[InMessage]:
         deadline = time.monotonic() + timeout_s
         while True:
             version = self._log.version
-            out = [] if self._paused else self._take(max_messages)
+            out = self._take(max_messages)
             remaining = deadline - time.monotonic()
             if out or remaining <= 0:
                 return out
@@ -172,6 +172,8 @@ class MemoryReader:
     def _take(self, max_messages: int) -> list[InMessage]:
         out: list[InMessage] = []
         for pair, pos in sorted(self._positions.items()):
+            if pair[0] in self._paused:
+                continue
             taken = self._log.messages(*pair, pos)[:max_messages - len(out)]
             if taken:
                 self._positions[pair] = taken[-1].offset + 1
@@ -187,11 +189,11 @@ class MemoryReader:
 class MemoryIntake:
     """KafkaIntake's interface over a MemoryLog."""
 
-    def __init__(self, log: MemoryLog, deliver: Callable[[list[InMessage]], None], may_read: Callable[[], bool],
-                 *, batch: int = 1000, threaded: bool = True):
+    def __init__(self, log: MemoryLog, deliver: Callable[[list[InMessage]], None],
+                 closed_topics: Callable[[], frozenset[str]], *, batch: int = 1000, threaded: bool = True):
         self._log = log
         self._deliver = deliver
-        self._may_read = may_read
+        self._closed_topics = closed_topics
         self._batch = batch
         self._threaded = threaded
         self._lock = threading.RLock()
@@ -273,10 +275,13 @@ class MemoryIntake:
     def pump(self) -> int:
         """Deliver what is available now (one batch at most); returns how many messages."""
         with self._lock:  # held across the callback: unassign waits for it, as KafkaIntake's commands do
-            if not self._running or not self._may_read():
+            if not self._running:
                 return 0
+            closed = self._closed_topics()
             out: list[InMessage] = []
             for (topic, partition), pos in sorted(self._positions.items()):
+                if topic in closed:
+                    continue
                 taken = self._log.messages(topic, partition, pos)[:self._batch - len(out)]
                 if taken:
                     self._positions[(topic, partition)] = taken[-1].offset + 1
@@ -293,6 +298,6 @@ class MemoryIntake:
             version = self._log.version
             if self.pump():
                 continue
-            # Nothing to deliver: wait for an append, re-checking may_read and the
+            # Nothing to deliver: wait for an append, re-checking closed_topics and the
             # assignment every few milliseconds.
             self._log.wait_for_change(version, 0.005)

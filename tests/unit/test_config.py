@@ -106,3 +106,28 @@ def test_the_batch_sizes_come_from_the_environment():
 def test_a_number_setting_that_is_no_number_is_refused_naming_the_variable(var):
     with pytest.raises(ValueError, match=f"{var}: '12 ms' is not a whole number"):
         NodeConfig.from_env({var: "12 ms"}, node_id="n1")
+
+
+def test_the_priority_floors_come_from_the_environment_and_reach_the_engine():
+    from dispatcher.params import engine_params
+    from taskring.wire import pb
+    config = NodeConfig.from_env({"TASKRING_FLOOR_SHARE_LOW": "0.05", "TASKRING_FLOOR_SHARE_NORMAL": "0.3"},
+                                 node_id="n1")
+    assert (config.floor_share_low, config.floor_share_normal) == (0.05, 0.3)
+    params = engine_params(config)
+    assert params.floor_shares == {pb.PRIORITY_LOW: 0.05, pb.PRIORITY_NORMAL: 0.3}
+    assert params.topic_priorities == {"taskring.tasks.high": pb.PRIORITY_HIGH,
+                                       "taskring.tasks.normal": pb.PRIORITY_NORMAL,
+                                       "taskring.tasks.low": pb.PRIORITY_LOW}
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"TASKRING_FLOOR_SHARE_LOW": "ten percent"}, "TASKRING_FLOOR_SHARE_LOW: 'ten percent' is not a number"),
+    ({"TASKRING_FLOOR_SHARE_LOW": "1"}, r"NodeConfig.floor_share_low must be a share in \[0, 1\), got 1.0"),
+    ({"TASKRING_FLOOR_SHARE_NORMAL": "-0.1"}, r"NodeConfig.floor_share_normal must be a share in \[0, 1\)"),
+    ({"TASKRING_FLOOR_SHARE_LOW": "0.5", "TASKRING_FLOOR_SHARE_NORMAL": "0.5"},
+     "floor_share_low \\+ floor_share_normal must be below 1"),
+])
+def test_a_bad_priority_floor_is_refused_naming_it(env, says):
+    with pytest.raises(ValueError, match=says):
+        NodeConfig.from_env(env, node_id="n1")

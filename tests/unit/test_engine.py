@@ -142,8 +142,9 @@ class InProcessPool(ExecutorPool):
 # ---------------------------------------------------------------- the world of one test
 
 class World:
-    def __init__(self, store: MemoryTaskStore | None = None, **config: Any):
+    def __init__(self, store: MemoryTaskStore | None = None, intake_batch: int = 1_000, **config: Any):
         self.clock = FakeClock()
+        self.intake_batch = intake_batch
         self.store = store or MemoryTaskStore()
         self.store.ensure_slots(4)
         self.log = MemoryLog(partitions=4)
@@ -169,8 +170,8 @@ class World:
                              on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch,
                              loops=self.loops)
 
-    def _intake(self, deliver, may_read) -> MemoryIntake:
-        self.intake = MemoryIntake(self.log, deliver, may_read)
+    def _intake(self, deliver, closed_topics) -> MemoryIntake:
+        self.intake = MemoryIntake(self.log, deliver, closed_topics, batch=self.intake_batch)
         return self.intake
 
     async def __aenter__(self) -> World:
@@ -194,18 +195,20 @@ class World:
         return epoch
 
     async def submit(self, task_id: str, *, due_in_ms: int = 0, route: str = "kafka", namespace: str = "ns",
-                     max_retries: int = 3, backoff_ms: int = 500, task_type: str = "send") -> int:
+                     max_retries: int = 3, backoff_ms: int = 500, task_type: str = "send",
+                     priority: pb.Priority = NORMAL) -> int:
         """What the API does: the row first, then (Kafka path) the message. Returns the due time."""
         due_ms = self.clock.now_ms() + due_in_ms
         task = pb.Task(task_id=task_id, namespace=namespace, task_type=task_type, payload_json="{}",
-                       timeout_ms=1_000, max_retries=max_retries, priority=NORMAL,
+                       timeout_ms=1_000, max_retries=max_retries, priority=priority,
                        retry_policy=pb.RetryPolicy(schedule_ms=[backoff_ms]))
         self.store.insert_tasks([r.NewTask(
-            task_id=task_id, slot=SLOT, namespace=namespace, task_type=task_type, priority=NORMAL,
+            task_id=task_id, slot=SLOT, namespace=namespace, task_type=task_type, priority=priority,
             status=r.ENQUEUED if route == "kafka" else r.PENDING, trigger_at=ms_to_datetime(due_ms),
             envelope=task.SerializeToString(), created_at=self.clock.now())], "api")
         if route == "kafka":
-            assert await self.producer.send([queued_message(self.topic, task, SLOT, 1, due_ms)]) == [None]
+            topic = self.config.kafka.topic_for(priority)
+            assert await self.producer.send([queued_message(topic, task, SLOT, 1, due_ms)]) == [None]
         return due_ms
 
     def row(self, task_id: str) -> r.TaskRow:
@@ -430,6 +433,54 @@ async def test_a_node_whose_executors_are_full_pops_no_more_than_they_can_take()
             w.executor.gates.pop(f"t{i}")
         await eventually(lambda: all(w.status(f"t{i}") == (r.SUCCEEDED, 1) for i in range(300)), "all 300 to succeed")
         assert sorted(c.task_id for c in w.executor.calls) == sorted(f"t{i}" for i in range(300))
+
+
+# ---------------------------------------------------------------- priority
+
+@scenario
+async def test_a_backlog_of_low_tasks_pauses_the_low_topic_only_and_high_ones_go_first():
+    # A heap of 1,000: low may fill 600 of it (less a poll's reserve of 100) before its
+    # topic pauses; the high topic is still read, and what comes in goes first.
+    async with World(heap_capacity=1_000, poll_batch=50, intake_batch=20) as w:
+        await w.own()
+        low_topic = w.config.kafka.topic_for(pb.PRIORITY_LOW)
+
+        def unread_low() -> int:
+            return w.intake.lag().get((low_topic, SLOT), 0) if w.intake is not None else 0
+
+        submitted = [0]
+
+        def all_accounted() -> bool:
+            """Every low task submitted is started, waiting in the engine or unread: nothing read
+            is still on its way to the event loop (where this test also runs)."""
+            held = w.engine._due.held_by_class()[pb.PRIORITY_LOW]
+            return len(w.executor.calls) + held + unread_low() == submitted[0]
+
+        for _ in range(60):
+            for i in range(submitted[0], submitted[0] + 20):
+                w.executor.gates[f"low{i}"] = asyncio.Event()
+                await w.submit(f"low{i}", priority=pb.PRIORITY_LOW)
+            submitted[0] += 20
+            await eventually(all_accounted, "the reads to land")
+        assert len(w.executor.calls) == 100, "the executor is full of low tasks"
+        # Paused at its share, less the reserve of a poll (2 x 50), give or take one read.
+        held = w.engine._due.held_by_class()
+        assert 500 - 20 <= held[pb.PRIORITY_LOW] <= 500 + 20 and unread_low() > 0, (held, unread_low())
+        for i in range(5):
+            await w.submit(f"high{i}", priority=pb.PRIORITY_HIGH)
+        await eventually(lambda: w.engine._due.held_by_class()[pb.PRIORITY_HIGH] == 5,
+                         "the high tasks read while the low topic is paused")
+        # What admission reads: high waits behind the 5 high tasks only, low behind everything.
+        ahead = w.engine.load().ahead
+        assert ahead[pb.PRIORITY_HIGH].held == 5 and ahead[pb.PRIORITY_HIGH].unread == 0, ahead
+        assert ahead[pb.PRIORITY_LOW].held > 400 and ahead[pb.PRIORITY_LOW].unread > 0, ahead
+        # When the executor frees up, the high tasks start before the low backlog behind them.
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(f"high{i}") == (r.SUCCEEDED, 1) for i in range(5)), "high to succeed")
+        order = [c.task_id for c in w.executor.calls]
+        assert max(order.index(f"high{i}") for i in range(5)) < 100 + 50, order[100:160]
+        await eventually(lambda: all(w.status(f"low{i}") == (r.SUCCEEDED, 1) for i in range(1_200)),
+                         "the whole low backlog to succeed once the topic resumes")
 
 
 # ---------------------------------------------------------------- fencing

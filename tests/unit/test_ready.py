@@ -3,6 +3,7 @@ earliest first within a class; and it shares the heap's capacity in the due queu
 from __future__ import annotations
 
 import collections
+from typing import Any, cast
 
 import pytest
 
@@ -12,8 +13,9 @@ from dispatcher.engine.ready import HIGH, LOW, NORMAL, ReadyStage
 from taskring.wire import pb
 
 
-def due(task_id: str, due_ms: int, priority: pb.Priority = NORMAL, slot: int = 0) -> Due:
-    return Due(task=pb.Task(task_id=task_id, priority=priority), slot=slot, attempt=1, due_ms=due_ms,
+def due(task_id: str, due_ms: int, priority: int = NORMAL, slot: int = 0) -> Due:
+    return Due(task=pb.Task(task_id=task_id, priority=cast(Any, priority)), slot=slot, attempt=1,
+               due_ms=due_ms,
                source=KAFKA, epoch=1)
 
 
@@ -95,3 +97,29 @@ def test_a_task_put_back_keeps_its_place_by_due_time():
     [a] = q.pop_due(100, 1)
     q.put_back(a)                                                   # no executor room yet
     assert [d.task_id for d in q.pop_due(100, 3)] == ["a", "b", "c"]
+
+
+def test_intake_of_a_class_closes_at_its_share_of_the_heap_and_the_others_stay_open():
+    q = DueQueue(capacity=100)                                       # low may fill 60, normal 80
+    q.push_many(due(f"l{i}", 1_000 + i, LOW) for i in range(55))
+    assert not q.intake_open(5, LOW)                                 # 55 held + a reserve of 5 reach 60
+    assert q.intake_open(4, LOW) and q.intake_open(5, NORMAL) and q.intake_open(5, HIGH)
+    q.push_many(due(f"n{i}", 2_000 + i, NORMAL) for i in range(30))
+    assert q.intake_open(5, NORMAL)                                  # a class's own count, not those above
+    assert not q.intake_open(15, HIGH) and not q.intake_open(15, NORMAL)   # the heap's room: 15 left
+    assert q.held_by_class() == {HIGH: 0, NORMAL: 30, LOW: 55}
+    assert q.earliest_due_by_class() == {HIGH: None, NORMAL: 2_000, LOW: 1_000}
+    normal = DueQueue(capacity=100)
+    normal.push_many(due(f"n{i}", 1, NORMAL) for i in range(76))
+    assert not normal.intake_open(5, NORMAL) and normal.intake_open(5, HIGH)
+
+
+def test_the_overflow_is_counted_by_class_and_recounted_when_a_slot_leaves():
+    q = DueQueue(capacity=2)
+    q.push_many([due("a", 1, LOW, slot=1), due("b", 2, LOW, slot=1), due("c", 3, HIGH, slot=2),
+                 due("d", 4, LOW, slot=2)])
+    assert q.held_by_class() == {HIGH: 1, NORMAL: 0, LOW: 3} and q.held() == 4
+    q.drop_slots({2})
+    assert q.held_by_class() == {HIGH: 0, NORMAL: 0, LOW: 2} and q.task_ids() == {"a", "b"}
+    assert [d.task_id for d in q.pop_due(10, 10)] == ["a", "b"]
+    assert q.held_by_class() == {HIGH: 0, NORMAL: 0, LOW: 0}
