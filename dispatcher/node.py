@@ -81,6 +81,7 @@ class Node:
         # before it joins, naming the variable, rather than failing every delivery.
         executor_credentials = (executor_channel_credentials(config.executor_tls)
                                 if config.executor_tls is not None else None)
+        limits = limits or _limits(config)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, closed_topics: KafkaIntake(
@@ -92,11 +93,10 @@ class Node:
                                    server_name=config.executor_tls.server_name if config.executor_tls else None,
                                    use_streams=config.executor_streams),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
-            stats=self.stats, loops=self.loops)
+            stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
-        limits = limits or _limits(config)
         # Access control: one tokens file for the task API and the admin endpoint, read
         # (and checked, every field) before anything starts, then followed: a changed file
         # is read again without a restart, and ends the console's sessions.

@@ -51,6 +51,14 @@ class NodeMetrics:
         self.no_executor = Counter("taskring_no_executor", "Due tasks postponed: no executor registered",
                                    ["namespace"], registry=r)
         self.heap_size = Gauge("taskring_heap_size", "Tasks waiting in the ETA heap", registry=r)
+        # Per limited task type (the key of a per-key limit is no label: cardinality).
+        self.limit_waiting = Gauge("taskring_limit_waiting", "Due tasks waiting for a place under a limit",
+                                   ["namespace", "task_type", "limit"], registry=r)
+        self.limit_held = Gauge("taskring_limit_held",
+                                "Places of a limit held: attempts running, and an earlier owner's not yet expired",
+                                ["namespace", "task_type", "limit"], registry=r)
+        self.limit_parked = Counter("taskring_limit_parked", "Due tasks made to wait by a limit",
+                                    ["namespace", "task_type", "limit"], registry=r)
         self.in_flight = Gauge("taskring_in_flight", "Attempts awaiting an executor's outcome", registry=r)
         self.owned_slots = Gauge("taskring_owned_slots", "Slots this node owns", registry=r)
         self.kafka_lag = Gauge("taskring_kafka_lag", "Messages behind the high watermark, per owned partition",

@@ -27,6 +27,7 @@ from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
+from dispatcher.engine.limits import ConcurrencyGate
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -70,7 +71,8 @@ class DispatchParams:
 class Dispatch:
     def __init__(self, *, params: DispatchParams, store: TaskStoreProtocol, executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
-                 may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]]):
+                 may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
+                 gate: ConcurrencyGate | None = None):
         self._params = params
         self._store = store
         self._executors = executors
@@ -81,6 +83,8 @@ class Dispatch:
         self._completer = completer
         self._may_act = may_act
         self._lose = lose
+        self._gate = gate or ConcurrencyGate()
+        self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
         self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
         # Per task type, resolved on a type's first batch: (in-flight gauge, execution histogram).
@@ -113,6 +117,8 @@ class Dispatch:
             # No more than the executors can take: under saturation, popping a full batch
             # only to put most of it back cost a fifth of the node's main thread.
             limit = min(self._params.batch, max(self._executors.free_room(), _PROBE))
+            if self._due.has_parked():
+                self._unpark(now)
             popped = [] if blocked else self._due.pop_due(now, limit)
             taken = self._reserve(popped, now) if popped else []
             if not taken:
@@ -122,6 +128,9 @@ class Dispatch:
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
                 idle_s = self._params.idle_wait_ms / 1000
+                ghost_ends = self._gate.next_ghost_expiry_ms() if self._due.has_parked() else None
+                if ghost_ends is not None and (nxt is None or nxt <= now or ghost_ends < nxt):
+                    nxt = ghost_ends   # a place frees up then for what waits at a limit
                 if blocked or nxt is None or nxt <= now:
                     timeout = idle_s
                 else:
@@ -153,9 +162,50 @@ class Dispatch:
                         namespace, task_type, self._params.no_executor_retry_ms,
                         self._executors.describe(namespace, task_type))
 
+    def _unpark(self, now_ms: int) -> None:
+        """Back to the ready stage, for each type at its limit, as many parked tasks as it has
+        places free now (released by outcomes, or ghosts that ran out). A task unparked for a
+        place another takes first is parked again: places are checked when taken."""
+        for key, parked in self._due.parked().items():
+            limit = self._gate.limit_of(key)   # None: the limit is gone, everything may go
+            self._due.unpark(key, parked if limit is None else self._gate.room(key, limit, now_ms))
+        self._observe_limits()
+
+    def _observe_limits(self) -> None:
+        """The limit gauges, a few times a second at most."""
+        now = time.monotonic()
+        if now - self._limits_observed_at < 0.25:
+            return
+        self._limits_observed_at = now
+        parked = self._due.parked()
+        held = self._gate.running()
+        for key in self._gate.limited_types():
+            self._metrics.limit_waiting.labels(*key, "concurrency").set(parked.get(key, 0))
+            self._metrics.limit_held.labels(*key, "concurrency").set(held.get(key, 0))
+
+    def _admit(self, key: tuple[str, str], group: list[Due], now_ms: int) -> list[Due]:
+        """What of a type's group may start under its concurrency limit; the rest is parked."""
+        limit = self._gate.limit_of(key)
+        if limit is None:
+            return group
+        room = self._gate.room(key, limit, now_ms)
+        admitted, over = group[:room], group[room:]
+        if over:
+            self._due.park(key, over)
+            self._metrics.limit_parked.labels(*key, "concurrency").inc(len(over))
+        self._gate.take(key, admitted)
+        self._observe_limits()
+        return admitted
+
+    def _release(self, dues: list[Due]) -> None:
+        """The limit places these attempts held (once each); the loop wakes to unpark."""
+        if self._gate.release(dues):
+            self._due.wake()
+
     def _reserve(self, items: list[Due], now_ms: int) -> list[tuple[Due, Reservation | None]]:
         """Keep the items executors can take now, each group with its reservation;
-        postpone what has no executor, put back what does not fit."""
+        postpone what has no executor, park what is over its type's concurrency limit,
+        put back what does not fit."""
         by_type: dict[tuple[str, str], list[Due]] = collections.defaultdict(list)
         served: dict[tuple[str, str], bool] = {}   # has_executor, once per type and batch
         for d in items:
@@ -175,8 +225,12 @@ class Dispatch:
             by_type[key].append(d)
         taken: list[tuple[Due, Reservation | None]] = []
         for (namespace, task_type), group in by_type.items():
+            group = self._admit((namespace, task_type), group, now_ms)
+            if not group:
+                continue
             reservation = self._executors.reserve(namespace, task_type, len(group))
             fits, rest = group[:reservation.total], group[reservation.total:]
+            self._gate.release(rest)   # they take their place again when popped again
             for d in rest:  # still due: back in the queue until capacity frees up
                 self._due.put_back(d)
             if fits:
@@ -206,6 +260,7 @@ class Dispatch:
                                                    self._params.node_id, ms_to_datetime(now_ms))
             except Exception:
                 log.exception("begin_dispatch failed; tasks go back to the heap")
+                self._release(ready)   # before they go back: popped again, they take a place again
                 for d in ready:
                     d.due_ms = now_ms + self._params.store_retry_ms
                     self._due.push(d)  # not settled: they have not run
@@ -238,6 +293,9 @@ class Dispatch:
             # Every reservation is run, even with nothing to send: that releases it.
             await asyncio.gather(*(self._deliver(go.get(key, []), res) for key, res in reservations.items()))
         finally:
+            # Every attempt of the batch is over here (outcome recorded, given back, or never
+            # dispatched): its limit place, if it held one, is free.
+            self._release(ready)
             self._slots.end(ready)
 
     async def _deliver(self, items: list[Due], reservation: Reservation) -> None:
@@ -253,11 +311,14 @@ class Dispatch:
         in_flight, duration = self._type_metrics(reservation.key)
         self._metrics.in_flight.inc(len(items))
         in_flight.inc(len(items))
+        limited = items[0].limit_held
         try:
-            result = await self._executors.run(reservation, deliveries)
+            result = await self._executors.run(reservation, deliveries, self._releaser(items) if limited else None)
         finally:
             self._metrics.in_flight.dec(len(items))
             in_flight.dec(len(items))
+            if limited:   # every handler of the call has ended: free the places of this type now,
+                self._release(items)   # not when the other types of the batch are done
         # One call carries the batch, dispatched at one instant (_run_batch): its outcomes
         # arrive together, so the batch is one observation, counted once per task run.
         observe_many(duration, (self._clock.now_ms() - items[0].dispatched_ms) / 1000,
@@ -268,6 +329,18 @@ class Dispatch:
             items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
             await self._completer.finish(items, result.outcomes)
+
+    def _releaser(self, items: list[Due]) -> Callable[[pb.Outcome], None]:
+        """For a limited type: free each attempt's place as its outcome comes over the Work
+        stream, not when the slowest of its call is over (the handler has ended either way;
+        the call's end releases whatever is left, once)."""
+        by_attempt = {(d.task_id, d.attempt): d for d in items}
+
+        def release(outcome: pb.Outcome) -> None:
+            d = by_attempt.get((outcome.task_id, outcome.attempt))
+            if d is not None:
+                self._release([d])
+        return release
 
     def _type_metrics(self, key: tuple[str, str]) -> tuple[Gauge, Histogram]:
         """A task type's children: one dict lookup per batch. The series stay bounded,

@@ -19,7 +19,7 @@ class Due:
     """
 
     __slots__ = ("_task", "_envelope", "task_id", "priority", "slot", "attempt", "due_ms", "source", "epoch",
-                 "topic", "offset", "dispatched_ms")
+                 "topic", "offset", "dispatched_ms", "limit_held")
 
     def __init__(self, *, slot: int, attempt: int, due_ms: int, source: str, epoch: int,
                  task: pb.Task | None = None, envelope: bytes | None = None, task_id: str | None = None,
@@ -43,6 +43,7 @@ class Due:
         self.topic = topic
         self.offset = offset
         self.dispatched_ms = dispatched_ms
+        self.limit_held = False   # holds a place of its type's concurrency limit (engine/limits.py)
 
     @property
     def task(self) -> pb.Task:

@@ -43,6 +43,12 @@ class DueQueue:
         self._popped_at_ms = -1   # the `now` of the last pop: what is due by then is ready
         self._overflow: collections.deque[Due] = collections.deque()
         self._overflow_by_class: dict[int, int] = dict.fromkeys(CLASSES, 0)
+        # Due tasks waiting for a place under their type's concurrency limit (limits.py), per
+        # (namespace, task_type), in the order they were due: counted against the capacity,
+        # left out of the oldest due time admission reads (they wait on purpose).
+        self._parked: dict[tuple[str, str], collections.deque[Due]] = {}
+        self._parked_count = 0
+        self._parked_by_class: dict[int, int] = dict.fromkeys(CLASSES, 0)
         self._size_gauge = size_gauge
         # asyncio's primitives bind to the running loop on first use, not here.
         self._wake = asyncio.Event()
@@ -105,6 +111,38 @@ class DueQueue:
                 self._ready.add(e.item for e in heap.pop_due(now_ms, len(heap)))
         return self._ready.take(limit)
 
+    # ---- what waits for a place under a concurrency limit ----
+
+    def park(self, key: tuple[str, str], dues: list[Due]) -> None:
+        """Due tasks of a type at its limit: they wait here, off the ready stage, until unpark."""
+        self._parked.setdefault(key, collections.deque()).extend(dues)
+        self._parked_count += len(dues)
+        for d in dues:
+            self._parked_by_class[priority_class(d.priority)] += 1
+
+    def unpark(self, key: tuple[str, str], n: int) -> int:
+        """Up to `n` of a type's parked tasks, first parked first, back to the ready stage
+        (places under its limit were freed); wakes the dispatch loop when any moved."""
+        parked = self._parked.get(key)
+        if not parked or n <= 0:
+            return 0
+        moved = [parked.popleft() for _ in range(min(n, len(parked)))]
+        if not parked:
+            del self._parked[key]
+        self._parked_count -= len(moved)
+        for d in moved:
+            self._parked_by_class[priority_class(d.priority)] -= 1
+        self._ready.add(moved)
+        self._wake.set()
+        return len(moved)
+
+    def has_parked(self) -> bool:
+        return self._parked_count > 0
+
+    def parked(self) -> dict[tuple[str, str], int]:
+        """Tasks waiting for a place under their type's limit, per type."""
+        return {key: len(q) for key, q in self._parked.items()}
+
     def next_eta_ms(self) -> int | None:
         """When the dispatch loop has something to do next: now, if anything is ready."""
         ready = self._ready.earliest_due_ms()
@@ -118,6 +156,17 @@ class DueQueue:
         for heap in self._heaps.values():
             heap.drop_slots(slots)
         self._ready.drop_slots(slots)
+        for key, parked in list(self._parked.items()):
+            kept_parked = [d for d in parked if d.slot not in slots]
+            if len(kept_parked) != len(parked):
+                for d in parked:
+                    if d.slot in slots:
+                        self._parked_by_class[priority_class(d.priority)] -= 1
+                self._parked_count -= len(parked) - len(kept_parked)
+                if kept_parked:
+                    self._parked[key] = collections.deque(kept_parked)
+                else:
+                    del self._parked[key]
         kept = [d for d in self._overflow if d.slot not in slots]
         self._overflow.clear()
         self._overflow.extend(kept)
@@ -159,11 +208,11 @@ class DueQueue:
         return self._capacity - self.heap_size()
 
     def _held_in_heap(self, cls: int) -> int:
-        return len(self._heaps[cls]) + self._ready.waiting(cls)
+        return len(self._heaps[cls]) + self._ready.waiting(cls) + self._parked_by_class[cls]
 
     def heap_size(self) -> int:
-        """Tasks in the heaps and the ready stage (what the capacity bounds)."""
-        return sum(len(heap) for heap in self._heaps.values()) + len(self._ready)
+        """Tasks in the heaps, the ready stage and parked at a limit (what the capacity bounds)."""
+        return sum(len(heap) for heap in self._heaps.values()) + len(self._ready) + self._parked_count
 
     def held(self) -> int:
         """Every task waiting here, in the heaps, the ready stage or the overflow."""
@@ -181,6 +230,7 @@ class DueQueue:
         ids = {d.task_id for heap in self._heaps.values() for d in heap.items()}
         ids.update(d.task_id for d in self._ready.items())
         ids.update(d.task_id for d in self._overflow)
+        ids.update(d.task_id for parked in self._parked.values() for d in parked)
         return ids
 
     def earliest_due_ms(self) -> int | None:

@@ -27,7 +27,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 
-from dispatcher.base.clock import Clock
+from dispatcher.base.clock import Clock, datetime_to_ms
 from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopTask, LoopWatch
 from dispatcher.base.metrics import NodeMetrics
@@ -36,6 +36,7 @@ from dispatcher.engine.dispatch import Dispatch, DispatchParams
 from dispatcher.engine.due import Due, due_of_message
 from dispatcher.engine.due_queue import CLASSES, INTAKE_SHARES, DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
+from dispatcher.engine.limits import ConcurrencyGate, TypeKey
 from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
 from dispatcher.engine.progress import KafkaProgress
@@ -45,7 +46,9 @@ from dispatcher.engine.slot_table import SlotTable
 from dispatcher.engine.sweeper import Sweeper, SweepParams
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
+from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store.interface import TaskStoreProtocol
+from taskring.wire import pb
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,8 @@ class Engine:
                  intake_factory: Callable[[Callable, Callable], LogIntake], executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
-                 stats: TaskStats | None = None, loops: LoopWatch | None = None):
+                 stats: TaskStats | None = None, loops: LoopWatch | None = None,
+                 type_limits: Mapping[TypeKey, TypeLimits] | None = None):
         self._params = params
         self._store = store
         self._producer = producer
@@ -115,9 +119,10 @@ class Engine:
         self._completer = Completer(params=params.completer, store=store, producer=producer, metrics=metrics,
                                     clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
                                     lose=self._lose, stats=stats)
+        self._gate = ConcurrencyGate(type_limits)
         self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
-                                  may_act=self.may_act, lose=self._lose)
+                                  may_act=self.may_act, lose=self._lose, gate=self._gate)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self, loops=loops)
         self._poller = Poller(params=params.poll, store=store, clock=self._clock, slots=self,
@@ -189,12 +194,40 @@ class Engine:
 
     async def slot_assigned(self, slot: int, epoch: int) -> None:
         """Start acting on `slot` under `epoch` (already claimed in the store)."""
+        if self._gate.limited_types():
+            await self._count_attempts_in_doubt(slot, epoch)
         self._slots.assign(slot, epoch)
         starts = await self._progress.open(slot, list(self._params.topics))
         await asyncio.to_thread(self._intake.assign(starts).wait, self._params.intake_command_timeout_ms / 1000)
         self._metrics.owned_slots.set(len(self.owned()))
         self._moves["assigned"].inc()
         self._poller.poll_soon()
+
+    async def _count_attempts_in_doubt(self, slot: int, epoch: int) -> None:
+        """Before the slot's first dispatch: the attempts an earlier owner left running count
+        against their types' limits until their timeout and the recovery grace have passed
+        since their dispatch (by then the recovery guard would have failed them too)."""
+        grace_ms = self._params.recovery.grace_ms
+        for attempt in range(3):
+            try:
+                in_doubt = await asyncio.to_thread(self._store.attempts_in_doubt, slot, epoch, self._clock.now())
+                break
+            except Exception:
+                log.exception("slot %d: reading the attempts in doubt failed (try %d of 3)", slot, attempt + 1)
+                await asyncio.sleep(0.2 * (attempt + 1))
+        else:
+            log.error("slot %d: dispatching without the earlier owner's attempts counted against limits", slot)
+            return
+        ghosts = []
+        for row in in_doubt:
+            key = (row.namespace, row.task_type)
+            if self._gate.limit_of(key) is not None:
+                timeout_ms = pb.Task.FromString(row.envelope).timeout_ms
+                ghosts.append((key, datetime_to_ms(row.dispatched_at) + timeout_ms + grace_ms))
+        if ghosts:
+            log.info("slot %d: %d attempts of an earlier owner count against limits until they time out",
+                     slot, len(ghosts))
+        self._gate.add_ghosts(slot, ghosts)
 
     async def slot_revoked(self, slot: int, *, clean: bool) -> None:
         """Stop acting on `slot`. Clean: finish in-flight work, commit the watermark and
@@ -215,6 +248,7 @@ class Engine:
             while state.in_flight > 0 and self._running_loop().time() < deadline:
                 await asyncio.sleep(0.01)
         self._due.drop_slots({slot})
+        self._gate.drop_slots({slot})
         if clean:
             await self._commit_offsets(only_slot=slot)
             try:

@@ -185,9 +185,12 @@ class ExecutorPool:
         self._in_flight[address] = self._in_flight.get(address, 0) - n
         self.on_release()
 
-    async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery]) -> RunResult:
+    async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery],
+                  on_outcome: Callable[[pb.Outcome], None] | None = None) -> RunResult:
         """Deliver (at most reservation.total) tasks; capacity not used is released.
-        Every delivery gets exactly one outcome back, or comes back in `not_sent`."""
+        Every delivery gets exactly one outcome back, or comes back in `not_sent`. Over a
+        Work stream, `on_outcome` hears of each outcome as it comes (an Execute call's come
+        all at once, with the result)."""
         calls, i = [], 0
         for inst, n in reservation.allocations:
             chunk = list(deliveries[i:i + n])
@@ -195,7 +198,7 @@ class ExecutorPool:
             if n > len(chunk):
                 self._release(inst.address, n - len(chunk))
             if chunk:
-                calls.append(self._call(inst, chunk))
+                calls.append(self._call(inst, chunk, on_outcome))
         result = RunResult([], [])
         for part in await asyncio.gather(*calls):
             result.outcomes.extend(part.outcomes)
@@ -213,7 +216,8 @@ class ExecutorPool:
             self._channels[address] = entry
         return entry[1]
 
-    async def _call(self, inst: _Instance, chunk: list[pb.Delivery]) -> RunResult:
+    async def _call(self, inst: _Instance, chunk: list[pb.Delivery],
+                    on_outcome: Callable[[pb.Outcome], None] | None = None) -> RunResult:
         deadline_s = max(d.timeout_ms for d in chunk) / 1000 + self._rpc_margin_s
         streamed = None
         try:
@@ -225,7 +229,7 @@ class ExecutorPool:
                 for d in chunk:
                     d.start_within_ms = lease_ms
                     d.start_by_unix_ms = start_by
-            streamed = await self._over_stream(inst.address, chunk, deadline_s)
+            streamed = await self._over_stream(inst.address, chunk, deadline_s, on_outcome)
             if streamed is not None:
                 received, failure = streamed
             else:
@@ -256,8 +260,9 @@ class ExecutorPool:
         missed = _failed(missing, self._now_ms(), f"executor {inst.address}: {_describe(failure)}")
         return RunResult(outcomes + missed, unstarted)
 
-    async def _over_stream(self, address: str, chunk: list[pb.Delivery],
-                           deadline_s: float) -> tuple[list[pb.Outcome], BaseException | None] | None:
+    async def _over_stream(self, address: str, chunk: list[pb.Delivery], deadline_s: float,
+                           on_outcome: Callable[[pb.Outcome], None] | None = None,
+                           ) -> tuple[list[pb.Outcome], BaseException | None] | None:
         """The chunk's outcomes through the executor's Work stream, and why any are
         missing; None when the chunk must go as an Execute call instead (an executor
         without Work, or one of its tasks already waiting on the stream)."""
@@ -268,7 +273,7 @@ class ExecutorPool:
             stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id)
         elif stream.taken(chunk):
             return None
-        result = await stream.run(chunk, deadline_s)
+        result = await stream.run(chunk, deadline_s, on_outcome)
         error = result.error
         if isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNIMPLEMENTED \
                 and not result.outcomes:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable
 
 import grpc
 
@@ -41,9 +42,13 @@ class _Chunk:
     done: asyncio.Future[None]
     outcomes: list[pb.Outcome] = dataclasses.field(default_factory=list)
     error: BaseException | None = None
+    on_outcome: Callable[[pb.Outcome], None] | None = None
+    """Told of each outcome as it comes, before the chunk is over (a limit's place is freed then)."""
 
     def add(self, outcome: pb.Outcome) -> None:
         self.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
         if len(self.outcomes) == self.expected and not self.done.done():
             self.done.set_result(None)
 
@@ -81,13 +86,15 @@ class ExecutorStream:
         waiting = self._waiting
         return any((d.task.task_id, d.attempt) in waiting for d in deliveries)
 
-    async def run(self, deliveries: list[pb.Delivery], deadline_s: float) -> ChunkResult:
-        """Send the deliveries (with the others of this loop turn) and wait for their outcomes."""
+    async def run(self, deliveries: list[pb.Delivery], deadline_s: float,
+                  on_outcome: Callable[[pb.Outcome], None] | None = None) -> ChunkResult:
+        """Send the deliveries (with the others of this loop turn) and wait for their outcomes,
+        telling `on_outcome` of each as it comes."""
         if self.ended:
             return ChunkResult([], StreamEnded("the stream had ended"))
         if self._call is None:
             self._open()
-        chunk = _Chunk(len(deliveries), asyncio.get_running_loop().create_future())
+        chunk = _Chunk(len(deliveries), asyncio.get_running_loop().create_future(), on_outcome=on_outcome)
         waiting = self._waiting
         keys = [(d.task.task_id, d.attempt) for d in deliveries]   # built once: two protobuf reads each
         for key in keys:

@@ -23,11 +23,14 @@ import random
 import types
 from collections.abc import Mapping
 
+from dispatcher.policy.scheduling import CONCURRENCY_FIELD, InvalidSchedulingPolicy, TypeLimits, parse_type_limits
 from dispatcher.policy.unique import InvalidUniqueRule, UniqueRule, parse_unique_rule
 from taskring.wire import pb
 
 UNIQUE_FIELDS = frozenset({"unique_key", "unique_ttl_ms"})
 """Fields of a task type's entry that are its unique-key rule, not its retry policy."""
+TYPE_ONLY_FIELDS = UNIQUE_FIELDS | {CONCURRENCY_FIELD}
+"""Fields of a task type's entry that are not its retry policy (unique key, limits)."""
 
 MAX_SCHEDULE_ENTRIES = 100
 
@@ -137,11 +140,14 @@ class RetryPolicies:
     by_type: Mapping[tuple[str, str], RetryPolicy] = dataclasses.field(default_factory=dict)
     unique_by_type: Mapping[tuple[str, str], UniqueRule] = dataclasses.field(default_factory=dict)
     """The unique-key rules declared in the same file, per task type (dispatcher/policy/unique.py)."""
+    limits_by_type: Mapping[tuple[str, str], TypeLimits] = dataclasses.field(default_factory=dict)
+    """The concurrency limits declared in the same file, per task type (dispatcher/policy/scheduling.py)."""
 
     def __post_init__(self) -> None:
         # Read-only copies: later changes to the caller's dicts do not leak in.
         object.__setattr__(self, "by_type", types.MappingProxyType(dict(self.by_type)))
         object.__setattr__(self, "unique_by_type", types.MappingProxyType(dict(self.unique_by_type)))
+        object.__setattr__(self, "limits_by_type", types.MappingProxyType(dict(self.limits_by_type)))
 
     def for_type(self, namespace: str, task_type: str) -> RetryPolicy:
         """The policy a task of this type gets when it brings none of its own."""
@@ -159,12 +165,14 @@ def parse_retry_policies(text: str) -> RetryPolicies:
 
         {"default": {"initial_backoff_ms": 1000, "max_backoff_ms": 300000, "multiplier": 2},
          "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]},
-         "shop/cancel_unpaid_order": {"unique_key": "order:{order_id}"}}
+         "shop/cancel_unpaid_order": {"unique_key": "order:{order_id}"},
+         "shop/export_orders": {"concurrency": {"per_type": 3}}}
 
     Keys other than "default" are "namespace/task_type". Fields left out take
     the default policy's values. A task type's entry may also declare its unique
     key (`unique_key`, a template over payload fields, and `unique_ttl_ms`;
-    dispatcher/policy/unique.py). Errors name the key and field.
+    dispatcher/policy/unique.py) and its concurrency limit (`concurrency`;
+    dispatcher/policy/scheduling.py). Errors name the key and field.
     """
     import json
 
@@ -178,21 +186,23 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     def policy(key: str, spec: object, base: RetryPolicy) -> RetryPolicy:
         if not isinstance(spec, dict):
             raise InvalidRetryPolicy(key, "must be a JSON object")
-        unknown = set(spec) - {f.name for f in dataclasses.fields(RetryPolicy)} - UNIQUE_FIELDS
+        unknown = set(spec) - {f.name for f in dataclasses.fields(RetryPolicy)} - TYPE_ONLY_FIELDS
         if unknown:
             raise InvalidRetryPolicy(f"{key}.{sorted(unknown)[0]}", "is not a retry policy field")
         try:
-            return dataclasses.replace(base, **{k: v for k, v in spec.items() if k not in UNIQUE_FIELDS})
+            return dataclasses.replace(base, **{k: v for k, v in spec.items() if k not in TYPE_ONLY_FIELDS})
         except InvalidRetryPolicy as exc:
             raise InvalidRetryPolicy(f"{key}.{exc.field}", exc.problem) from None
 
     default_spec = data.get("default", {})
-    if isinstance(default_spec, dict) and UNIQUE_FIELDS & set(default_spec):
-        raise InvalidRetryPolicy(f"default.{sorted(UNIQUE_FIELDS & set(default_spec))[0]}",
-                                 "is per task type: a unique key is declared under \"namespace/task_type\"")
+    if isinstance(default_spec, dict) and TYPE_ONLY_FIELDS & set(default_spec):
+        raise InvalidRetryPolicy(f"default.{sorted(TYPE_ONLY_FIELDS & set(default_spec))[0]}",
+                                 "is per task type: unique keys and limits are declared under"
+                                 " \"namespace/task_type\"")
     default = policy("default", default_spec, RetryPolicy())
     by_type = {}
     unique_by_type = {}
+    limits_by_type = {}
     for key, spec in data.items():
         if key == "default":
             continue
@@ -206,4 +216,11 @@ def parse_retry_policies(text: str) -> RetryPolicies:
             raise InvalidRetryPolicy(exc.field, exc.problem) from None
         if rule is not None:
             unique_by_type[(namespace, task_type)] = rule
-    return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type)
+        try:
+            limits = parse_type_limits(key, spec)
+        except InvalidSchedulingPolicy as exc:
+            raise InvalidRetryPolicy(exc.field, exc.problem) from None
+        if limits is not None:
+            limits_by_type[(namespace, task_type)] = limits
+    return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type,
+                         limits_by_type=limits_by_type)

@@ -73,6 +73,15 @@ class TaskStoreProtocol(Protocol):
         status are untouched.
         """
 
+    def attempts_in_doubt(self, slot: int, epoch: int, now: dt.datetime) -> list[r.InDoubt]:
+        """The attempts the claim that made `epoch` took back from `dispatched`: rows of the
+        slot pending under that epoch whose last attempt a previous owner handed to an
+        executor without an outcome, each with when it was dispatched. Their handlers may
+        still run; the new owner counts them against its limits until their timeout has
+        passed (engine/limits.py). Once such a row is dispatched again, or moved on by
+        anything else, it is no longer in doubt. Read before the new owner dispatches; `now`
+        is the claim's time or later."""
+
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         """Give the slot up after a clean handoff. Fenced.
 

@@ -66,6 +66,9 @@ class MemoryTaskStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: dict[str, r.TaskRow] = {}
+        # task_id -> (epoch of the claim, dispatched at, attempt): attempts a claim took back from
+        # dispatched (attempts_in_doubt); MariaDB keeps the row's dispatched_at for this.
+        self._in_doubt: dict[str, tuple[int, dt.datetime, int]] = {}
         self._events: dict[str, list[r.Event]] = {}
         self._dead: dict[str, DeadEntry] = {}
         self._groups: dict[tuple[str, str, str], FailureGroup] = {}
@@ -170,8 +173,24 @@ class MemoryTaskStore:
             reset = (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if previous_owner else ())
             for row in list(self._rows.values()):
                 if row.slot == slot and row.status in reset:
+                    doubt = self._in_doubt.get(row.task_id)
+                    if row.status == r.DISPATCHED:   # its handler may still run: MariaDB keeps dispatched_at
+                        self._in_doubt[row.task_id] = (epoch, row.updated_at, row.attempts)
+                    elif doubt is not None and doubt[2] == row.attempts:   # still not dispatched again
+                        self._in_doubt[row.task_id] = (epoch, doubt[1], doubt[2])
                     self._update(row.task_id, status=r.PENDING, epoch=epoch, updated_at=now_ms)
             return epoch
+
+    def attempts_in_doubt(self, slot: int, epoch: int, now: dt.datetime) -> list[r.InDoubt]:
+        with self._lock:
+            self._maybe_fail("attempts_in_doubt")
+            out = []
+            for task_id, (at_epoch, dispatched_at, attempts) in self._in_doubt.items():
+                row = self._rows.get(task_id)
+                if row is not None and row.slot == slot and at_epoch == epoch and row.epoch == epoch \
+                        and row.status == r.PENDING and row.attempts == attempts and row.trigger_at <= now:
+                    out.append(r.InDoubt(task_id, row.namespace, row.task_type, dispatched_at, row.envelope))
+            return out
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         with self._lock:

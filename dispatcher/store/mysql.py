@@ -203,21 +203,34 @@ class TaskStore:
             # between its write and its produce): take every such row into the MySQL
             # path now rather than after the sweeper's grace. Any message that does
             # exist is then skipped at dispatch, so nothing runs twice for it.
-            # A dispatched row's attempt ended without an outcome: its dispatched event
-            # leaves the row's columns for task_events (the next attempt reuses them).
-            cur.execute("INSERT INTO task_events (task_id, state, at, node, attempt, detail)"
-                        " SELECT task_id, %s, dispatched_at, dispatched_by, attempts, NULL FROM tasks"
-                        " WHERE slot = %s AND lane = %s AND status = %s AND dispatched_at IS NOT NULL"
-                        " ORDER BY task_id", (TaskState.DISPATCHED, slot, _LIVE, r.DISPATCHED))
+            # A dispatched row keeps its dispatched_at/_by on the way back to pending: the
+            # attempt is in doubt (its handler may still run) until its timeout from then has
+            # passed, and the new owner reads that back (attempts_in_doubt) to count it against
+            # limits. The columns stay its "dispatched" event in the history, until the next
+            # dispatch moves them to task_events before it overwrites them (attempt_writes.py).
+            # (A claimed row has them only if it is such an attempt, not dispatched again yet.)
             for status in (r.CLAIMED, r.DISPATCHED) + ((r.ENQUEUED,) if crashed else ()):
-                cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s,"
-                            " dispatched_at = NULL, dispatched_by = NULL WHERE slot = %s AND lane = %s AND status = %s",
+                cur.execute("UPDATE tasks SET status = %s, epoch = %s, updated_at = %s"
+                            " WHERE slot = %s AND lane = %s AND status = %s",
                             (r.PENDING, epoch, now, slot, _LANE_OF[status], status))
             return epoch
         claimed = self.run(body)
         if isinstance(claimed, SlotLeased):
             raise claimed   # after the commit: the wanted mark stands
         return claimed
+
+    def attempts_in_doubt(self, slot: int, epoch: int, now: dt.datetime) -> list[r.InDoubt]:
+        """The claim's rows taken back from dispatched (claim_slot keeps their dispatched_at).
+        On the (slot, lane, trigger_at) index: they were due before `now` (the claim's time or
+        later), so the range stops short of the slot's pending rows due in the future."""
+        def body(cur) -> list[r.InDoubt]:
+            cur.execute("SELECT task_id, namespace, task_type, dispatched_at, envelope FROM tasks"
+                        " WHERE slot = %s AND lane = %s AND trigger_at <= %s AND status = %s"
+                        " AND epoch = %s AND dispatched_at IS NOT NULL",
+                        (slot, _MYSQL, now, r.PENDING, epoch))
+            return [r.InDoubt(task_id, namespace, task_type, dispatched_at, bytes(envelope))
+                    for task_id, namespace, task_type, dispatched_at, envelope in cur.fetchall()]
+        return self.run(body)
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         """Give the slot up after a clean handoff: rows in our heap go back to pending."""

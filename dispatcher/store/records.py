@@ -188,6 +188,19 @@ class OutcomeWrite:
 
 
 @dataclasses.dataclass(frozen=True)
+class InDoubt:
+    """An attempt a previous owner handed to an executor and never saw end: the claim of the
+    slot put its row back to pending, but its handler may still be running."""
+
+    task_id: str
+    namespace: str
+    task_type: str
+    dispatched_at: dt.datetime
+    envelope: bytes
+    """The task as stored (its timeout bounds how long the handler may still run)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Held:
     """insert_tasks' answer for a task not inserted because another task holds its unique key."""
 

@@ -104,6 +104,9 @@ class ShardedTaskStore:
             out.update(self.shards[index].renew_leases(node, {s: epochs[s] for s in slots}, lease_ms, now))
         return out
 
+    def attempts_in_doubt(self, slot: int, epoch: int, now: dt.datetime) -> list[r.InDoubt]:
+        return self.shard_of(slot).attempts_in_doubt(slot, epoch, now)
+
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:
         return self.shard_of(slot).release_slot(slot, epoch, now)
 

@@ -7,7 +7,20 @@ import pytest
 
 from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
 from dispatcher.store.records import CANCELLED, CLAIMED, DEAD_LETTERED, DISPATCHED, ENQUEUED, PENDING, SUCCEEDED
-from tests.conformance.world import NODE, T0, TOPIC, Area, Case, Row, T, World, case_test, equal
+from tests.conformance.world import (
+    BUILD_AT,
+    NODE,
+    T0,
+    TOPIC,
+    Area,
+    Case,
+    Row,
+    T,
+    World,
+    case_test,
+    equal,
+    mysql_claim,
+)
 
 # ---- claim_slot, release_slot, ensure_slots
 
@@ -39,6 +52,44 @@ CLAIM_SLOT = (
          given=(), when=lambda w: w.store.ensure_slots(6),
          check=lambda w, _: equal(w.store.slot_owners(), {0: (1, NODE), 1: (1, NODE), 2: (1, NODE), 3: (1, NODE),
                                                           4: (0, ""), 5: (0, "")})),
+)
+
+
+def _claim_and_read_doubt(w: World, *, release_first: bool = False, redispatch: bool = False,
+                          claim_twice: bool = False):
+    if release_first:
+        assert w.store.release_slot(0, w.epochs[0], T0)
+    epoch = w.store.claim_slot(0, "n2", T0)
+    if claim_twice:   # n2 claims the row into its heap, then crashes
+        _, rows = w.store.claim_due(0, epoch, T0, 10, T0)
+        assert [row.task_id for row in rows] == ["disp"]
+        epoch = w.store.claim_slot(0, "n3", T0)
+    if redispatch:
+        _, rows = w.store.claim_due(0, epoch, T0, 10, T0)
+        assert [row.task_id for row in rows] == ["disp"]
+        done, _ = w.store.begin_dispatch([mysql_claim("disp", 3)], {0: epoch}, "n2", T0)
+        assert done == {"disp"}
+    return sorted((d.task_id, d.namespace, d.task_type, d.dispatched_at.replace(tzinfo=None))
+                  for d in w.store.attempts_in_doubt(0, epoch, T0))
+
+
+ATTEMPTS_IN_DOUBT = (
+    Case("after a crash, the attempts taken back from dispatched, with when they were dispatched",
+         given=(Row("disp", DISPATCHED, attempts=2), Row("claimed", CLAIMED, attempts=1), Row("pend", PENDING),
+                Row("enq", ENQUEUED), Row("other-disp", DISPATCHED, slot=1)),
+         when=_claim_and_read_doubt, then={"disp": (PENDING, 2), "claimed": (PENDING, 1), "enq": (PENDING, 0)},
+         returns=[("disp", "ns", "send", BUILD_AT)]),
+    Case("after a clean release whose drain ran out, a dispatched attempt is in doubt too",
+         given=(Row("disp", DISPATCHED, attempts=2),),
+         when=lambda w: _claim_and_read_doubt(w, release_first=True), then={"disp": (PENDING, 2)},
+         returns=[("disp", "ns", "send", BUILD_AT)]),
+    Case("an attempt in doubt still in the next owner's heap when it crashes too stays in doubt",
+         given=(Row("disp", DISPATCHED, attempts=2),),
+         when=lambda w: _claim_and_read_doubt(w, claim_twice=True), then={"disp": (PENDING, 2)},
+         returns=[("disp", "ns", "send", BUILD_AT)]),
+    Case("an attempt dispatched again is no longer in doubt",
+         given=(Row("disp", DISPATCHED, attempts=2),),
+         when=lambda w: _claim_and_read_doubt(w, redispatch=True), then={"disp": (DISPATCHED, 3)}, returns=[]),
 )
 
 
@@ -137,6 +188,7 @@ OFFSETS = (
 
 class SlotsAndOffsetsConformance(Area):
     test_claim_slot = case_test(*CLAIM_SLOT)
+    test_attempts_in_doubt = case_test(*ATTEMPTS_IN_DOUBT)
     test_slot_leases = case_test(*LEASES)
     test_release_slot = case_test(*RELEASE_SLOT)
     test_offsets = case_test(*OFFSETS)

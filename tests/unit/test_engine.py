@@ -28,6 +28,7 @@ from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.params import engine_params
+from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from membership import ExecutorInstance
@@ -142,7 +143,8 @@ class InProcessPool(ExecutorPool):
 # ---------------------------------------------------------------- the world of one test
 
 class World:
-    def __init__(self, store: MemoryTaskStore | None = None, intake_batch: int = 1_000, **config: Any):
+    def __init__(self, store: MemoryTaskStore | None = None, intake_batch: int = 1_000,
+                 type_limits: dict[tuple[str, str], TypeLimits] | None = None, **config: Any):
         self.clock = FakeClock()
         self.intake_batch = intake_batch
         self.store = store or MemoryTaskStore()
@@ -168,7 +170,7 @@ class World:
                              executors=InProcessPool(self.directory, self.executor, lambda: self.lease_at_send),
                              metrics=self.metrics, clock=self.clock, rng=random.Random(7),
                              on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch,
-                             loops=self.loops)
+                             loops=self.loops, type_limits=type_limits)
 
     def _intake(self, deliver, closed_topics) -> MemoryIntake:
         self.intake = MemoryIntake(self.log, deliver, closed_topics, batch=self.intake_batch)
@@ -481,6 +483,92 @@ async def test_a_backlog_of_low_tasks_pauses_the_low_topic_only_and_high_ones_go
         assert max(order.index(f"high{i}") for i in range(5)) < 100 + 50, order[100:160]
         await eventually(lambda: all(w.status(f"low{i}") == (r.SUCCEEDED, 1) for i in range(1_200)),
                          "the whole low backlog to succeed once the topic resumes")
+
+
+# ---------------------------------------------------------------- concurrency limits
+
+@scenario
+async def test_a_type_at_its_limit_waits_without_taking_executor_room_and_runs_as_places_free():
+    async with World(type_limits={("ns", "send"): TypeLimits(2)}) as w:
+        await w.own()
+        for i in range(10):
+            w.executor.gates[f"t{i}"] = asyncio.Event()
+            await w.submit(f"t{i}")
+        for i in range(5):   # a type without a limit, in the same slot, is not held back
+            w.executor.gates[f"free{i}"] = asyncio.Event()
+            await w.submit(f"free{i}", namespace="slow")
+        await eventually(lambda: len(w.executor.calls) == 2 + 5, "two limited and five free tasks to start")
+        await w.engine_looked()
+        limited = [c.task_id for c in w.executor.calls if c.task_id.startswith("t")]
+        assert len(limited) == 2, limited
+        assert w.engine._due.parked() == {("ns", "send"): 8}
+        assert w.engine._executors.free_room() == 2 * 100 - 7, "parked tasks took executor room"
+        waiting = w.metrics.registry.get_sample_value("taskring_limit_waiting",
+                                                      {"namespace": "ns", "task_type": "send", "limit": "concurrency"})
+        assert waiting == 8
+        # As running ones finish, as many start: never more than two at once. (An Execute call's
+        # outcomes come together, so places free by batch here; over a Work stream each frees
+        # its place as it ends: tests/integration/test_limits.py.)
+        def limited_calls() -> list[str]:
+            return [c.task_id for c in w.executor.calls if c.task_id.startswith("t")]
+
+        def finished_and_next_started(done: frozenset[str]) -> bool:
+            return all(w.status(t)[0] == r.SUCCEEDED for t in done) and len(limited_calls()) == min(10, len(done) + 2)
+
+        started: frozenset[str] = frozenset()
+        for _ in range(5):
+            running = [t for t in limited_calls() if not w.executor.gates[t].is_set()]
+            assert len(running) == 2 and not started & set(running), running
+            started |= set(running)
+            for task_id in running:
+                w.executor.gates[task_id].set()
+            await eventually(functools.partial(finished_and_next_started, started),
+                             f"two more limited tasks to start after {len(started)} finished")
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(f"t{i}") == (r.SUCCEEDED, 1) for i in range(10)), "all to succeed")
+        assert w.engine._gate.running() == {} and not w.engine._due.has_parked()
+
+
+@scenario
+async def test_a_failed_attempt_frees_its_place_and_its_retry_waits_for_one_like_any_other():
+    async with World(type_limits={("ns", "send"): TypeLimits(1)}) as w:
+        await w.own()
+        w.executor.script["a"] = [RETRYABLE, SUCCEEDED]
+        await w.submit("a", backoff_ms=5)
+        await eventually(lambda: w.status("a") == (r.ENQUEUED, 1), "a's first attempt to fail, its retry queued")
+        w.executor.gates["b"] = asyncio.Event()
+        await w.submit("b")
+        await eventually(lambda: w.executor.attempts("b") == [1], "b to take the place a's failure freed")
+        w.clock.advance(10)                     # a's retry is due, and waits for b's place
+        await eventually(lambda: w.engine._due.parked() == {("ns", "send"): 1}, "a's retry to wait at the limit")
+        await w.engine_looked()
+        assert w.executor.attempts("a") == [1]
+        w.executor.open_gates()
+        await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2) and w.status("b") == (r.SUCCEEDED, 1),
+                         "both to succeed")
+        assert w.engine._gate.running() == {}
+
+
+@scenario
+async def test_after_a_crash_the_earlier_owners_running_attempt_counts_against_the_limit_until_its_timeout():
+    async with World(type_limits={("ns", "send"): TypeLimits(1)}, recovery_grace_ms=500) as w:
+        # n0 owned the slot and dispatched "old" (timeout 1 s), then died without an outcome.
+        epoch0 = w.store.claim_slot(SLOT, "n0", w.clock.now())
+        await w.submit("old", route="mysql")
+        _, rows = w.store.claim_due(SLOT, epoch0, w.clock.now(), 10, w.clock.now())
+        assert [row.task_id for row in rows] == ["old"]
+        done, _ = w.store.begin_dispatch([r.DispatchClaim("old", SLOT, 1, "mysql", w.clock.now())], {SLOT: epoch0},
+                                         "n0", w.clock.now())
+        assert done == {"old"}
+        await w.own()                      # claimed: "old" is pending again, its attempt in doubt
+        await w.submit("new")
+        await w.engine_looked()
+        assert w.executor.calls == [], "started while the earlier owner's attempt may still run"
+        assert w.engine._gate.running() == {("ns", "send"): 1}
+        w.clock.advance(1_000 + 500)       # its timeout and the grace: it cannot be running any more
+        await eventually(lambda: w.status("old")[0] == r.SUCCEEDED and w.status("new")[0] == r.SUCCEEDED,
+                         "both to run once the place is free")
+        assert w.engine._gate.running() == {}
 
 
 # ---------------------------------------------------------------- fencing
