@@ -1,0 +1,88 @@
+"""Concurrency limits per task type on a real node and a real SDK executor over its Work stream:
+never more than the limit running at once, as the executor itself sees it, and each attempt's
+place freed as its own outcome comes back (a long attempt does not hold up the short ones that
+were sent with it)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+
+from harness.processes import NodeProcess
+from harness.wait import wait_until
+from taskring import Client, Executor, TaskSpec, TaskState
+
+pytestmark = pytest.mark.integration
+
+NS, LIMITED, FREE = "limits", "export", "email"
+
+
+class TimedExecutor:
+    """Records when each run started and ended, by the executor's own clock."""
+
+    def __init__(self, zk_hosts: str):
+        self.executor = Executor(NS, zk_hosts=zk_hosts, max_in_flight=64)
+        self._lock = threading.Lock()
+        self.runs: dict[str, list[tuple[str, float, float]]] = {LIMITED: [], FREE: []}
+        for task_type in (LIMITED, FREE):
+            self.executor.add_handler(task_type, self._handler(task_type))
+
+    def _handler(self, task_type: str):
+        async def run(ctx) -> None:
+            started = time.monotonic()
+            await asyncio.sleep(ctx.payload["ms"] / 1000)
+            with self._lock:
+                self.runs[task_type].append((ctx.task_id, started, time.monotonic()))
+        return run
+
+    def most_at_once(self, task_type: str) -> int:
+        with self._lock:
+            edges = sorted([(s, 1) for _, s, _ in self.runs[task_type]] + [(e, -1) for _, _, e in self.runs[task_type]],
+                           key=lambda edge: (edge[0], edge[1]))   # an end before a start at the same instant
+        most = running = 0
+        for _, step in edges:
+            running += step
+            most = max(most, running)
+        return most
+
+
+@pytest.fixture
+def node(taskring_env, tmp_path):
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps({f"{NS}/{LIMITED}": {"concurrency": {"per_type": 2}}}))
+    n = NodeProcess(taskring_env, "limits-1", single=True, TASKRING_RETRY_POLICIES=str(policies)).start()
+    try:
+        n.wait_ready()
+        yield n
+    finally:
+        n.terminate()
+
+
+@pytest.fixture
+def executor(taskring_env):
+    timed = TimedExecutor(taskring_env.zk_hosts)
+    timed.executor.start()
+    try:
+        yield timed
+    finally:
+        timed.executor.stop()
+
+
+def test_a_limited_type_never_runs_more_than_its_limit_and_frees_each_place_as_its_attempt_ends(node, executor):
+    with Client(node.target) as client:
+        # One long attempt and ten short ones, submitted together: dispatched together, the
+        # long one and a short one take the two places at once.
+        specs = [TaskSpec(NS, LIMITED, {"ms": 3_000}, task_id="long")]
+        specs += [TaskSpec(NS, LIMITED, {"ms": 50}, task_id=f"short-{i}") for i in range(10)]
+        specs += [TaskSpec(NS, FREE, {"ms": 500}, task_id=f"free-{i}") for i in range(6)]
+        client.submit_batch(specs)
+        ids = [s.task_id for s in specs]
+        wait_until(lambda: all(client.get(t).state == TaskState.SUCCEEDED for t in ids), 60, "every task to succeed")
+    assert executor.most_at_once(LIMITED) == 2, executor.runs[LIMITED]
+    assert executor.most_at_once(FREE) == 6, "a type without a limit was held back"
+    ends = {task_id: end for task_id, _, end in executor.runs[LIMITED]}
+    assert all(ends[f"short-{i}"] < ends["long"] for i in range(10)), \
+        "a short attempt waited for the long one: places were freed by call, not by attempt"
