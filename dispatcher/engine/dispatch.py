@@ -27,7 +27,7 @@ from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
-from dispatcher.engine.limits import ConcurrencyGate
+from dispatcher.engine.limits import CONCURRENCY, RETRY_CAP, ConcurrencyGate
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -163,12 +163,18 @@ class Dispatch:
                         self._executors.describe(namespace, task_type))
 
     def _unpark(self, now_ms: int) -> None:
-        """Back to the ready stage, for each type at its limit, as many parked tasks as it has
-        places free now (released by outcomes, or ghosts that ran out). A task unparked for a
-        place another takes first is parked again: places are checked when taken."""
-        for key, parked in self._due.parked().items():
-            limit = self._gate.limit_of(key)   # None: the limit is gone, everything may go
-            self._due.unpark(key, parked if limit is None else self._gate.room(key, limit, now_ms))
+        """Back to the ready stage, for each limit tasks wait on, as many as it has places free
+        now (released by outcomes, or ghosts that ran out). A task unparked for a place another
+        takes first is parked again: places are checked when taken."""
+        for (namespace, task_type, limit), parked in self._due.parked().items():
+            key = (namespace, task_type)
+            if self._gate.limits_of(key) is None:   # the limit is gone: everything may go
+                room = parked
+            else:
+                room = self._gate.room(key, now_ms)
+                if limit == RETRY_CAP:
+                    room = min(room, self._gate.retry_room(key, now_ms))
+            self._due.unpark((namespace, task_type, limit), room)
         self._observe_limits()
 
     def _observe_limits(self) -> None:
@@ -178,21 +184,37 @@ class Dispatch:
             return
         self._limits_observed_at = now
         parked = self._due.parked()
-        held = self._gate.running()
+        held = self._gate.held()
         for key in self._gate.limited_types():
-            self._metrics.limit_waiting.labels(*key, "concurrency").set(parked.get(key, 0))
-            self._metrics.limit_held.labels(*key, "concurrency").set(held.get(key, 0))
+            for limit in (CONCURRENCY, RETRY_CAP):
+                self._metrics.limit_waiting.labels(*key, limit).set(parked.get((*key, limit), 0))
+                self._metrics.limit_held.labels(*key, limit).set(held.get((*key, limit), 0))
 
     def _admit(self, key: tuple[str, str], group: list[Due], now_ms: int) -> list[Due]:
-        """What of a type's group may start under its concurrency limit; the rest is parked."""
-        limit = self._gate.limit_of(key)
-        if limit is None:
+        """What of a type's group may start under its limits; the rest is parked, on the limit
+        it waits for (a retry over the retry cap waits on the cap, behind no first attempt)."""
+        limits = self._gate.limits_of(key)
+        if limits is None:
             return group
-        room = self._gate.room(key, limit, now_ms)
-        admitted, over = group[:room], group[room:]
-        if over:
-            self._due.park(key, over)
-            self._metrics.limit_parked.labels(*key, "concurrency").inc(len(over))
+        room = self._gate.room(key, now_ms)
+        retry_room = self._gate.retry_room(key, now_ms)
+        capped = limits.max_retrying is not None
+        admitted: list[Due] = []
+        waiting: dict[str, list[Due]] = {CONCURRENCY: [], RETRY_CAP: []}
+        for d in group:
+            if room <= 0:
+                waiting[CONCURRENCY].append(d)
+            elif capped and d.attempt >= 2 and retry_room <= 0:
+                waiting[RETRY_CAP].append(d)
+            else:
+                room -= 1
+                if capped and d.attempt >= 2:
+                    retry_room -= 1
+                admitted.append(d)
+        for limit, over in waiting.items():
+            if over:
+                self._due.park((*key, limit), over)
+                self._metrics.limit_parked.labels(*key, limit).inc(len(over))
         self._gate.take(key, admitted)
         self._observe_limits()
         return admitted

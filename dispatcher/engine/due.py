@@ -43,7 +43,7 @@ class Due:
         self.topic = topic
         self.offset = offset
         self.dispatched_ms = dispatched_ms
-        self.limit_held = False   # holds a place of its type's concurrency limit (engine/limits.py)
+        self.limit_held = 0   # the places it holds under its type's limits: bits of engine/limits.py
 
     @property
     def task(self) -> pb.Task:

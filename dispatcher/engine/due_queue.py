@@ -43,10 +43,10 @@ class DueQueue:
         self._popped_at_ms = -1   # the `now` of the last pop: what is due by then is ready
         self._overflow: collections.deque[Due] = collections.deque()
         self._overflow_by_class: dict[int, int] = dict.fromkeys(CLASSES, 0)
-        # Due tasks waiting for a place under their type's concurrency limit (limits.py), per
-        # (namespace, task_type), in the order they were due: counted against the capacity,
-        # left out of the oldest due time admission reads (they wait on purpose).
-        self._parked: dict[tuple[str, str], collections.deque[Due]] = {}
+        # Due tasks waiting for a place under a limit of their type (limits.py), per
+        # (namespace, task_type, limit), in the order they were due: counted against the
+        # capacity, left out of the oldest due time admission reads (they wait on purpose).
+        self._parked: dict[tuple[str, str, str], collections.deque[Due]] = {}
         self._parked_count = 0
         self._parked_by_class: dict[int, int] = dict.fromkeys(CLASSES, 0)
         self._size_gauge = size_gauge
@@ -113,14 +113,15 @@ class DueQueue:
 
     # ---- what waits for a place under a concurrency limit ----
 
-    def park(self, key: tuple[str, str], dues: list[Due]) -> None:
-        """Due tasks of a type at its limit: they wait here, off the ready stage, until unpark."""
+    def park(self, key: tuple[str, str, str], dues: list[Due]) -> None:
+        """Due tasks of a type at one of its limits (namespace, task_type, limit): they wait
+        here, off the ready stage, until unpark."""
         self._parked.setdefault(key, collections.deque()).extend(dues)
         self._parked_count += len(dues)
         for d in dues:
             self._parked_by_class[priority_class(d.priority)] += 1
 
-    def unpark(self, key: tuple[str, str], n: int) -> int:
+    def unpark(self, key: tuple[str, str, str], n: int) -> int:
         """Up to `n` of a type's parked tasks, first parked first, back to the ready stage
         (places under its limit were freed); wakes the dispatch loop when any moved."""
         parked = self._parked.get(key)
@@ -139,8 +140,8 @@ class DueQueue:
     def has_parked(self) -> bool:
         return self._parked_count > 0
 
-    def parked(self) -> dict[tuple[str, str], int]:
-        """Tasks waiting for a place under their type's limit, per type."""
+    def parked(self) -> dict[tuple[str, str, str], int]:
+        """Tasks waiting for a place under a limit, per (namespace, task_type, limit)."""
         return {key: len(q) for key, q in self._parked.items()}
 
     def next_eta_ms(self) -> int | None:

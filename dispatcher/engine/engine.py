@@ -221,9 +221,9 @@ class Engine:
         ghosts = []
         for row in in_doubt:
             key = (row.namespace, row.task_type)
-            if self._gate.limit_of(key) is not None:
+            if self._gate.limits_of(key) is not None:
                 timeout_ms = pb.Task.FromString(row.envelope).timeout_ms
-                ghosts.append((key, datetime_to_ms(row.dispatched_at) + timeout_ms + grace_ms))
+                ghosts.append((key, datetime_to_ms(row.dispatched_at) + timeout_ms + grace_ms, row.attempt >= 2))
         if ghosts:
             log.info("slot %d: %d attempts of an earlier owner count against limits until they time out",
                      slot, len(ghosts))

@@ -23,13 +23,13 @@ import random
 import types
 from collections.abc import Mapping
 
-from dispatcher.policy.scheduling import CONCURRENCY_FIELD, InvalidSchedulingPolicy, TypeLimits, parse_type_limits
+from dispatcher.policy.scheduling import LIMIT_FIELDS, InvalidSchedulingPolicy, TypeLimits, parse_type_limits
 from dispatcher.policy.unique import InvalidUniqueRule, UniqueRule, parse_unique_rule
 from taskring.wire import pb
 
 UNIQUE_FIELDS = frozenset({"unique_key", "unique_ttl_ms"})
 """Fields of a task type's entry that are its unique-key rule, not its retry policy."""
-TYPE_ONLY_FIELDS = UNIQUE_FIELDS | {CONCURRENCY_FIELD}
+TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS
 """Fields of a task type's entry that are not its retry policy (unique key, limits)."""
 
 MAX_SCHEDULE_ENTRIES = 100
@@ -166,12 +166,12 @@ def parse_retry_policies(text: str) -> RetryPolicies:
         {"default": {"initial_backoff_ms": 1000, "max_backoff_ms": 300000, "multiplier": 2},
          "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]},
          "shop/cancel_unpaid_order": {"unique_key": "order:{order_id}"},
-         "shop/export_orders": {"concurrency": {"per_type": 3}}}
+         "shop/export_orders": {"concurrency": {"per_type": 3}, "retry_cap": 1}}
 
     Keys other than "default" are "namespace/task_type". Fields left out take
     the default policy's values. A task type's entry may also declare its unique
     key (`unique_key`, a template over payload fields, and `unique_ttl_ms`;
-    dispatcher/policy/unique.py) and its concurrency limit (`concurrency`;
+    dispatcher/policy/unique.py) and its limits (`concurrency`, `retry_cap`;
     dispatcher/policy/scheduling.py). Errors name the key and field.
     """
     import json

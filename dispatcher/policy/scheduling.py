@@ -1,11 +1,16 @@
-"""Concurrency limits per task type: at most N attempts of a type running at once, cluster-wide.
+"""Limits per task type: at most N attempts of a type running at once, and at most M of them
+retries, cluster-wide.
 
 Declared in the same file as the per-type retry policies (dispatcher/policy/retry.py):
 
-    {"shop/export_orders": {"concurrency": {"per_type": 3}}}
+    {"shop/export_orders": {"concurrency": {"per_type": 3}},
+     "payments/notify_bank": {"retry_cap": 5}}
+
+`retry_cap` bounds the attempts after the first that run at once: when a downstream is down and
+every task fails, it sees a trickle of retries, not a storm; the rest wait, due, in backoff order.
 
 A type hashes to one slot and a slot has one owner at a time, so the owner counts a type's
-running attempts in memory and enforces its limit at dispatch, before any executor capacity is
+running attempts in memory and enforces its limits at dispatch, before any executor capacity is
 taken (dispatcher/engine/limits.py); there is no distributed counter. What "running" means,
 and what happens at a handoff, is in docs/limits.md.
 
@@ -17,7 +22,9 @@ import dataclasses
 from collections.abc import Mapping
 
 CONCURRENCY_FIELD = "concurrency"
-"""The field of a task type's entry that declares its limits."""
+RETRY_CAP_FIELD = "retry_cap"
+LIMIT_FIELDS = frozenset({CONCURRENCY_FIELD, RETRY_CAP_FIELD})
+"""The fields of a task type's entry that declare its limits."""
 _CONCURRENCY_FIELDS = frozenset({"per_type"})
 
 
@@ -30,32 +37,48 @@ class InvalidSchedulingPolicy(ValueError):
         super().__init__(f"{field}: {problem}")
 
 
+def _whole_at_least_one(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidSchedulingPolicy(field, f"must be a whole number >= 1, got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class TypeLimits:
-    """The limits of one task type."""
+    """The limits of one task type; None: that limit is not set."""
 
-    max_running: int
+    max_running: int | None = None
     """At most this many attempts of the type running at once, cluster-wide."""
+    max_retrying: int | None = None
+    """At most this many of them retries (attempt 2 and later)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_running, bool) or not isinstance(self.max_running, int) or self.max_running < 1:
-            raise InvalidSchedulingPolicy("per_type", f"must be a whole number >= 1, got {self.max_running!r}")
+        if self.max_running is None and self.max_retrying is None:
+            raise InvalidSchedulingPolicy("per_type", "a type's limits need a concurrency limit or a retry cap")
+        if self.max_running is not None:
+            _whole_at_least_one("per_type", self.max_running)
+        if self.max_retrying is not None:
+            _whole_at_least_one(RETRY_CAP_FIELD, self.max_retrying)
 
 
 def parse_type_limits(key: str, spec: Mapping[str, object]) -> TypeLimits | None:
     """The limits a task type's entry declares (None: none). `key` is "namespace/task_type"."""
-    declared = spec.get(CONCURRENCY_FIELD)
-    if declared is None:
+    concurrency = spec.get(CONCURRENCY_FIELD)
+    retry_cap = spec.get(RETRY_CAP_FIELD)
+    if concurrency is None and retry_cap is None:
         return None
-    where = f"{key}.{CONCURRENCY_FIELD}"
-    if not isinstance(declared, dict):
-        raise InvalidSchedulingPolicy(where, 'must be a JSON object, e.g. {"per_type": 3}')
-    unknown = set(declared) - _CONCURRENCY_FIELDS
-    if unknown:
-        raise InvalidSchedulingPolicy(f"{where}.{sorted(unknown)[0]}", "is not a concurrency limit field (per_type)")
-    if "per_type" not in declared:
-        raise InvalidSchedulingPolicy(f"{where}.per_type", "is required")
-    try:
-        return TypeLimits(max_running=declared["per_type"])   # its type is checked by TypeLimits
-    except InvalidSchedulingPolicy as exc:
-        raise InvalidSchedulingPolicy(f"{where}.{exc.field}", exc.problem) from None
+    max_running = None
+    if concurrency is not None:
+        where = f"{key}.{CONCURRENCY_FIELD}"
+        if not isinstance(concurrency, dict):
+            raise InvalidSchedulingPolicy(where, 'must be a JSON object, e.g. {"per_type": 3}')
+        unknown = set(concurrency) - _CONCURRENCY_FIELDS
+        if unknown:
+            raise InvalidSchedulingPolicy(f"{where}.{sorted(unknown)[0]}",
+                                          "is not a concurrency limit field (per_type)")
+        if "per_type" not in concurrency:
+            raise InvalidSchedulingPolicy(f"{where}.per_type", "is required")
+        max_running = concurrency["per_type"]
+        _whole_at_least_one(f"{where}.per_type", max_running)
+    if retry_cap is not None:
+        _whole_at_least_one(f"{key}.{RETRY_CAP_FIELD}", retry_cap)
+    return TypeLimits(max_running=max_running, max_retrying=retry_cap)  # type: ignore[arg-type]  # checked above

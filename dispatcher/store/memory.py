@@ -189,7 +189,8 @@ class MemoryTaskStore:
                 row = self._rows.get(task_id)
                 if row is not None and row.slot == slot and at_epoch == epoch and row.epoch == epoch \
                         and row.status == r.PENDING and row.attempts == attempts and row.trigger_at <= now:
-                    out.append(r.InDoubt(task_id, row.namespace, row.task_type, dispatched_at, row.envelope))
+                    out.append(r.InDoubt(task_id, row.namespace, row.task_type, attempts, dispatched_at,
+                                         row.envelope))
             return out
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:

@@ -224,12 +224,12 @@ class TaskStore:
         On the (slot, lane, trigger_at) index: they were due before `now` (the claim's time or
         later), so the range stops short of the slot's pending rows due in the future."""
         def body(cur) -> list[r.InDoubt]:
-            cur.execute("SELECT task_id, namespace, task_type, dispatched_at, envelope FROM tasks"
+            cur.execute("SELECT task_id, namespace, task_type, attempts, dispatched_at, envelope FROM tasks"
                         " WHERE slot = %s AND lane = %s AND trigger_at <= %s AND status = %s"
                         " AND epoch = %s AND dispatched_at IS NOT NULL",
                         (slot, _MYSQL, now, r.PENDING, epoch))
-            return [r.InDoubt(task_id, namespace, task_type, dispatched_at, bytes(envelope))
-                    for task_id, namespace, task_type, dispatched_at, envelope in cur.fetchall()]
+            return [r.InDoubt(task_id, namespace, task_type, attempt, dispatched_at, bytes(envelope))
+                    for task_id, namespace, task_type, attempt, dispatched_at, envelope in cur.fetchall()]
         return self.run(body)
 
     def release_slot(self, slot: int, epoch: int, now: dt.datetime) -> bool:

@@ -195,6 +195,7 @@ class InDoubt:
     task_id: str
     namespace: str
     task_type: str
+    attempt: int
     dispatched_at: dt.datetime
     envelope: bytes
     """The task as stored (its timeout bounds how long the handler may still run)."""

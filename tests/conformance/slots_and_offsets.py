@@ -69,7 +69,7 @@ def _claim_and_read_doubt(w: World, *, release_first: bool = False, redispatch: 
         assert [row.task_id for row in rows] == ["disp"]
         done, _ = w.store.begin_dispatch([mysql_claim("disp", 3)], {0: epoch}, "n2", T0)
         assert done == {"disp"}
-    return sorted((d.task_id, d.namespace, d.task_type, d.dispatched_at.replace(tzinfo=None))
+    return sorted((d.task_id, d.namespace, d.task_type, d.attempt, d.dispatched_at.replace(tzinfo=None))
                   for d in w.store.attempts_in_doubt(0, epoch, T0))
 
 
@@ -78,15 +78,15 @@ ATTEMPTS_IN_DOUBT = (
          given=(Row("disp", DISPATCHED, attempts=2), Row("claimed", CLAIMED, attempts=1), Row("pend", PENDING),
                 Row("enq", ENQUEUED), Row("other-disp", DISPATCHED, slot=1)),
          when=_claim_and_read_doubt, then={"disp": (PENDING, 2), "claimed": (PENDING, 1), "enq": (PENDING, 0)},
-         returns=[("disp", "ns", "send", BUILD_AT)]),
+         returns=[("disp", "ns", "send", 2, BUILD_AT)]),
     Case("after a clean release whose drain ran out, a dispatched attempt is in doubt too",
          given=(Row("disp", DISPATCHED, attempts=2),),
          when=lambda w: _claim_and_read_doubt(w, release_first=True), then={"disp": (PENDING, 2)},
-         returns=[("disp", "ns", "send", BUILD_AT)]),
+         returns=[("disp", "ns", "send", 2, BUILD_AT)]),
     Case("an attempt in doubt still in the next owner's heap when it crashes too stays in doubt",
          given=(Row("disp", DISPATCHED, attempts=2),),
          when=lambda w: _claim_and_read_doubt(w, claim_twice=True), then={"disp": (PENDING, 2)},
-         returns=[("disp", "ns", "send", BUILD_AT)]),
+         returns=[("disp", "ns", "send", 2, BUILD_AT)]),
     Case("an attempt dispatched again is no longer in doubt",
          given=(Row("disp", DISPATCHED, attempts=2),),
          when=lambda w: _claim_and_read_doubt(w, redispatch=True), then={"disp": (DISPATCHED, 3)}, returns=[]),

@@ -117,7 +117,7 @@ class FakeExecutor:
     async def _run(self, d: pb.Delivery) -> pb.Outcome:
         started = self._clock.now_ms()
         self.calls.append(Call(d.task.task_id, d.attempt, d.epoch, d.task.retry_count, started))
-        gate = self.gates.get(d.task.task_id)
+        gate = self.gates.get(f"{d.task.task_id}@{d.attempt}") or self.gates.get(d.task.task_id)
         if gate is not None:
             await gate.wait()
         kinds = self.script.get(d.task.task_id, [SUCCEEDED])
@@ -501,7 +501,7 @@ async def test_a_type_at_its_limit_waits_without_taking_executor_room_and_runs_a
         await w.engine_looked()
         limited = [c.task_id for c in w.executor.calls if c.task_id.startswith("t")]
         assert len(limited) == 2, limited
-        assert w.engine._due.parked() == {("ns", "send"): 8}
+        assert w.engine._due.parked() == {("ns", "send", "concurrency"): 8}
         assert w.engine._executors.free_room() == 2 * 100 - 7, "parked tasks took executor room"
         waiting = w.metrics.registry.get_sample_value("taskring_limit_waiting",
                                                       {"namespace": "ns", "task_type": "send", "limit": "concurrency"})
@@ -540,13 +540,43 @@ async def test_a_failed_attempt_frees_its_place_and_its_retry_waits_for_one_like
         await w.submit("b")
         await eventually(lambda: w.executor.attempts("b") == [1], "b to take the place a's failure freed")
         w.clock.advance(10)                     # a's retry is due, and waits for b's place
-        await eventually(lambda: w.engine._due.parked() == {("ns", "send"): 1}, "a's retry to wait at the limit")
+        await eventually(lambda: w.engine._due.parked() == {("ns", "send", "concurrency"): 1},
+                         "a's retry to wait at the limit")
         await w.engine_looked()
         assert w.executor.attempts("a") == [1]
         w.executor.open_gates()
         await eventually(lambda: w.status("a") == (r.SUCCEEDED, 2) and w.status("b") == (r.SUCCEEDED, 1),
                          "both to succeed")
         assert w.engine._gate.running() == {}
+
+
+@scenario
+async def test_retries_over_the_retry_cap_wait_in_turn_and_first_attempts_go_on():
+    async with World(type_limits={("ns", "send"): TypeLimits(max_retrying=1)}) as w:
+        await w.own()
+        for i in range(5):
+            w.executor.script[f"r{i}"] = [RETRYABLE, SUCCEEDED]
+            w.executor.gates[f"r{i}@2"] = asyncio.Event()
+            await w.submit(f"r{i}", backoff_ms=5)
+        await eventually(lambda: all(w.status(f"r{i}") == (r.ENQUEUED, 1) for i in range(5)), "five first failures")
+        w.clock.advance(10)                # every retry is due: one runs, four wait on the cap
+        await eventually(lambda: w.engine._due.parked() == {("ns", "send", "retry_cap"): 4}, "four retries waiting")
+        retries = [c.task_id for c in w.executor.calls if c.attempt == 2]
+        assert len(retries) == 1, w.executor.calls
+        await w.submit("fresh")            # a first attempt does not wait behind the cap
+        await eventually(lambda: w.status("fresh") == (r.SUCCEEDED, 1), "a first attempt to run meanwhile")
+        for n in range(5):
+            running = [c.task_id for c in w.executor.calls if c.attempt == 2
+                       and not w.executor.gates[f"{c.task_id}@2"].is_set()]
+            assert len(running) == 1, running
+            w.executor.gates[f"{running[0]}@2"].set()
+
+            def ended_and_next_started(task_id: str, started: int) -> bool:
+                return w.status(task_id) == (r.SUCCEEDED, 2) and \
+                    len([c for c in w.executor.calls if c.attempt == 2]) == started
+            await eventually(functools.partial(ended_and_next_started, running[0], min(5, n + 2)),
+                             f"retry {n + 2} to start after retry {n + 1} ended")
+        assert w.engine._gate.held() == {}
 
 
 @scenario
