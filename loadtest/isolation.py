@@ -55,7 +55,7 @@ from loadtest.bench import report
 from loadtest.bench.env import NAMESPACE, BenchEnv, add_stack_options, spread_task_types, stack_from_args
 from loadtest.bench.executors import Executors, Run, starts_by_task
 from loadtest.bench.load import Accepted, make_specs, submit_batches, warm_up
-from loadtest.bench.observe import CpuMeter, machine_facts
+from loadtest.bench.observe import CpuMeter, machine_facts, scan_logs
 from loadtest.endtoend.scenario import pickup_breakdown
 
 
@@ -169,6 +169,8 @@ class IsolationBench:
                 self.result["idle_after_skipped"] = "the low backlog did not drain in time"
             runs = self.executors.stop()
             self.figures(runs, trickles, low_ids)
+            # What the node complained of under the backlog (sweeps, recovery), for the reader.
+            self.result["node_log"] = scan_logs(self.run_dir).get("node", {})
         finally:
             problems = self.env.stop()
             if problems:
@@ -306,6 +308,10 @@ def render(res: dict[str, Any], command: str) -> str:
     lines += ["", "CPU seconds per phase (wall s): " + "; ".join(
         f"{ph} ({c['wall_s']} s): " + ", ".join(f"{k} {v}" for k, v in c["process_cpu_s"].items())
         for ph, c in res.get("cpu", {}).items())]
+    shapes = res.get("node_log", {}).get("by_shape", {})
+    if shapes:
+        lines += ["", "Node log, WARNING/ERROR lines by shape:", ""]
+        lines += [f"- {n} x `{shape.strip()}`" for shape, n in shapes.items()]
     for note in ("idle_after_skipped", "cleanup_problems"):
         if res.get(note):
             lines += ["", f"{note}: {res[note]}"]
