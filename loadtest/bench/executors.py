@@ -5,7 +5,8 @@ for every task type; the handler only records the run (task id, attempt, epoch, 
 time, and the payload's `due_ms` and `phase` when the load put them there) and counts
 it in a shared counter, so the load generator can tell cheaply when to ask MySQL. The
 records are written to a JSON file per process when it stops, and read back by
-`Executors.stop()`.
+`Executors.stop()`. With `handler_ms`, the handler then sleeps that long (asyncio.sleep,
+holding its max_in_flight slot), so that executor capacity, not the node, bounds the rate.
 """
 from __future__ import annotations
 
@@ -39,9 +40,11 @@ class Run:
 
 
 def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_flight: int, counter, ready,
-                  stop, out_path: str, tls_dir: str | None = None) -> None:
+                  stop, out_path: str, tls_dir: str | None = None, handler_ms: float = 0.0) -> None:
     """The body of an executor process (multiprocessing, spawn). `tls_dir`: serve mutual TLS
-    with deploy/local/certs.sh's server certificate, requiring its CA's client certificate."""
+    with deploy/local/certs.sh's server certificate, requiring its CA's client certificate.
+    `handler_ms`: each run sleeps this long after it is recorded (0: returns at once)."""
+    import asyncio
     import logging
     logging.basicConfig(level=logging.WARNING)
     from taskring import Executor, executor_tls_credentials
@@ -52,12 +55,18 @@ def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_f
                         ctx.payload.get("phase"), ctx.task_type))
         counter.value += 1
 
+    async def sleeper(ctx) -> None:
+        await noop(ctx)
+        await asyncio.sleep(handler_ms / 1000)
+
+    # Two handlers, not one with a branch: the no-op stays the no-op other benchmarks measured.
+    handler = sleeper if handler_ms > 0 else noop
     certs = pathlib.Path(tls_dir) if tls_dir else None
     credentials = (executor_tls_credentials(certs / "server.pem", certs / "server.key", certs / "ca.pem")
                    if certs else None)
     executor = Executor(namespace, zk_hosts=zk_hosts, max_in_flight=max_in_flight, credentials=credentials)
     for t in task_types:
-        executor.add_handler(t, noop)
+        executor.add_handler(t, handler)
     executor.start()
     ready.set()
     stop.wait()
@@ -68,11 +77,12 @@ def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_f
 class Executors:
     """`count` executor processes of `task_types`; start() waits until each is up, stop()
     stops them by PID and returns every run they recorded. stop() is safe before
-    start() and twice (the second returns nothing)."""
+    start() and twice (the second returns nothing). `handler_ms`: how long each run
+    holds its slot (0, the default: a no-op)."""
 
     def __init__(self, world: World, task_types: list[str], count: int = 1, max_in_flight: int = 2_000,
                  namespace: str = NAMESPACE, out_dir: pathlib.Path | None = None, name: str = "bench-executor",
-                 tls_dir: pathlib.Path | None = None):
+                 tls_dir: pathlib.Path | None = None, handler_ms: float = 0.0):
         ctx = mp.get_context("spawn")
         out_dir = out_dir or world.logs
         self.stop_event = ctx.Event()
@@ -82,7 +92,7 @@ class Executors:
         self.procs = [ctx.Process(target=executor_main, name=f"{name}-{i}", daemon=True,
                                   args=(world.zk_hosts, namespace, task_types, max_in_flight, self.counters[i],
                                         self.readies[i], self.stop_event, str(self.outs[i]),
-                                        str(tls_dir) if tls_dir else None))
+                                        str(tls_dir) if tls_dir else None, handler_ms))
                       for i in range(count)]
         self._stopped = False
 

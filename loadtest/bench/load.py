@@ -53,15 +53,17 @@ class Accepted:
 
 
 def make_specs(n: int, task_types: list[str], delays_ms: list[int] | None = None, seq0: int = 0,
-               namespace: str = NAMESPACE, unique_keys: str | None = None) -> list[TaskSpec]:
+               namespace: str = NAMESPACE, unique_keys: str | None = None, priority: str = "normal"
+               ) -> list[TaskSpec]:
     """n no-op tasks over the task types in turn, payload {"seq": i}, each with its delay (0: none);
-    with `unique_keys`, each task also carries its own unique key `<unique_keys>:<seq>`."""
+    with `unique_keys`, each task also carries its own unique key `<unique_keys>:<seq>`; all of
+    them of `priority` (low, normal, high)."""
     from taskring import TaskSpec
     out = []
     for i in range(n):
         delay = None if not delays_ms or not delays_ms[i] else dt.timedelta(milliseconds=delays_ms[i])
         out.append(TaskSpec(namespace=namespace, task_type=task_types[(seq0 + i) % len(task_types)],
-                            payload={"seq": seq0 + i}, delay=delay,
+                            payload={"seq": seq0 + i}, delay=delay, priority=priority,
                             unique_key=None if unique_keys is None else f"{unique_keys}:{seq0 + i}"))
     return out
 
