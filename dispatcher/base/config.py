@@ -319,6 +319,10 @@ class NodeConfig:
     work is due (TASKRING_FLOOR_SHARE_LOW); 0: strict priority, low may starve."""
     floor_share_normal: float = 0.2
     """The same floor for normal-priority tasks under high ones (TASKRING_FLOOR_SHARE_NORMAL)."""
+    high_reserve_share: float = 0.0
+    """The share of each executor's capacity that only high-priority tasks may take
+    (TASKRING_HIGH_RESERVE_SHARE): normal and low work never fills the last of it, so a high
+    task finds a place at once however saturated the executors are. 0: none kept."""
     outcome_batch: int = 2_000
     """Most outcome writes in one store transaction (TASKRING_OUTCOME_BATCH): outcomes that arrive while one is
     being recorded go together into the next (dispatcher/engine/outcome_batcher.py)."""
@@ -363,7 +367,7 @@ class NodeConfig:
                   "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
                   "outcome_batch", "admission_max_wait_ms", "admission_max_unread_count",
                   "heap_decoded_capacity", "cron_tick_ms", "cron_lead_ms", "cron_missed_after_ms")
-        for name in ("floor_share_low", "floor_share_normal"):
+        for name in ("floor_share_low", "floor_share_normal", "high_reserve_share"):
             share = getattr(self, name)
             if not 0 <= share < 1:
                 raise ValueError(f"NodeConfig.{name} must be a share in [0, 1), got {share!r}")
@@ -454,7 +458,8 @@ class NodeConfig:
             if var in env:
                 values[name] = _int_env(env, var, 0)
         for name, var in (("floor_share_low", "TASKRING_FLOOR_SHARE_LOW"),
-                          ("floor_share_normal", "TASKRING_FLOOR_SHARE_NORMAL")):
+                          ("floor_share_normal", "TASKRING_FLOOR_SHARE_NORMAL"),
+                          ("high_reserve_share", "TASKRING_HIGH_RESERVE_SHARE")):
             if var in env:
                 values[name] = _float_env(env, var)
         if "TASKRING_EXECUTOR_STREAMS" in env:

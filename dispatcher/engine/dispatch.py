@@ -28,6 +28,7 @@ from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
 from dispatcher.engine.limits import CONCURRENCY, RETRY_CAP, ConcurrencyGate
+from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -61,11 +62,17 @@ class DispatchParams:
     """How far a task is postponed when no executor of its type is known (no attempt spent)."""
     store_retry_ms: int
     """How far a batch is postponed when the store refused to record its dispatch."""
+    high_reserve_share: float = 0.0
+    """The share of each executor's capacity only high-priority tasks may take: with
+    executors saturated by lower work, a high task still finds a place at once."""
 
     def __post_init__(self) -> None:
         positive(self, "batch", "idle_wait_ms", "max_batches_in_flight", "no_executor_retry_ms", "store_retry_ms")
         if not self.node_id:
             raise ValueError("DispatchParams.node_id must not be empty")
+        if not 0 <= self.high_reserve_share < 1:
+            raise ValueError("DispatchParams.high_reserve_share must be a share in [0, 1),"
+                             f" got {self.high_reserve_share!r}")
 
 
 class Dispatch:
@@ -219,6 +226,18 @@ class Dispatch:
         self._observe_limits()
         return admitted
 
+    def _keep_reserve(self, namespace: str, task_type: str, group: list[Due]) -> list[Due]:
+        """High tasks first and all of them; of the others, no more than fit without taking
+        the share of the executors' capacity kept for high ones. The rest go back, due."""
+        highs = [d for d in group if d.priority == HIGH]
+        others = [d for d in group if d.priority != HIGH]
+        fits = self._executors.room_beyond(namespace, task_type, self._params.high_reserve_share)
+        kept_out = others[fits:]
+        self._gate.release(kept_out)   # they take their place again when popped again
+        for d in kept_out:
+            self._due.put_back(d)
+        return highs + others[:fits]
+
     def _release(self, dues: list[Due]) -> None:
         """The limit places these attempts held (once each); the loop wakes to unpark."""
         if self._gate.release(dues):
@@ -248,6 +267,8 @@ class Dispatch:
         taken: list[tuple[Due, Reservation | None]] = []
         for (namespace, task_type), group in by_type.items():
             group = self._admit((namespace, task_type), group, now_ms)
+            if self._params.high_reserve_share and group:
+                group = self._keep_reserve(namespace, task_type, group)
             if not group:
                 continue
             reservation = self._executors.reserve(namespace, task_type, len(group))

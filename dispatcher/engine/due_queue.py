@@ -227,6 +227,14 @@ class DueQueue:
         """Due tasks waiting for an executor, per priority class."""
         return self._ready.waiting_by_class()
 
+    def slots_with_due(self) -> set[int]:
+        """Slots with a task due and waiting: ready, parked at a limit, or in the overflow
+        (a scan, for the sweeper's pass every few seconds)."""
+        slots = {d.slot for d in self._ready.items()}
+        slots.update(d.slot for parked in self._parked.values() for d in parked)
+        slots.update(d.slot for d in self._overflow)
+        return slots
+
     def task_ids(self) -> set[str]:
         ids = {d.task_id for heap in self._heaps.values() for d in heap.items()}
         ids.update(d.task_id for d in self._ready.items())

@@ -124,7 +124,8 @@ class Engine:
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose, gate=self._gate)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
-        self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self, loops=loops)
+        self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
+                                behind=self.slots_behind, loops=loops)
         self._poller = Poller(params=params.poll, store=store, clock=self._clock, slots=self,
                               metrics=metrics, loops=loops)
         self._guard = RecoveryGuard(params=params.recovery, store=store, clock=self._clock,
@@ -323,6 +324,12 @@ class Engine:
 
     def is_current(self, slot: int, epoch: int) -> bool:
         return self._slots.is_current(slot, epoch)
+
+    def slots_behind(self) -> set[int]:
+        """Owned slots with messages unread, or due tasks waiting for an executor or a limit:
+        their overdue rows are explained by the backlog (the sweeper leaves them be)."""
+        behind = {partition for (_, partition), lag in self._intake.lag().items() if lag > 0}
+        return behind | self._due.slots_with_due()
 
     def held_task_ids(self) -> set[str]:
         return self._due.task_ids() | self._slots.in_flight_ids()

@@ -156,6 +156,15 @@ class ExecutorPool:
         in_flight = self._in_flight
         return sum(max(0, most - in_flight.get(address, 0)) for address, most in capacity.items())
 
+    def room_beyond(self, namespace: str, task_type: str, kept_share: float) -> int:
+        """The room on the instances that handle the type, leaving free the last `kept_share`
+        of each one's capacity (at least one place when the share is above 0)."""
+        room = 0
+        for inst in self._handlers_of(namespace, task_type):
+            kept = max(1, round(inst.max_in_flight * kept_share)) if kept_share > 0 else 0
+            room += max(0, inst.max_in_flight - kept - self._in_flight.get(inst.address, 0))
+        return room
+
     def reserve(self, namespace: str, task_type: str, wanted: int) -> Reservation:
         """Hold capacity for up to `wanted` tasks of one type, spread evenly over the
         instances that handle it and have room; may hold less than wanted, or nothing."""

@@ -131,3 +131,11 @@ def test_the_priority_floors_come_from_the_environment_and_reach_the_engine():
 def test_a_bad_priority_floor_is_refused_naming_it(env, says):
     with pytest.raises(ValueError, match=says):
         NodeConfig.from_env(env, node_id="n1")
+
+
+def test_the_share_kept_for_high_comes_from_the_environment_and_is_checked():
+    from dispatcher.params import engine_params
+    config = NodeConfig.from_env({"TASKRING_HIGH_RESERVE_SHARE": "0.1"}, node_id="n1")
+    assert engine_params(config).dispatch.high_reserve_share == 0.1
+    with pytest.raises(ValueError, match=r"NodeConfig.high_reserve_share must be a share in \[0, 1\), got 1.0"):
+        NodeConfig.from_env({"TASKRING_HIGH_RESERVE_SHARE": "1"}, node_id="n1")

@@ -485,6 +485,24 @@ async def test_a_backlog_of_low_tasks_pauses_the_low_topic_only_and_high_ones_go
                          "the whole low backlog to succeed once the topic resumes")
 
 
+@scenario
+async def test_lower_work_leaves_the_share_kept_for_high_free_and_a_high_task_starts_at_once():
+    async with World(high_reserve_share=0.1) as w:     # one executor of 100: 10 kept for high
+        await w.own()
+        for i in range(150):
+            w.executor.gates[f"low{i}"] = asyncio.Event()
+            await w.submit(f"low{i}", priority=pb.PRIORITY_LOW)
+        await eventually(lambda: len(w.executor.calls) == 90, "low tasks to fill all but the kept share")
+        await w.engine_looked()
+        assert len(w.executor.calls) == 90
+        for i in range(3):
+            await w.submit(f"high{i}", priority=pb.PRIORITY_HIGH)
+        await eventually(lambda: all(w.status(f"high{i}") == (r.SUCCEEDED, 1) for i in range(3)),
+                         "the high tasks to run while low ones hold the rest")
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(f"low{i}") == (r.SUCCEEDED, 1) for i in range(150)), "all low to run")
+
+
 # ---------------------------------------------------------------- concurrency limits
 
 @scenario
@@ -810,6 +828,31 @@ async def test_a_task_swept_while_its_message_waits_is_delivered_once():
         await eventually(lambda: w.committed() == 1, "the offset past it")
         # Then the attempt ran once
         assert w.executor.attempts("a") == [1]
+
+
+@scenario
+async def test_rows_overdue_because_the_owner_is_behind_are_not_swept_until_it_caught_up():
+    async with World(sweep_interval_ms=20, enqueued_grace_ms=1_000) as w:
+        await w.own()
+        for i in range(130):              # 100 fill the executor, 30 wait due behind them
+            w.executor.gates[f"t{i}"] = asyncio.Event()
+            await w.submit(f"t{i}")
+        await eventually(lambda: len(w.executor.calls) == 100, "the executor to fill up")
+        w.clock.advance(5_000)            # the 30 are overdue past the grace, their messages in the heap
+        passes = [0]
+        behind = w.engine._sweeper._behind
+
+        def counted() -> set[int]:
+            passes[0] += 1
+            return behind()
+        w.engine._sweeper._behind = counted
+        await eventually(lambda: passes[0] >= 3, "three sweeper passes")
+        assert w.engine.slots_behind() == {SLOT}
+        assert [w.status(f"t{i}")[0] for i in range(100, 130)] == [r.ENQUEUED] * 30, "swept while behind"
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(f"t{i}") == (r.SUCCEEDED, 1) for i in range(130)), "all to succeed")
+        assert w.engine.slots_behind() == set()
+        assert sorted(c.task_id for c in w.executor.calls) == sorted(f"t{i}" for i in range(130))
 
 
 # ---------------------------------------------------------------- handoff
