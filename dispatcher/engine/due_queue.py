@@ -62,16 +62,24 @@ class DueQueue:
 
     def push_many(self, dues: Iterable[Due]) -> None:
         """push for each, with one wake and one look at the size: intake takes messages
-        in batches, and a gauge update per task showed in profiles."""
+        in batches, and a gauge update per task showed in profiles.
+
+        The loop wakes for a task earlier than any it knew of, and for a task of a class
+        above every class waiting in the ready stage: behind an overdue low backlog, a high
+        task due now is not earlier than the backlog's oldest, yet it goes first."""
         nxt = self.next_eta_ms()
+        top = self._ready.highest_waiting()
         earliest = None
+        above = False
         free = self._free()
         for due in dues:
             if self._place(due, free > 0):
                 free -= 1
                 if earliest is None or due.due_ms < earliest:
                     earliest = due.due_ms
-        if earliest is not None and (nxt is None or earliest < nxt):
+                if top is not None and not above and priority_class(due.priority) > top:
+                    above = True
+        if above or (earliest is not None and (nxt is None or earliest < nxt)):
             self._wake.set()
         self.observe()
 

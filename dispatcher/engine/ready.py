@@ -79,6 +79,13 @@ class ReadyStage:
         heads = [q[0][0] for q in self._queues.values() if q]
         return min(heads) if heads else None
 
+    def highest_waiting(self) -> int | None:
+        """The highest class with a task waiting, or None."""
+        for cls in (HIGH, NORMAL, LOW):
+            if self._queues[cls]:
+                return cls
+        return None
+
     def waiting(self, priority: int) -> int:
         return len(self._queues[priority_class(priority)])
 

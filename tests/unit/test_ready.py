@@ -123,3 +123,19 @@ def test_the_overflow_is_counted_by_class_and_recounted_when_a_slot_leaves():
     assert q.held_by_class() == {HIGH: 0, NORMAL: 0, LOW: 2} and q.task_ids() == {"a", "b"}
     assert [d.task_id for d in q.pop_due(10, 10)] == ["a", "b"]
     assert q.held_by_class() == {HIGH: 0, NORMAL: 0, LOW: 0}
+
+
+def test_a_higher_task_wakes_the_loop_though_an_older_backlog_waits():
+    import asyncio
+
+    async def scenario() -> tuple[bool, bool]:
+        q = DueQueue(capacity=100)
+        q.push_many(due(f"l{i}", i, LOW) for i in range(10))
+        q.pop_due(50, 0)                      # the backlog is due: it waits in the ready stage
+        woken = []
+        for d in (due("later-low", 60, LOW), due("high", 60, HIGH)):
+            q._wake.clear()
+            q.push(d)
+            woken.append(q._wake.is_set())
+        return woken[0], woken[1]
+    assert asyncio.run(scenario()) == (False, True)
