@@ -123,10 +123,11 @@ class Dispatch:
             self._note_paused(blocked)
             # No more than the executors can take: under saturation, popping a full batch
             # only to put most of it back cost a fifth of the node's main thread.
-            limit = min(self._params.batch, max(self._executors.free_room(), _PROBE))
+            room = self._executors.free_room()
+            limit = min(self._params.batch, max(room, _PROBE))
             if self._due.has_parked():
                 self._unpark(now)
-            popped = [] if blocked else self._due.pop_due(now, limit)
+            popped = [] if blocked else self._due.pop_due(now, limit, room)
             taken = self._reserve(popped, now) if popped else []
             if not taken:
                 self._batch_gate.release()

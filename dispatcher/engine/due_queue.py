@@ -103,10 +103,11 @@ class DueQueue:
 
     # ---- what goes out ----
 
-    def pop_due(self, now_ms: int, limit: int) -> list[Due]:
-        """Up to `limit` tasks due at `now_ms`, by priority class (ready.py), earliest first
-        within a class; the overflow moves into the heap first, as far as there is room, and
-        everything due moves into the ready stage."""
+    def pop_due(self, now_ms: int, limit: int, room: int | None = None) -> list[Due]:
+        """Up to `limit` tasks due at `now_ms`, by priority class (ready.py; the lower classes'
+        floors earned on `room`, what executors can take now), earliest first within a class;
+        the overflow moves into the heap first, as far as there is room, and everything due
+        moves into the ready stage."""
         while self._overflow and self._free() > 0:
             d = self._overflow.popleft()
             cls = priority_class(d.priority)
@@ -117,7 +118,7 @@ class DueQueue:
             nxt = heap.next_eta_ms()
             if nxt is not None and nxt <= now_ms:
                 self._ready.add(e.item for e in heap.pop_due(now_ms, len(heap)))
-        return self._ready.take(limit)
+        return self._ready.take(limit, room)
 
     # ---- what waits for a place under a concurrency limit ----
 

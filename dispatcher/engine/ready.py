@@ -52,16 +52,21 @@ class ReadyStage:
         for d in dues:
             heapq.heappush(self._queues[priority_class(d.priority)], (d.due_ms, next(self._seq), d))
 
-    def take(self, limit: int) -> list[Due]:
+    def take(self, limit: int, room: int | None = None) -> list[Due]:
         """Up to `limit` tasks: first each lower class's earned floor, then high, normal, low;
-        within a class, earliest due first."""
+        within a class, earliest due first. The floors are earned on `room` (default
+        `limit`): what can be dispatched now. The dispatch loop may take more than it has
+        executor room for (a probe for types it has not looked up), and what comes first in
+        the take is what gets the room: floors earned on the whole probe gave low nearly
+        every place while executors were saturated, high waiting behind."""
         out: list[Due] = []
+        earned_on = limit if room is None else min(room, limit)
         for cls, per_mille in self._per_mille.items():
             queue = self._queues[cls]
             if not queue:
                 self._credit[cls] = 0
                 continue
-            self._credit[cls] += limit * per_mille
+            self._credit[cls] += earned_on * per_mille
             n = min(self._credit[cls] // 1000, len(queue), limit - len(out))
             self._credit[cls] -= n * 1000
             out.extend(heapq.heappop(queue)[2] for _ in range(n))

@@ -414,8 +414,8 @@ async def test_a_node_whose_executors_are_full_pops_no_more_than_they_can_take()
     async with World(dispatch_batch=500) as w:
         popped: list[int] = []
         pop_due = w.engine._due.pop_due
-        def counting_pop(now_ms: int, limit: int) -> list:
-            got = pop_due(now_ms, limit)
+        def counting_pop(now_ms: int, limit: int, room: int | None = None) -> list:
+            got = pop_due(now_ms, limit, room)
             popped.append(len(got))
             return got
         w.engine._due.pop_due = counting_pop  # type: ignore[method-assign]

@@ -88,6 +88,25 @@ def test_a_chunk_returns_when_its_own_tasks_end_not_when_a_slow_one_beside_it_do
     asyncio.run(scenario())
 
 
+def test_each_outcome_frees_its_place_before_the_rest_of_its_chunk_ends(executor):
+    async def scenario():
+        pool = pool_for(executor.address)
+        heard: list[str] = []
+        mixed = [delivery("f1", "fast"), delivery("s1", "slow"), delivery("f2", "fast")]
+        call = asyncio.create_task(pool.run(pool.reserve("ns", "any", 3), mixed,
+                                            lambda o: heard.append(o.task_id)))
+        deadline = time.monotonic() + 10
+        while sorted(heard) != ["f1", "f2"]:
+            assert time.monotonic() < deadline, heard
+            await asyncio.sleep(0.01)
+        assert pool.in_flight() == 1 and not call.done()   # only the slow one holds a place
+        SLOW_RELEASE.set()
+        await call
+        assert pool.in_flight() == 0 and sorted(heard) == ["f1", "f2", "s1"]
+        await pool.stop()
+    asyncio.run(scenario())
+
+
 class Silent(pb_grpc.ExecutorServiceServicer):
     """An executor that takes deliveries on its stream and never answers (hung)."""
 

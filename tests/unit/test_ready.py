@@ -139,3 +139,17 @@ def test_a_higher_task_wakes_the_loop_though_an_older_backlog_waits():
             woken.append(q._wake.is_set())
         return woken[0], woken[1]
     assert asyncio.run(scenario()) == (False, True)
+
+
+def test_floors_are_earned_on_what_executors_can_take_not_on_a_larger_probe():
+    # Saturated executors free one place at a time, and the loop takes 64 to probe: the
+    # first of each take gets the place. Low must get about its 10% of those places, not all.
+    stage = ReadyStage({LOW: 0.1, NORMAL: 0.2})
+    stage.add(due(f"h{i}", i, HIGH) for i in range(2_000))
+    stage.add(due(f"l{i}", i, LOW) for i in range(2_000))
+    firsts = []
+    for _ in range(1_000):
+        taken = stage.take(64, room=1)
+        firsts.append(taken[0])
+        stage.add(taken[1:])                 # no room for the rest: back they go
+    assert classes(firsts) == {HIGH: 900, LOW: 100}
