@@ -18,6 +18,9 @@ from taskring import Client, Executor, TaskSpec, TaskState
 pytestmark = pytest.mark.integration
 
 NS, LIMITED, FREE = "limits", "export", "email"
+BLOCKING = "export-blocking"
+"""A limited type whose handler blocks a thread: it cannot be cancelled when the node's stream
+drops (async handlers are), so it runs on after its owner is killed."""
 
 
 class TimedExecutor:
@@ -26,17 +29,30 @@ class TimedExecutor:
     def __init__(self, zk_hosts: str):
         self.executor = Executor(NS, zk_hosts=zk_hosts, max_in_flight=64)
         self._lock = threading.Lock()
-        self.runs: dict[str, list[tuple[str, float, float]]] = {LIMITED: [], FREE: []}
+        self.runs: dict[str, list[tuple[str, float, float]]] = {LIMITED: [], FREE: [], BLOCKING: []}
         for task_type in (LIMITED, FREE):
             self.executor.add_handler(task_type, self._handler(task_type))
+        self.executor.add_handler(BLOCKING, self._blocking)
+
+    def _blocking(self, ctx) -> None:
+        started = time.monotonic()
+        time.sleep(ctx.payload["ms"] / 1000)
+        with self._lock:
+            self.runs[BLOCKING].append((ctx.task_id, started, time.monotonic()))
 
     def _handler(self, task_type: str):
         async def run(ctx) -> None:
             started = time.monotonic()
-            await asyncio.sleep(ctx.payload["ms"] / 1000)
-            with self._lock:
-                self.runs[task_type].append((ctx.task_id, started, time.monotonic()))
+            try:
+                await asyncio.sleep(ctx.payload["ms"] / 1000)
+            finally:   # a run cancelled at its deadline ran until then
+                with self._lock:
+                    self.runs[task_type].append((ctx.task_id, started, time.monotonic()))
         return run
+
+    def started(self, task_type: str) -> int:
+        with self._lock:
+            return len(self.runs[task_type])
 
     def most_at_once(self, task_type: str) -> int:
         with self._lock:
@@ -49,11 +65,17 @@ class TimedExecutor:
         return most
 
 
+def limited_node(world, tmp_path, node_id: str) -> NodeProcess:
+    policies = tmp_path / "policies.json"
+    limit = {"concurrency": {"per_type": 2}}
+    policies.write_text(json.dumps({f"{NS}/{LIMITED}": limit, f"{NS}/{BLOCKING}": limit}))
+    return NodeProcess(world, node_id, single=True, TASKRING_RETRY_POLICIES=str(policies),
+                       TASKRING_RECOVERY_GRACE_MS="1000").start()
+
+
 @pytest.fixture
 def node(taskring_env, tmp_path):
-    policies = tmp_path / "policies.json"
-    policies.write_text(json.dumps({f"{NS}/{LIMITED}": {"concurrency": {"per_type": 2}}}))
-    n = NodeProcess(taskring_env, "limits-1", single=True, TASKRING_RETRY_POLICIES=str(policies)).start()
+    n = limited_node(taskring_env, tmp_path, "limits-1")
     try:
         n.wait_ready()
         yield n
@@ -86,3 +108,28 @@ def test_a_limited_type_never_runs_more_than_its_limit_and_frees_each_place_as_i
     ends = {task_id: end for task_id, _, end in executor.runs[LIMITED]}
     assert all(ends[f"short-{i}"] < ends["long"] for i in range(10)), \
         "a short attempt waited for the long one: places were freed by call, not by attempt"
+
+
+def test_after_the_owner_is_killed_its_running_attempts_still_count_until_they_time_out(taskring_env, tmp_path,
+                                                                                        executor):
+    first = limited_node(taskring_env, tmp_path, "limits-1")
+    first.wait_ready()
+    # Runs long enough to outlast the new owner's start by seconds.
+    ids = [f"crash-{i}" for i in range(3)]
+    with Client(first.target) as client:
+        client.submit_batch([TaskSpec(NS, BLOCKING, {"ms": 6_000}, task_id=t, timeout=7) for t in ids])
+        wait_until(lambda: sum(client.get(t).state in (TaskState.DISPATCHED, TaskState.RUNNING) for t in ids) == 2, 30,
+                   "two attempts running under the limit")
+    first.kill()   # kill -9: its two attempts run on at the executor, their outcomes lost
+    second = limited_node(taskring_env, tmp_path, "limits-2")
+    try:
+        second.wait_ready()
+        with Client(second.target) as client:
+            wait_until(lambda: all(client.get(t).state == TaskState.SUCCEEDED for t in ids), 90,
+                       "every task to succeed under the new owner")
+    finally:
+        second.terminate()
+    # The killed owner's two attempts ran to their end beside whatever the new owner started:
+    # never more than two at once, by the executor's own clock.
+    assert executor.started(BLOCKING) >= 3 + 2, executor.runs[BLOCKING]
+    assert executor.most_at_once(BLOCKING) == 2, executor.runs[BLOCKING]
