@@ -24,6 +24,7 @@ from dispatcher.api.payload_json import canonical_payload, fast_canonical_payloa
 from dispatcher.base.clock import rfc3339
 from dispatcher.base.errors import InvalidArgument, quote
 from dispatcher.base.ids import new_task_id, new_task_ids
+from dispatcher.policy.key_template import render_key
 from dispatcher.policy.retry import InvalidRetryPolicy, RetryPolicies, RetryPolicy
 from taskring.wire import pb
 
@@ -180,6 +181,7 @@ def validate_task(
     retry_policy = _retry_policy(task, namespace, task_type, limits, p)
 
     unique_key, unique_ttl_ms = _unique_key(task, namespace, task_type, payload_json, limits, p)
+    _check_limit_key(namespace, task_type, payload_json, limits, p)
     for name, value in (("unique_key", unique_key), ("trace_id", task.trace_id)):
         if len(value) > limits.max_key_chars:
             raise InvalidArgument(f"{p}.{name}",
@@ -344,11 +346,14 @@ class _TypicalTasks:
                          self._timeout_ms, self._max_retries, policy, priority, unique_key, 0, trace_id, self._now)
 
     def _type_facts(self, namespace: str, task_type: str) -> _TypeFacts:
-        """Of a type with valid names (ASCII, then) and no unique-key rule; else _DECLINED_TYPE."""
+        """Of a type with valid names (ASCII, then), no unique-key rule and no per-key limit (its
+        payload must have the key's fields); else _DECLINED_TYPE."""
         facts = _DECLINED_TYPE
         registry = self._limits.retry_policies
+        type_limits = registry.limits_by_type.get((namespace, task_type))
         if (NAMESPACE_RE.fullmatch(namespace) is not None and TASK_TYPE_RE.fullmatch(task_type) is not None
-                and (namespace, task_type) not in registry.unique_by_type):
+                and (namespace, task_type) not in registry.unique_by_type
+                and (type_limits is None or type_limits.key is None)):
             facts = (registry.resolve(None, namespace, task_type), _string_size(len(namespace)) +
                      _string_size(len(task_type)))
         self._types[(namespace, task_type)] = facts
@@ -400,6 +405,14 @@ def _unique_key(task: pb.Task, namespace: str, task_type: str, payload_json: str
         if not 1 <= ttl_ms <= limits.max_delay_ms:
             raise InvalidArgument(f"{p}.unique_ttl_ms", f"must be in [1, {limits.max_delay_ms}], got {ttl_ms}")
     return key, ttl_ms
+
+
+def _check_limit_key(namespace: str, task_type: str, payload_json: str, limits: Limits, p: str) -> None:
+    """A type with a per-key limit builds each task's key from its payload at dispatch: a
+    payload without the template's fields is refused now, naming the field."""
+    type_limits = limits.retry_policies.limits_by_type.get((namespace, task_type))
+    if type_limits is not None and type_limits.key is not None:
+        render_key(type_limits.key, parse_canonical(payload_json), f"{p}.payload_json", "limit key")
 
 
 # ---- Times ----

@@ -27,7 +27,7 @@ from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
-from dispatcher.engine.limits import CONCURRENCY, RETRY_CAP, ConcurrencyGate
+from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 
 _NO_EXECUTOR_LOG_S = 60.0
+
+_KEY_PREFIX = "key:"
+"""A task waiting on its key's limit is parked under the limit "key:<its key>"."""
 
 _PROBE = 64
 """Due tasks popped even when the executors this node knows have no room: enough to find
@@ -182,47 +185,64 @@ class Dispatch:
                 room = self._gate.room(key, now_ms)
                 if limit == RETRY_CAP:
                     room = min(room, self._gate.retry_room(key, now_ms))
+                elif limit.startswith(_KEY_PREFIX):
+                    room = min(room, self._gate.key_room(key, limit[len(_KEY_PREFIX):], now_ms))
             self._due.unpark((namespace, task_type, limit), room)
         self._observe_limits()
 
     def _observe_limits(self) -> None:
-        """The limit gauges, a few times a second at most."""
+        """The limit gauges, a few times a second at most (per key: summed over the keys)."""
         now = time.monotonic()
         if now - self._limits_observed_at < 0.25:
             return
         self._limits_observed_at = now
-        parked = self._due.parked()
+        parked: dict[tuple[str, str, str], int] = collections.Counter()
+        for (namespace, task_type, limit), n in self._due.parked().items():
+            parked[(namespace, task_type, PER_KEY if limit.startswith(_KEY_PREFIX) else limit)] += n
         held = self._gate.held()
         for key in self._gate.limited_types():
-            for limit in (CONCURRENCY, RETRY_CAP):
+            for limit in (CONCURRENCY, RETRY_CAP, PER_KEY):
                 self._metrics.limit_waiting.labels(*key, limit).set(parked.get((*key, limit), 0))
                 self._metrics.limit_held.labels(*key, limit).set(held.get((*key, limit), 0))
 
     def _admit(self, key: tuple[str, str], group: list[Due], now_ms: int) -> list[Due]:
         """What of a type's group may start under its limits; the rest is parked, on the limit
-        it waits for (a retry over the retry cap waits on the cap, behind no first attempt)."""
+        it waits for: the type's, its retry cap (a retry behind no first attempt) or its key's
+        (one tenant's tasks behind no other tenant's)."""
         limits = self._gate.limits_of(key)
         if limits is None:
             return group
         room = self._gate.room(key, now_ms)
         retry_room = self._gate.retry_room(key, now_ms)
         capped = limits.max_retrying is not None
+        keyed = limits.max_running_per_key is not None
+        key_rooms: dict[str, int] = {}
         admitted: list[Due] = []
-        waiting: dict[str, list[Due]] = {CONCURRENCY: [], RETRY_CAP: []}
+        waiting: dict[str, list[Due]] = collections.defaultdict(list)
         for d in group:
             if room <= 0:
                 waiting[CONCURRENCY].append(d)
-            elif capped and d.attempt >= 2 and retry_room <= 0:
+                continue
+            if capped and d.attempt >= 2 and retry_room <= 0:
                 waiting[RETRY_CAP].append(d)
-            else:
-                room -= 1
-                if capped and d.attempt >= 2:
-                    retry_room -= 1
-                admitted.append(d)
+                continue
+            if keyed:
+                limit_key = self._gate.key_of(key, d) or ""
+                left = key_rooms.get(limit_key)
+                if left is None:
+                    left = key_rooms[limit_key] = self._gate.key_room(key, limit_key, now_ms)
+                if left <= 0:
+                    waiting[_KEY_PREFIX + limit_key].append(d)
+                    continue
+                key_rooms[limit_key] = left - 1
+            room -= 1
+            if capped and d.attempt >= 2:
+                retry_room -= 1
+            admitted.append(d)
         for limit, over in waiting.items():
-            if over:
-                self._due.park((*key, limit), over)
-                self._metrics.limit_parked.labels(*key, limit).inc(len(over))
+            self._due.park((*key, limit), over)
+            self._metrics.limit_parked.labels(*key, PER_KEY if limit.startswith(_KEY_PREFIX) else limit).inc(
+                len(over))
         self._gate.take(key, admitted)
         self._observe_limits()
         return admitted

@@ -19,7 +19,7 @@ class Due:
     """
 
     __slots__ = ("_task", "_envelope", "task_id", "priority", "slot", "attempt", "due_ms", "source", "epoch",
-                 "topic", "offset", "dispatched_ms", "limit_held")
+                 "topic", "offset", "dispatched_ms", "limit_held", "limit_key")
 
     def __init__(self, *, slot: int, attempt: int, due_ms: int, source: str, epoch: int,
                  task: pb.Task | None = None, envelope: bytes | None = None, task_id: str | None = None,
@@ -44,6 +44,7 @@ class Due:
         self.offset = offset
         self.dispatched_ms = dispatched_ms
         self.limit_held = 0   # the places it holds under its type's limits: bits of engine/limits.py
+        self.limit_key: str | None = None   # its key under a per-key limit, once worked out
 
     @property
     def task(self) -> pb.Task:

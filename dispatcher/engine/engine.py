@@ -223,8 +223,9 @@ class Engine:
         for row in in_doubt:
             key = (row.namespace, row.task_type)
             if self._gate.limits_of(key) is not None:
-                timeout_ms = pb.Task.FromString(row.envelope).timeout_ms
-                ghosts.append((key, datetime_to_ms(row.dispatched_at) + timeout_ms + grace_ms, row.attempt >= 2))
+                task = pb.Task.FromString(row.envelope)
+                ghosts.append((key, datetime_to_ms(row.dispatched_at) + task.timeout_ms + grace_ms, row.attempt >= 2,
+                               self._gate.key_of_task(key, task)))
         if ghosts:
             log.info("slot %d: %d attempts of an earlier owner count against limits until they time out",
                      slot, len(ghosts))

@@ -19,17 +19,22 @@ before it lets the slot go (engine.py `slot_revoked`).
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Iterable, Mapping
 
+from dispatcher.base.errors import InvalidArgument
 from dispatcher.engine.due import Due
+from dispatcher.policy.key_template import render_key
 from dispatcher.policy.scheduling import TypeLimits
+from taskring.wire import pb
 
 TypeKey = tuple[str, str]
 """(namespace, task_type)."""
-CONCURRENCY, RETRY_CAP = "concurrency", "retry_cap"
-"""The limits a task can wait on (the `limit` label of the metrics)."""
-TYPE_PLACE, RETRY_PLACE = 1, 2
-"""The bits of `Due.limit_held`: a place under the type's concurrency limit, under its retry cap."""
+CONCURRENCY, RETRY_CAP, PER_KEY = "concurrency", "retry_cap", "per_key"
+"""The limits a task can wait on (the `limit` label of the metrics; no key is a label)."""
+TYPE_PLACE, RETRY_PLACE, KEY_PLACE = 1, 2, 4
+"""The bits of `Due.limit_held`: a place under the type's concurrency limit, under its retry cap,
+under its key's limit."""
 UNLIMITED = 1 << 62
 
 
@@ -42,6 +47,9 @@ class ConcurrencyGate:
         # all of them, and those that were retries.
         self._ghosts: dict[TypeKey, list[tuple[int, int]]] = {}
         self._retry_ghosts: dict[TypeKey, list[tuple[int, int]]] = {}
+        # Per (type, limit key): attempts holding a place of the key, and ghosts of the key.
+        self._running_key: dict[tuple[TypeKey, str], int] = {}
+        self._key_ghosts: dict[tuple[TypeKey, str], list[tuple[int, int]]] = {}
 
     def limits_of(self, key: TypeKey) -> TypeLimits | None:
         """The type's limits, or None (the common case: one dict lookup per type per batch)."""
@@ -64,18 +72,51 @@ class ConcurrencyGate:
             return UNLIMITED
         return max(0, limits.max_retrying - self._retrying.get(key, 0) - _live(self._retry_ghosts, key, now_ms))
 
+    def key_room(self, key: TypeKey, limit_key: str, now_ms: int) -> int:
+        """How many more attempts of the type with this limit key may start now."""
+        limits = self._limits.get(key)
+        if limits is None or limits.max_running_per_key is None:
+            return UNLIMITED
+        both = (key, limit_key)
+        return max(0, limits.max_running_per_key - self._running_key.get(both, 0)
+                   - _live(self._key_ghosts, both, now_ms))
+
+    def key_of(self, key: TypeKey, due: Due) -> str | None:
+        """The due task's key under its type's per-key limit (None: the type has none); worked
+        out from its payload once and kept on it. A payload without the template's fields
+        (submitted before the template was declared) has the key "", shared by all such."""
+        if due.limit_key is None:
+            due.limit_key = self.key_of_task(key, due.task)
+        return due.limit_key
+
+    def key_of_task(self, key: TypeKey, task: pb.Task) -> str | None:
+        """key_of, for a task (its payload parsed: only types with a per-key limit pay this)."""
+        limits = self._limits.get(key)
+        if limits is None or limits.key is None:
+            return None
+        try:
+            return render_key(limits.key, json.loads(task.payload_json or "{}"), "payload_json", "limit key")
+        except (InvalidArgument, ValueError):
+            return ""
+
     def take(self, key: TypeKey, dues: Iterable[Due]) -> None:
-        """Each of `dues` starts holding its places: one under the type's limit, and one under
-        its retry cap if it is a retry and the type has one."""
+        """Each of `dues` starts holding its places: one under the type's limit, one under its
+        retry cap if it is a retry and the type has one, one under its key's limit if the type
+        has per-key limits (key_of has worked its key out)."""
         limits = self._limits[key]
         capped = limits.max_retrying is not None
+        keyed = limits.max_running_per_key is not None
         n = retries = 0
         for d in dues:
+            held = TYPE_PLACE
             if capped and d.attempt >= 2:
-                d.limit_held = TYPE_PLACE | RETRY_PLACE
+                held |= RETRY_PLACE
                 retries += 1
-            else:
-                d.limit_held = TYPE_PLACE
+            if keyed and d.limit_key is not None:
+                held |= KEY_PLACE
+                both = (key, d.limit_key)
+                self._running_key[both] = self._running_key.get(both, 0) + 1
+            d.limit_held = held
             n += 1
         if n:
             self._running[key] = self._running.get(key, 0) + n
@@ -96,22 +137,32 @@ class ConcurrencyGate:
                 freed[key] = freed.get(key, 0) + 1
                 if held & RETRY_PLACE:
                     retries[key] = retries.get(key, 0) + 1
+                if held & KEY_PLACE and d.limit_key is not None:
+                    both = (key, d.limit_key)
+                    left = self._running_key[both] - 1
+                    if left:
+                        self._running_key[both] = left
+                    else:
+                        del self._running_key[both]
         _subtract(self._running, freed)
         _subtract(self._retrying, retries)
         return freed
 
-    def add_ghosts(self, slot: int, ghosts: Iterable[tuple[TypeKey, int, bool]]) -> None:
-        """Attempts of `slot` an earlier owner started, each (type, until_ms, was a retry):
-        counted as running until then. Only types with limits are kept."""
-        for key, until_ms, retry in ghosts:
+    def add_ghosts(self, slot: int, ghosts: Iterable[tuple[TypeKey, int, bool, str | None]]) -> None:
+        """Attempts of `slot` an earlier owner started, each (type, until_ms, was a retry, its
+        limit key or None): counted as running until then. Only types with limits are kept."""
+        for key, until_ms, retry, limit_key in ghosts:
             if key in self._limits:
                 heapq.heappush(self._ghosts.setdefault(key, []), (until_ms, slot))
                 if retry:
                     heapq.heappush(self._retry_ghosts.setdefault(key, []), (until_ms, slot))
+                if limit_key is not None:
+                    heapq.heappush(self._key_ghosts.setdefault((key, limit_key), []), (until_ms, slot))
 
     def drop_slots(self, slots: set[int]) -> None:
         """The ghosts of slots that left this node: their next owner counts them."""
-        for table in (self._ghosts, self._retry_ghosts):
+        tables: tuple[dict, ...] = (self._ghosts, self._retry_ghosts, self._key_ghosts)
+        for table in tables:
             for key, ghosts in list(table.items()):
                 kept = [g for g in ghosts if g[1] not in slots]
                 if len(kept) != len(ghosts):
@@ -134,6 +185,10 @@ class ConcurrencyGate:
                                       (RETRY_CAP, self._retrying, self._retry_ghosts)):
             for key in set(counts) | set(ghosts):
                 out[(*key, limit)] = counts.get(key, 0) + len(ghosts.get(key, ()))
+        for (key, _), n in self._running_key.items():
+            out[(*key, PER_KEY)] = out.get((*key, PER_KEY), 0) + n
+        for (key, _), of_key in self._key_ghosts.items():
+            out[(*key, PER_KEY)] = out.get((*key, PER_KEY), 0) + len(of_key)
         return out
 
     def running(self) -> dict[TypeKey, int]:
@@ -144,7 +199,7 @@ class ConcurrencyGate:
         return out
 
 
-def _live(table: dict[TypeKey, list[tuple[int, int]]], key: TypeKey, now_ms: int) -> int:
+def _live(table: dict, key: object, now_ms: int) -> int:
     """The ghosts of `key` whose lease has not run out, dropping the others."""
     ghosts = table.get(key)
     if not ghosts:

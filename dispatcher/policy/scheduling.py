@@ -3,8 +3,12 @@ retries, cluster-wide.
 
 Declared in the same file as the per-type retry policies (dispatcher/policy/retry.py):
 
-    {"shop/export_orders": {"concurrency": {"per_type": 3}},
+    {"shop/export_orders": {"concurrency": {"per_type": 20, "per_key": 3, "key": "tenant:{shop_id}"}},
      "payments/notify_bank": {"retry_cap": 5}}
+
+`per_key` with `key` (a template over payload fields, like a unique key's) bounds the attempts
+of one key (one tenant, one shop) running at once, under the type's `per_type` if it has one.
+A task whose payload lacks a field of the template is refused at submit, naming it.
 
 `retry_cap` bounds the attempts after the first that run at once: when a downstream is down and
 every task fails, it sees a trickle of retries, not a storm; the rest wait, due, in backoff order.
@@ -21,11 +25,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from dispatcher.policy.key_template import template_problem
+
 CONCURRENCY_FIELD = "concurrency"
 RETRY_CAP_FIELD = "retry_cap"
 LIMIT_FIELDS = frozenset({CONCURRENCY_FIELD, RETRY_CAP_FIELD})
 """The fields of a task type's entry that declare its limits."""
-_CONCURRENCY_FIELDS = frozenset({"per_type"})
+_CONCURRENCY_FIELDS = frozenset({"per_type", "per_key", "key"})
 
 
 class InvalidSchedulingPolicy(ValueError):
@@ -50,12 +56,26 @@ class TypeLimits:
     """At most this many attempts of the type running at once, cluster-wide."""
     max_retrying: int | None = None
     """At most this many of them retries (attempt 2 and later)."""
+    max_running_per_key: int | None = None
+    """At most this many attempts with the same `key` running at once."""
+    key: str | None = None
+    """The template of a task's limit key, over its payload's fields (policy/key_template.py)."""
 
     def __post_init__(self) -> None:
-        if self.max_running is None and self.max_retrying is None:
+        if self.max_running is None and self.max_retrying is None and self.max_running_per_key is None:
             raise InvalidSchedulingPolicy("per_type", "a type's limits need a concurrency limit or a retry cap")
         if self.max_running is not None:
             _whole_at_least_one("per_type", self.max_running)
+        if self.max_running_per_key is not None:
+            _whole_at_least_one("per_key", self.max_running_per_key)
+            if self.key is None:
+                raise InvalidSchedulingPolicy("key", "is required with per_key: the template of each task's key")
+        if self.key is not None:
+            if self.max_running_per_key is None:
+                raise InvalidSchedulingPolicy("per_key", "is required with key")
+            problem = template_problem(self.key) if isinstance(self.key, str) else "must be a string"
+            if problem is not None:
+                raise InvalidSchedulingPolicy("key", problem)
         if self.max_retrying is not None:
             _whole_at_least_one(RETRY_CAP_FIELD, self.max_retrying)
 
@@ -75,10 +95,17 @@ def parse_type_limits(key: str, spec: Mapping[str, object]) -> TypeLimits | None
         if unknown:
             raise InvalidSchedulingPolicy(f"{where}.{sorted(unknown)[0]}",
                                           "is not a concurrency limit field (per_type)")
-        if "per_type" not in concurrency:
-            raise InvalidSchedulingPolicy(f"{where}.per_type", "is required")
-        max_running = concurrency["per_type"]
-        _whole_at_least_one(f"{where}.per_type", max_running)
+        if "per_type" not in concurrency and "per_key" not in concurrency:
+            raise InvalidSchedulingPolicy(f"{where}.per_type", "is required (or per_key with key)")
+        try:
+            limits = TypeLimits(max_running=concurrency.get("per_type"), max_running_per_key=concurrency.get("per_key"),
+                                key=concurrency.get("key"))
+        except InvalidSchedulingPolicy as exc:
+            raise InvalidSchedulingPolicy(f"{where}.{exc.field}", exc.problem) from None
+        max_running, per_key, template = limits.max_running, limits.max_running_per_key, limits.key
+    else:
+        per_key = template = None
     if retry_cap is not None:
         _whole_at_least_one(f"{key}.{RETRY_CAP_FIELD}", retry_cap)
-    return TypeLimits(max_running=max_running, max_retrying=retry_cap)  # type: ignore[arg-type]  # checked above
+    return TypeLimits(max_running=max_running, max_retrying=retry_cap,  # type: ignore[arg-type]  # checked above
+                      max_running_per_key=per_key, key=template)

@@ -21,13 +21,9 @@ Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
-from dispatcher.base.errors import InvalidArgument, quote
-
-_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
-_BRACES = re.compile(r"[{}]")
+from dispatcher.policy.key_template import FIELD, render_key, template_problem
 
 
 class InvalidUniqueRule(ValueError):
@@ -49,34 +45,20 @@ class UniqueRule:
     """0: the key is held while the task is live; else held this long from acceptance."""
 
     def __post_init__(self) -> None:
-        if not self.template:
-            raise InvalidUniqueRule("unique_key", "must not be empty")
-        if not _FIELD.search(self.template):
-            raise InvalidUniqueRule("unique_key", f"names no payload field ({{field}}): {quote(self.template)}")
-        if _BRACES.search(_FIELD.sub("", self.template)):
-            raise InvalidUniqueRule("unique_key", f"has a brace that is not a {{field}}: {quote(self.template)}")
+        problem = template_problem(self.template)
+        if problem is not None:
+            raise InvalidUniqueRule("unique_key", problem)
         if self.ttl_ms < 0:
             raise InvalidUniqueRule("unique_ttl_ms", f"must be >= 0, got {self.ttl_ms}")
 
     @property
     def fields(self) -> list[str]:
-        return _FIELD.findall(self.template)
+        return FIELD.findall(self.template)
 
     def render(self, payload: dict[str, Any], field: str) -> str:
         """The key of one task. A placeholder whose field is missing, or is not a string or
         an integer, is the caller's error, reported on `field` (the task's payload)."""
-        def value_of(match: re.Match[str]) -> str:
-            value: Any = payload
-            for part in match[1].split("."):
-                if not isinstance(value, dict) or part not in value:
-                    raise InvalidArgument(field, f"has no field {match[1]!r}, which its task type's unique key"
-                                                 f" {quote(self.template)} is built from")
-                value = value[part]
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise InvalidArgument(field, f"field {match[1]!r} must be a string or an integer to build the"
-                                             f" unique key {quote(self.template)}, got {type(value).__name__}")
-            return str(value)
-        return _FIELD.sub(value_of, self.template)
+        return render_key(self.template, payload, field, "unique key")
 
 
 def parse_unique_rule(key: str, spec: dict[str, Any]) -> UniqueRule | None:

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import functools
+import json
 import random
 import time
 from collections.abc import Callable
@@ -198,10 +199,10 @@ class World:
 
     async def submit(self, task_id: str, *, due_in_ms: int = 0, route: str = "kafka", namespace: str = "ns",
                      max_retries: int = 3, backoff_ms: int = 500, task_type: str = "send",
-                     priority: pb.Priority = NORMAL) -> int:
+                     priority: pb.Priority = NORMAL, payload_json: str = "{}") -> int:
         """What the API does: the row first, then (Kafka path) the message. Returns the due time."""
         due_ms = self.clock.now_ms() + due_in_ms
-        task = pb.Task(task_id=task_id, namespace=namespace, task_type=task_type, payload_json="{}",
+        task = pb.Task(task_id=task_id, namespace=namespace, task_type=task_type, payload_json=payload_json,
                        timeout_ms=1_000, max_retries=max_retries, priority=priority,
                        retry_policy=pb.RetryPolicy(schedule_ms=[backoff_ms]))
         self.store.insert_tasks([r.NewTask(
@@ -579,8 +580,7 @@ async def test_retries_over_the_retry_cap_wait_in_turn_and_first_attempts_go_on(
         await eventually(lambda: all(w.status(f"r{i}") == (r.ENQUEUED, 1) for i in range(5)), "five first failures")
         w.clock.advance(10)                # every retry is due: one runs, four wait on the cap
         await eventually(lambda: w.engine._due.parked() == {("ns", "send", "retry_cap"): 4}, "four retries waiting")
-        retries = [c.task_id for c in w.executor.calls if c.attempt == 2]
-        assert len(retries) == 1, w.executor.calls
+        await eventually(lambda: len([c for c in w.executor.calls if c.attempt == 2]) == 1, "one retry to start")
         await w.submit("fresh")            # a first attempt does not wait behind the cap
         await eventually(lambda: w.status("fresh") == (r.SUCCEEDED, 1), "a first attempt to run meanwhile")
         for n in range(5):
@@ -595,6 +595,27 @@ async def test_retries_over_the_retry_cap_wait_in_turn_and_first_attempts_go_on(
             await eventually(functools.partial(ended_and_next_started, running[0], min(5, n + 2)),
                              f"retry {n + 2} to start after retry {n + 1} ended")
         assert w.engine._gate.held() == {}
+
+
+@scenario
+async def test_a_key_at_its_limit_waits_and_other_keys_go_on():
+    limits = TypeLimits(max_running_per_key=1, key="shop:{shop}")
+    async with World(type_limits={("ns", "send"): limits}) as w:
+        await w.own()
+        for shop in ("a", "b"):
+            for i in range(3):
+                w.executor.gates[f"{shop}{i}"] = asyncio.Event()
+                await w.submit(f"{shop}{i}", payload_json=json.dumps({"shop": shop}))
+        await w.submit("keyless")       # no shop: the key "", a key of its own
+        await eventually(lambda: sorted(c.task_id for c in w.executor.calls) == ["a0", "b0", "keyless"],
+                         "one task of each key to start")
+        await w.engine_looked()
+        assert w.engine._due.parked() == {("ns", "send", "key:shop:a"): 2, ("ns", "send", "key:shop:b"): 2}
+        assert w.engine._gate.held() == {("ns", "send", "per_key"): 3, ("ns", "send", "concurrency"): 3}
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
+                         "every task to run, a key at a time")
+        assert w.engine._gate.held() == {} and not w.engine._due.has_parked()
 
 
 @scenario

@@ -3,10 +3,13 @@ owner (engine/limits.py), each place released exactly once, ghosts of an earlier
 until their lease ends."""
 from __future__ import annotations
 
+import datetime as dt
 import random
 
 import pytest
 
+from dispatcher.api.validation import Limits, validate_batch, validate_task
+from dispatcher.base.errors import InvalidArgument
 from dispatcher.engine.due import KAFKA, Due
 from dispatcher.engine.limits import UNLIMITED, ConcurrencyGate
 from dispatcher.policy.retry import InvalidRetryPolicy, parse_retry_policies
@@ -44,6 +47,10 @@ def test_a_limit_is_declared_per_type_beside_its_retry_policy():
     ('{"a/b": {"retry_cap": 0}}', "a/b.retry_cap: must be a whole number >= 1, got 0"),
     ('{"a/b": {"retry_cap": "5"}}', "a/b.retry_cap: must be a whole number >= 1, got '5'"),
     ('{"default": {"retry_cap": 5}}', "default.retry_cap: is per task type"),
+    ('{"a/b": {"concurrency": {"per_key": 3}}}', "a/b.concurrency.key: is required with per_key"),
+    ('{"a/b": {"concurrency": {"per_key": 3, "key": "tenant"}}}', "a/b.concurrency.key: names no payload field"),
+    ('{"a/b": {"concurrency": {"per_key": 0, "key": "t:{x}"}}}', "a/b.concurrency.per_key: must be a whole number"),
+    ('{"a/b": {"concurrency": {"key": "t:{x}"}}}', "a/b.concurrency.per_type: is required (or per_key with key)"),
 ])
 def test_a_bad_limit_is_refused_naming_the_field(text, says):
     with pytest.raises(InvalidRetryPolicy) as refused:
@@ -80,7 +87,8 @@ def test_a_retry_takes_a_place_under_the_retry_cap_too():
 
 def test_an_earlier_owners_attempts_count_until_their_lease_ends():
     gate = ConcurrencyGate({KEY: TypeLimits(3, max_retrying=2)})
-    gate.add_ghosts(slot=5, ghosts=[(KEY, 1_000, False), (KEY, 2_000, True), (OTHER, 1_500, False)])  # OTHER: no limit
+    gate.add_ghosts(slot=5, ghosts=[(KEY, 1_000, False, None), (KEY, 2_000, True, None),
+                                    (OTHER, 1_500, False, None)])   # OTHER has no limit
     assert gate.room(KEY, now_ms=500) == 1 and gate.retry_room(KEY, now_ms=500) == 1
     assert gate.next_ghost_expiry_ms() == 1_000
     assert gate.room(KEY, now_ms=1_000) == 2
@@ -91,10 +99,26 @@ def test_an_earlier_owners_attempts_count_until_their_lease_ends():
 
 def test_the_ghosts_of_a_slot_that_leaves_go_with_it():
     gate = ConcurrencyGate({KEY: TypeLimits(3)})
-    gate.add_ghosts(slot=5, ghosts=[(KEY, 9_000, False)])
-    gate.add_ghosts(slot=6, ghosts=[(KEY, 9_000, False), (KEY, 9_000, True)])
+    gate.add_ghosts(slot=5, ghosts=[(KEY, 9_000, False, None)])
+    gate.add_ghosts(slot=6, ghosts=[(KEY, 9_000, False, None), (KEY, 9_000, True, None)])
     gate.drop_slots({6})
     assert gate.room(KEY, now_ms=0) == 2
+
+
+def test_a_keys_places_are_counted_apart_from_other_keys_and_its_ghosts_too():
+    gate = ConcurrencyGate({KEY: TypeLimits(max_running_per_key=2, key="shop:{shop}")})
+    a1, a2, b1 = (Due(task=pb.Task(task_id=t, namespace=KEY[0], task_type=KEY[1], payload_json=f'{{"shop": "{s}"}}'),
+                      slot=0, attempt=1, due_ms=0, source=KAFKA, epoch=1) for t, s in (("a1", "a"), ("a2", "a"),
+                                                                                     ("b1", "b")))
+    assert [gate.key_of(KEY, d) for d in (a1, a2, b1)] == ["shop:a", "shop:a", "shop:b"]
+    gate.take(KEY, [a1, a2, b1])
+    assert (gate.key_room(KEY, "shop:a", now_ms=0), gate.key_room(KEY, "shop:b", now_ms=0)) == (0, 1)
+    gate.release([a1])
+    assert gate.key_room(KEY, "shop:a", now_ms=0) == 1
+    gate.add_ghosts(slot=3, ghosts=[(KEY, 1_000, False, "shop:b")])
+    assert gate.key_room(KEY, "shop:b", now_ms=500) == 0 and gate.key_room(KEY, "shop:b", now_ms=1_000) == 1
+    no_shop = due("x")
+    assert gate.key_of(KEY, no_shop) == ""     # a payload without the field: the key ""
 
 
 def test_random_takes_and_releases_never_hold_more_than_either_limit():
@@ -121,3 +145,26 @@ def test_random_takes_and_releases_never_hold_more_than_either_limit():
         retries = sum(d.attempt >= 2 for d in holding)
         assert gate.running().get(KEY, 0) == len(holding) <= 4
         assert gate.held().get((*KEY, "retry_cap"), 0) == retries <= 2
+
+
+# ---------------------------------------------------------------- at submit
+
+def _limited() -> Limits:
+    return Limits(retry_policies=parse_retry_policies(
+        '{"shop/export": {"concurrency": {"per_key": 2, "key": "shop:{shop.id}"}}}'))
+
+
+def test_a_payload_without_the_limit_keys_field_is_refused_at_submit_naming_it():
+    now = dt.datetime.now(dt.UTC)
+    ok = pb.Task(namespace="shop", task_type="export", payload_json='{"shop": {"id": 7}}')
+    assert validate_task(ok, now=now, limits=_limited()).task_type == "export"
+    for payload, says in (('{"shop": {}}', "has no field 'shop.id', which its task type's limit key"),
+                          ('{"shop": {"id": [1]}}', "field 'shop.id' must be a string or an integer")):
+        bad = pb.Task(namespace="shop", task_type="export", payload_json=payload)
+        with pytest.raises(InvalidArgument) as refused:
+            validate_task(bad, now=now, limits=_limited())
+        assert refused.value.field == "task.payload_json" and says in str(refused.value)
+    with pytest.raises(InvalidArgument) as in_batch:
+        validate_batch([ok, pb.Task(namespace="shop", task_type="export", payload_json="{}")], now=now,
+                       limits=_limited())
+    assert in_batch.value.field == "tasks[1].payload_json"
