@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import cast
@@ -294,6 +295,7 @@ class _TypicalTasks:
         self._max_retries = limits.default_max_retries
         # Per batch, not per process: a Limits may change between batches (a reload).
         self._types: dict[tuple[str, str], _TypeFacts] = {}
+        self._keyed: dict[tuple[str, str], str] = {}   # types with a per-key limit: the key's template
         self._due: dict[int, _DueFacts] = {0: (now, 0)}   # a batch has a few delays; a datetime sum costs
 
     def check(self, task: pb.Task, new_id: Callable[[], str]) -> ValidTask | None:
@@ -321,7 +323,7 @@ class _TypicalTasks:
                 return self._with_other_fields(task, new_id, namespace, task_type, payload, policy, due_at,
                                                priority)
         canonical = fast_canonical_payload(payload, self._max_bytes, self._max_depth) if payload else "{}"
-        if canonical is None:
+        if canonical is None or (self._keyed and not self._has_limit_key(namespace, task_type, canonical)):
             return None
         return ValidTask(new_id(), namespace, task_type, canonical, 0, due_at, self._timeout_ms,
                          self._max_retries, policy, priority, "", 0, "", self._now)
@@ -340,20 +342,33 @@ class _TypicalTasks:
         if len(unique_key) > self._max_key_chars or len(trace_id) > self._max_key_chars:
             return None
         canonical = fast_canonical_payload(payload, self._max_bytes, self._max_depth) if payload else "{}"
-        if canonical is None:
+        if canonical is None or (self._keyed and not self._has_limit_key(namespace, task_type, canonical)):
             return None
         return ValidTask(task_id or new_id(), namespace, task_type, canonical, task.payload_version, due_at,
                          self._timeout_ms, self._max_retries, policy, priority, unique_key, 0, trace_id, self._now)
 
+    def _has_limit_key(self, namespace: str, task_type: str, canonical: str) -> bool:
+        """Whether a task of a type with a per-key limit has its key's fields (else the full
+        path refuses it, naming the field); True for a type without one."""
+        template = self._keyed.get((namespace, task_type))
+        if template is None:
+            return True
+        try:
+            render_key(template, json.loads(canonical), "payload_json", "limit key")
+        except InvalidArgument:
+            return False
+        return True
+
     def _type_facts(self, namespace: str, task_type: str) -> _TypeFacts:
-        """Of a type with valid names (ASCII, then), no unique-key rule and no per-key limit (its
-        payload must have the key's fields); else _DECLINED_TYPE."""
+        """Of a type with valid names (ASCII, then) and no unique-key rule; else _DECLINED_TYPE.
+        A type with a per-key limit is noted in `_keyed`: its payloads must have the key's fields."""
         facts = _DECLINED_TYPE
         registry = self._limits.retry_policies
         type_limits = registry.limits_by_type.get((namespace, task_type))
+        if type_limits is not None and type_limits.key is not None:
+            self._keyed[(namespace, task_type)] = type_limits.key
         if (NAMESPACE_RE.fullmatch(namespace) is not None and TASK_TYPE_RE.fullmatch(task_type) is not None
-                and (namespace, task_type) not in registry.unique_by_type
-                and (type_limits is None or type_limits.key is None)):
+                and (namespace, task_type) not in registry.unique_by_type):
             facts = (registry.resolve(None, namespace, task_type), _string_size(len(namespace)) +
                      _string_size(len(task_type)))
         self._types[(namespace, task_type)] = facts
