@@ -176,18 +176,23 @@ class Dispatch:
     def _unpark(self, now_ms: int) -> None:
         """Back to the ready stage, for each limit tasks wait on, as many as it has places free
         now (released by outcomes, or ghosts that ran out). A task unparked for a place another
-        takes first is parked again: places are checked when taken."""
+        takes first is parked again: places are checked when taken. The type's own room is
+        shared by its keys and its retry cap: what one of them moves, the next cannot."""
+        type_rooms: dict[tuple[str, str], int] = {}
         for (namespace, task_type, limit), parked in self._due.parked().items():
             key = (namespace, task_type)
             if self._gate.limits_of(key) is None:   # the limit is gone: everything may go
-                room = parked
-            else:
-                room = self._gate.room(key, now_ms)
-                if limit == RETRY_CAP:
-                    room = min(room, self._gate.retry_room(key, now_ms))
-                elif limit.startswith(_KEY_PREFIX):
-                    room = min(room, self._gate.key_room(key, limit[len(_KEY_PREFIX):], now_ms))
-            self._due.unpark((namespace, task_type, limit), room)
+                self._due.unpark((namespace, task_type, limit), parked)
+                continue
+            type_room = type_rooms.get(key)
+            if type_room is None:
+                type_room = self._gate.room(key, now_ms)
+            room = type_room
+            if limit == RETRY_CAP:
+                room = min(room, self._gate.retry_room(key, now_ms))
+            elif limit.startswith(_KEY_PREFIX):
+                room = min(room, self._gate.key_room(key, limit[len(_KEY_PREFIX):], now_ms))
+            type_rooms[key] = type_room - self._due.unpark((namespace, task_type, limit), room)
         self._observe_limits()
 
     def _observe_limits(self) -> None:
