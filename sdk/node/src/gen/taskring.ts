@@ -12,6 +12,8 @@ import type { ExecuteResponse as _taskring_v1_ExecuteResponse, ExecuteResponse__
 import type { ExecutorServiceClient as _taskring_v1_ExecutorServiceClient, ExecutorServiceDefinition as _taskring_v1_ExecutorServiceDefinition } from './taskring/v1/ExecutorService';
 import type { GetTaskRequest as _taskring_v1_GetTaskRequest, GetTaskRequest__Output as _taskring_v1_GetTaskRequest__Output } from './taskring/v1/GetTaskRequest';
 import type { GetTaskResponse as _taskring_v1_GetTaskResponse, GetTaskResponse__Output as _taskring_v1_GetTaskResponse__Output } from './taskring/v1/GetTaskResponse';
+import type { Heartbeat as _taskring_v1_Heartbeat, Heartbeat__Output as _taskring_v1_Heartbeat__Output } from './taskring/v1/Heartbeat';
+import type { HeartbeatAnswer as _taskring_v1_HeartbeatAnswer, HeartbeatAnswer__Output as _taskring_v1_HeartbeatAnswer__Output } from './taskring/v1/HeartbeatAnswer';
 import type { ListCronRulesRequest as _taskring_v1_ListCronRulesRequest, ListCronRulesRequest__Output as _taskring_v1_ListCronRulesRequest__Output } from './taskring/v1/ListCronRulesRequest';
 import type { ListCronRulesResponse as _taskring_v1_ListCronRulesResponse, ListCronRulesResponse__Output as _taskring_v1_ListCronRulesResponse__Output } from './taskring/v1/ListCronRulesResponse';
 import type { Outcome as _taskring_v1_Outcome, Outcome__Output as _taskring_v1_Outcome__Output } from './taskring/v1/Outcome';
@@ -45,6 +47,9 @@ export interface ProtoGrpcType {
       ExecutorService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_ExecutorServiceClient> & { service: _taskring_v1_ExecutorServiceDefinition }
       GetTaskRequest: MessageTypeDefinition<_taskring_v1_GetTaskRequest, _taskring_v1_GetTaskRequest__Output>
       GetTaskResponse: MessageTypeDefinition<_taskring_v1_GetTaskResponse, _taskring_v1_GetTaskResponse__Output>
+      Heartbeat: MessageTypeDefinition<_taskring_v1_Heartbeat, _taskring_v1_Heartbeat__Output>
+      HeartbeatAnswer: MessageTypeDefinition<_taskring_v1_HeartbeatAnswer, _taskring_v1_HeartbeatAnswer__Output>
+      HeartbeatVerdict: EnumTypeDefinition
       ListCronRulesRequest: MessageTypeDefinition<_taskring_v1_ListCronRulesRequest, _taskring_v1_ListCronRulesRequest__Output>
       ListCronRulesResponse: MessageTypeDefinition<_taskring_v1_ListCronRulesResponse, _taskring_v1_ListCronRulesResponse__Output>
       Outcome: MessageTypeDefinition<_taskring_v1_Outcome, _taskring_v1_Outcome__Output>

@@ -156,6 +156,68 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{1}
 }
 
+type HeartbeatVerdict int32
+
+const (
+	HeartbeatVerdict_HEARTBEAT_VERDICT_UNSPECIFIED HeartbeatVerdict = 0
+	// Recorded: the attempt's lease now runs heartbeat_timeout_ms from when it came.
+	HeartbeatVerdict_HEARTBEAT_VERDICT_CONTINUE HeartbeatVerdict = 1
+	// The task was cancelled while it ran: stop the handler. Its outcome changes nothing.
+	HeartbeatVerdict_HEARTBEAT_VERDICT_CANCEL HeartbeatVerdict = 2
+	// This attempt is not the task's running attempt any more (its lease ran out and it
+	// was recovered, the task finished, or the dispatcher does not know it): stop the
+	// handler. Its outcome will be refused.
+	HeartbeatVerdict_HEARTBEAT_VERDICT_LOST HeartbeatVerdict = 3
+	// The heartbeat itself was refused (reason says why: details not JSON, too large);
+	// nothing was recorded and the lease was not extended. The attempt goes on.
+	HeartbeatVerdict_HEARTBEAT_VERDICT_INVALID HeartbeatVerdict = 4
+)
+
+// Enum value maps for HeartbeatVerdict.
+var (
+	HeartbeatVerdict_name = map[int32]string{
+		0: "HEARTBEAT_VERDICT_UNSPECIFIED",
+		1: "HEARTBEAT_VERDICT_CONTINUE",
+		2: "HEARTBEAT_VERDICT_CANCEL",
+		3: "HEARTBEAT_VERDICT_LOST",
+		4: "HEARTBEAT_VERDICT_INVALID",
+	}
+	HeartbeatVerdict_value = map[string]int32{
+		"HEARTBEAT_VERDICT_UNSPECIFIED": 0,
+		"HEARTBEAT_VERDICT_CONTINUE":    1,
+		"HEARTBEAT_VERDICT_CANCEL":      2,
+		"HEARTBEAT_VERDICT_LOST":        3,
+		"HEARTBEAT_VERDICT_INVALID":     4,
+	}
+)
+
+func (x HeartbeatVerdict) Enum() *HeartbeatVerdict {
+	p := new(HeartbeatVerdict)
+	*p = x
+	return p
+}
+
+func (x HeartbeatVerdict) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HeartbeatVerdict) Descriptor() protoreflect.EnumDescriptor {
+	return file_taskring_v1_taskring_proto_enumTypes[2].Descriptor()
+}
+
+func (HeartbeatVerdict) Type() protoreflect.EnumType {
+	return &file_taskring_v1_taskring_proto_enumTypes[2]
+}
+
+func (x HeartbeatVerdict) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HeartbeatVerdict.Descriptor instead.
+func (HeartbeatVerdict) EnumDescriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+}
+
 type OutcomeKind int32
 
 const (
@@ -166,6 +228,7 @@ const (
 	OutcomeKind_OUTCOME_KIND_TIMED_OUT             OutcomeKind = 4 // retryable
 	OutcomeKind_OUTCOME_KIND_NO_HANDLER            OutcomeKind = 5 // this executor has no handler for the type: retryable elsewhere
 	OutcomeKind_OUTCOME_KIND_NOT_STARTED           OutcomeKind = 6 // never run: start_within_ms passed first; the attempt is not spent
+	OutcomeKind_OUTCOME_KIND_STOPPED               OutcomeKind = 7 // the handler stopped because a heartbeat's answer said CANCEL or LOST
 )
 
 // Enum value maps for OutcomeKind.
@@ -178,6 +241,7 @@ var (
 		4: "OUTCOME_KIND_TIMED_OUT",
 		5: "OUTCOME_KIND_NO_HANDLER",
 		6: "OUTCOME_KIND_NOT_STARTED",
+		7: "OUTCOME_KIND_STOPPED",
 	}
 	OutcomeKind_value = map[string]int32{
 		"OUTCOME_KIND_UNSPECIFIED":           0,
@@ -187,6 +251,7 @@ var (
 		"OUTCOME_KIND_TIMED_OUT":             4,
 		"OUTCOME_KIND_NO_HANDLER":            5,
 		"OUTCOME_KIND_NOT_STARTED":           6,
+		"OUTCOME_KIND_STOPPED":               7,
 	}
 )
 
@@ -201,11 +266,11 @@ func (x OutcomeKind) String() string {
 }
 
 func (OutcomeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_taskring_v1_taskring_proto_enumTypes[2].Descriptor()
+	return file_taskring_v1_taskring_proto_enumTypes[3].Descriptor()
 }
 
 func (OutcomeKind) Type() protoreflect.EnumType {
-	return &file_taskring_v1_taskring_proto_enumTypes[2]
+	return &file_taskring_v1_taskring_proto_enumTypes[3]
 }
 
 func (x OutcomeKind) Number() protoreflect.EnumNumber {
@@ -214,7 +279,7 @@ func (x OutcomeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OutcomeKind.Descriptor instead.
 func (OutcomeKind) EnumDescriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
 }
 
 // How a failed attempt is retried. Either exponential backoff with full jitter
@@ -1455,8 +1520,17 @@ type Delivery struct {
 	// (a dispatcher frozen just as it sent it). Whichever of the two comes first wins;
 	// skew between the two machines' clocks moves this one, not start_within_ms.
 	StartByUnixMs int64 `protobuf:"varint,6,opt,name=start_by_unix_ms,json=startByUnixMs,proto3" json:"start_by_unix_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// 0: the handler need not heartbeat. Otherwise the attempt is alive only while its
+	// heartbeats come: when none reaches the dispatcher for this long, the attempt is over
+	// and recorded as timed out (retryable), and a later heartbeat or outcome of it is
+	// refused. The SDK sends the first heartbeat itself as the handler starts; the handler
+	// calls heartbeat() at least this often after that (the task's type declares it).
+	HeartbeatTimeoutMs uint32 `protobuf:"varint,7,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	// The details of the last heartbeat an earlier attempt of this task sent (JSON text),
+	// for resuming where it stopped; "" when there are none.
+	HeartbeatDetailsJson string `protobuf:"bytes,8,opt,name=heartbeat_details_json,json=heartbeatDetailsJson,proto3" json:"heartbeat_details_json,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -1531,12 +1605,28 @@ func (x *Delivery) GetStartByUnixMs() int64 {
 	return 0
 }
 
+func (x *Delivery) GetHeartbeatTimeoutMs() uint32 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
+	}
+	return 0
+}
+
+func (x *Delivery) GetHeartbeatDetailsJson() string {
+	if x != nil {
+		return x.HeartbeatDetailsJson
+	}
+	return ""
+}
+
 type ExecuteRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Deliveries     []*Delivery            `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
 	DispatcherNode string                 `protobuf:"bytes,2,opt,name=dispatcher_node,json=dispatcherNode,proto3" json:"dispatcher_node,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Work stream only: the answers to heartbeats the executor sent (any order).
+	HeartbeatAnswers []*HeartbeatAnswer `protobuf:"bytes,3,rep,name=heartbeat_answers,json=heartbeatAnswers,proto3" json:"heartbeat_answers,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -1583,6 +1673,163 @@ func (x *ExecuteRequest) GetDispatcherNode() string {
 	return ""
 }
 
+func (x *ExecuteRequest) GetHeartbeatAnswers() []*HeartbeatAnswer {
+	if x != nil {
+		return x.HeartbeatAnswers
+	}
+	return nil
+}
+
+// Up the Work stream, in ExecuteResponse.heartbeats, for a delivery with
+// heartbeat_timeout_ms > 0. Every heartbeat gets one answer down the stream.
+type Heartbeat struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TaskId  string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// "": keep the details of the last heartbeat. Otherwise a JSON value (at most
+	// 65,536 bytes) stored with the task; the next attempt receives the last one in
+	// Delivery.heartbeat_details_json.
+	DetailsJson string `protobuf:"bytes,3,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	// Chosen by the executor, unique on its stream; the answer carries it back.
+	Sequence      uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Heartbeat) Reset() {
+	*x = Heartbeat{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Heartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Heartbeat) ProtoMessage() {}
+
+func (x *Heartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
+func (*Heartbeat) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Heartbeat) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Heartbeat) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Heartbeat) GetDetailsJson() string {
+	if x != nil {
+		return x.DetailsJson
+	}
+	return ""
+}
+
+func (x *Heartbeat) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+type HeartbeatAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sequence      uint64                 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Verdict       HeartbeatVerdict       `protobuf:"varint,4,opt,name=verdict,proto3,enum=taskring.v1.HeartbeatVerdict" json:"verdict,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"` // for CANCEL, LOST and INVALID: why, for the handler's log
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatAnswer) Reset() {
+	*x = HeartbeatAnswer{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatAnswer) ProtoMessage() {}
+
+func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
+func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *HeartbeatAnswer) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *HeartbeatAnswer) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *HeartbeatAnswer) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *HeartbeatAnswer) GetVerdict() HeartbeatVerdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return HeartbeatVerdict_HEARTBEAT_VERDICT_UNSPECIFIED
+}
+
+func (x *HeartbeatAnswer) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Outcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1598,7 +1845,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1857,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1870,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -1676,15 +1923,17 @@ func (x *Outcome) GetFinishedAtMs() int64 {
 }
 
 type ExecuteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Outcomes      []*Outcome             `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"` // one per delivery, any order
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Outcomes []*Outcome             `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"` // one per delivery, any order
+	// Work stream only: heartbeats of running attempts (an Execute call carries none).
+	Heartbeats    []*Heartbeat `protobuf:"bytes,2,rep,name=heartbeats,proto3" json:"heartbeats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1945,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,12 +1958,19 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
 	if x != nil {
 		return x.Outcomes
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetHeartbeats() []*Heartbeat {
+	if x != nil {
+		return x.Heartbeats
 	}
 	return nil
 }
@@ -1734,7 +1990,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +2002,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +2015,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -1900,7 +2156,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14ListCronRulesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"D\n" +
 	"\x15ListCronRulesResponse\x12+\n" +
-	"\x05rules\x18\x01 \x03(\v2\x15.taskring.v1.CronRuleR\x05rules\"\xd1\x01\n" +
+	"\x05rules\x18\x01 \x03(\v2\x15.taskring.v1.CronRuleR\x05rules\"\xb9\x02\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -1908,12 +2164,26 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12&\n" +
 	"\x0fstart_within_ms\x18\x05 \x01(\rR\rstartWithinMs\x12'\n" +
-	"\x10start_by_unix_ms\x18\x06 \x01(\x03R\rstartByUnixMs\"p\n" +
+	"\x10start_by_unix_ms\x18\x06 \x01(\x03R\rstartByUnixMs\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\a \x01(\rR\x12heartbeatTimeoutMs\x124\n" +
+	"\x16heartbeat_details_json\x18\b \x01(\tR\x14heartbeatDetailsJson\"\xbb\x01\n" +
 	"\x0eExecuteRequest\x125\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x15.taskring.v1.DeliveryR\n" +
 	"deliveries\x12'\n" +
-	"\x0fdispatcher_node\x18\x02 \x01(\tR\x0edispatcherNode\"\xeb\x01\n" +
+	"\x0fdispatcher_node\x18\x02 \x01(\tR\x0edispatcherNode\x12I\n" +
+	"\x11heartbeat_answers\x18\x03 \x03(\v2\x1c.taskring.v1.HeartbeatAnswerR\x10heartbeatAnswers\"}\n" +
+	"\tHeartbeat\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12!\n" +
+	"\fdetails_json\x18\x03 \x01(\tR\vdetailsJson\x12\x1a\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\"\xb1\x01\n" +
+	"\x0fHeartbeatAnswer\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x127\n" +
+	"\averdict\x18\x04 \x01(\x0e2\x1d.taskring.v1.HeartbeatVerdictR\averdict\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xeb\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12,\n" +
@@ -1922,9 +2192,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\vstack_trace\x18\x05 \x01(\tR\n" +
 	"stackTrace\x12\"\n" +
 	"\rstarted_at_ms\x18\x06 \x01(\x03R\vstartedAtMs\x12$\n" +
-	"\x0efinished_at_ms\x18\a \x01(\x03R\ffinishedAtMs\"C\n" +
+	"\x0efinished_at_ms\x18\a \x01(\x03R\ffinishedAtMs\"{\n" +
 	"\x0fExecuteResponse\x120\n" +
-	"\boutcomes\x18\x01 \x03(\v2\x14.taskring.v1.OutcomeR\boutcomes\"i\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x14.taskring.v1.OutcomeR\boutcomes\x126\n" +
+	"\n" +
+	"heartbeats\x18\x02 \x03(\v2\x16.taskring.v1.HeartbeatR\n" +
+	"heartbeats\"i\n" +
 	"\n" +
 	"QueuedTask\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
@@ -1945,7 +2218,13 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14TASK_STATE_SUCCEEDED\x10\x06\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\a\x12\x1c\n" +
 	"\x18TASK_STATE_DEAD_LETTERED\x10\b\x12\x18\n" +
-	"\x14TASK_STATE_CANCELLED\x10\t*\xea\x01\n" +
+	"\x14TASK_STATE_CANCELLED\x10\t*\xae\x01\n" +
+	"\x10HeartbeatVerdict\x12!\n" +
+	"\x1dHEARTBEAT_VERDICT_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aHEARTBEAT_VERDICT_CONTINUE\x10\x01\x12\x1c\n" +
+	"\x18HEARTBEAT_VERDICT_CANCEL\x10\x02\x12\x1a\n" +
+	"\x16HEARTBEAT_VERDICT_LOST\x10\x03\x12\x1d\n" +
+	"\x19HEARTBEAT_VERDICT_INVALID\x10\x04*\x84\x02\n" +
 	"\vOutcomeKind\x12\x1c\n" +
 	"\x18OUTCOME_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OUTCOME_KIND_SUCCEEDED\x10\x01\x12\"\n" +
@@ -1953,7 +2232,8 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\"OUTCOME_KIND_NON_RETRYABLE_FAILURE\x10\x03\x12\x1a\n" +
 	"\x16OUTCOME_KIND_TIMED_OUT\x10\x04\x12\x1b\n" +
 	"\x17OUTCOME_KIND_NO_HANDLER\x10\x05\x12\x1c\n" +
-	"\x18OUTCOME_KIND_NOT_STARTED\x10\x062\xab\x02\n" +
+	"\x18OUTCOME_KIND_NOT_STARTED\x10\x06\x12\x18\n" +
+	"\x14OUTCOME_KIND_STOPPED\x10\a2\xab\x02\n" +
 	"\vTaskService\x12A\n" +
 	"\x06Submit\x12\x1a.taskring.v1.SubmitRequest\x1a\x1b.taskring.v1.SubmitResponse\x12P\n" +
 	"\vSubmitBatch\x12\x1f.taskring.v1.SubmitBatchRequest\x1a .taskring.v1.SubmitBatchResponse\x12A\n" +
@@ -1983,87 +2263,93 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 	return file_taskring_v1_taskring_proto_rawDescData
 }
 
-var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_taskring_v1_taskring_proto_goTypes = []any{
 	(Priority)(0),                 // 0: taskring.v1.Priority
 	(TaskState)(0),                // 1: taskring.v1.TaskState
-	(OutcomeKind)(0),              // 2: taskring.v1.OutcomeKind
-	(*RetryPolicy)(nil),           // 3: taskring.v1.RetryPolicy
-	(*Task)(nil),                  // 4: taskring.v1.Task
-	(*SubmitRequest)(nil),         // 5: taskring.v1.SubmitRequest
-	(*SubmitResponse)(nil),        // 6: taskring.v1.SubmitResponse
-	(*SubmitBatchRequest)(nil),    // 7: taskring.v1.SubmitBatchRequest
-	(*SubmitBatchResponse)(nil),   // 8: taskring.v1.SubmitBatchResponse
-	(*CancelRequest)(nil),         // 9: taskring.v1.CancelRequest
-	(*CancelResponse)(nil),        // 10: taskring.v1.CancelResponse
-	(*GetTaskRequest)(nil),        // 11: taskring.v1.GetTaskRequest
-	(*TaskEvent)(nil),             // 12: taskring.v1.TaskEvent
-	(*GetTaskResponse)(nil),       // 13: taskring.v1.GetTaskResponse
-	(*CronRule)(nil),              // 14: taskring.v1.CronRule
-	(*CronRuleRef)(nil),           // 15: taskring.v1.CronRuleRef
-	(*PutCronRuleRequest)(nil),    // 16: taskring.v1.PutCronRuleRequest
-	(*PutCronRuleResponse)(nil),   // 17: taskring.v1.PutCronRuleResponse
-	(*ListCronRulesRequest)(nil),  // 18: taskring.v1.ListCronRulesRequest
-	(*ListCronRulesResponse)(nil), // 19: taskring.v1.ListCronRulesResponse
-	(*Delivery)(nil),              // 20: taskring.v1.Delivery
-	(*ExecuteRequest)(nil),        // 21: taskring.v1.ExecuteRequest
-	(*Outcome)(nil),               // 22: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),       // 23: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),            // 24: taskring.v1.QueuedTask
+	(HeartbeatVerdict)(0),         // 2: taskring.v1.HeartbeatVerdict
+	(OutcomeKind)(0),              // 3: taskring.v1.OutcomeKind
+	(*RetryPolicy)(nil),           // 4: taskring.v1.RetryPolicy
+	(*Task)(nil),                  // 5: taskring.v1.Task
+	(*SubmitRequest)(nil),         // 6: taskring.v1.SubmitRequest
+	(*SubmitResponse)(nil),        // 7: taskring.v1.SubmitResponse
+	(*SubmitBatchRequest)(nil),    // 8: taskring.v1.SubmitBatchRequest
+	(*SubmitBatchResponse)(nil),   // 9: taskring.v1.SubmitBatchResponse
+	(*CancelRequest)(nil),         // 10: taskring.v1.CancelRequest
+	(*CancelResponse)(nil),        // 11: taskring.v1.CancelResponse
+	(*GetTaskRequest)(nil),        // 12: taskring.v1.GetTaskRequest
+	(*TaskEvent)(nil),             // 13: taskring.v1.TaskEvent
+	(*GetTaskResponse)(nil),       // 14: taskring.v1.GetTaskResponse
+	(*CronRule)(nil),              // 15: taskring.v1.CronRule
+	(*CronRuleRef)(nil),           // 16: taskring.v1.CronRuleRef
+	(*PutCronRuleRequest)(nil),    // 17: taskring.v1.PutCronRuleRequest
+	(*PutCronRuleResponse)(nil),   // 18: taskring.v1.PutCronRuleResponse
+	(*ListCronRulesRequest)(nil),  // 19: taskring.v1.ListCronRulesRequest
+	(*ListCronRulesResponse)(nil), // 20: taskring.v1.ListCronRulesResponse
+	(*Delivery)(nil),              // 21: taskring.v1.Delivery
+	(*ExecuteRequest)(nil),        // 22: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),             // 23: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),       // 24: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),               // 25: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),       // 26: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),            // 27: taskring.v1.QueuedTask
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
-	3,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
+	4,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
 	0,  // 1: taskring.v1.Task.priority:type_name -> taskring.v1.Priority
-	4,  // 2: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
+	5,  // 2: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
 	1,  // 3: taskring.v1.SubmitResponse.state:type_name -> taskring.v1.TaskState
-	4,  // 4: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
-	6,  // 5: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
+	5,  // 4: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
+	7,  // 5: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
 	1,  // 6: taskring.v1.CancelResponse.state:type_name -> taskring.v1.TaskState
 	1,  // 7: taskring.v1.TaskEvent.state:type_name -> taskring.v1.TaskState
-	4,  // 8: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
+	5,  // 8: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
 	1,  // 9: taskring.v1.GetTaskResponse.state:type_name -> taskring.v1.TaskState
-	12, // 10: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
+	13, // 10: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
 	1,  // 11: taskring.v1.CronRule.last_fire_state:type_name -> taskring.v1.TaskState
-	14, // 12: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
-	14, // 13: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
-	14, // 14: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
-	4,  // 15: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	20, // 16: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	2,  // 17: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	22, // 18: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	4,  // 19: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	5,  // 20: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	7,  // 21: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	9,  // 22: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	11, // 23: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	16, // 24: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	16, // 25: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	15, // 26: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	18, // 27: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	15, // 28: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	15, // 29: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	15, // 30: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	21, // 31: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	21, // 32: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	6,  // 33: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	8,  // 34: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	10, // 35: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	13, // 36: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	17, // 37: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	17, // 38: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	14, // 39: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	19, // 40: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	14, // 41: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	14, // 42: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	14, // 43: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	23, // 44: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	23, // 45: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	33, // [33:46] is the sub-list for method output_type
-	20, // [20:33] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	15, // 12: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
+	15, // 13: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
+	15, // 14: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
+	5,  // 15: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	21, // 16: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	24, // 17: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	2,  // 18: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	3,  // 19: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	25, // 20: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	23, // 21: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	5,  // 22: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	6,  // 23: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	8,  // 24: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	10, // 25: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	12, // 26: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	17, // 27: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	17, // 28: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	16, // 29: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 30: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	16, // 31: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	16, // 32: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	16, // 33: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	22, // 34: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	22, // 35: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	7,  // 36: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	9,  // 37: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	11, // 38: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	14, // 39: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	18, // 40: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	18, // 41: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	15, // 42: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	20, // 43: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	15, // 44: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	15, // 45: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	15, // 46: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	26, // 47: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	26, // 48: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -2078,8 +2364,8 @@ func file_taskring_v1_taskring_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   22,
+			NumEnums:      4,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

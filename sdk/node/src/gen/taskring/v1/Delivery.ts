@@ -33,6 +33,19 @@ export interface Delivery {
    * skew between the two machines' clocks moves this one, not start_within_ms.
    */
   'start_by_unix_ms'?: (number | string | Long);
+  /**
+   * 0: the handler need not heartbeat. Otherwise the attempt is alive only while its
+   * heartbeats come: when none reaches the dispatcher for this long, the attempt is over
+   * and recorded as timed out (retryable), and a later heartbeat or outcome of it is
+   * refused. The SDK sends the first heartbeat itself as the handler starts; the handler
+   * calls heartbeat() at least this often after that (the task's type declares it).
+   */
+  'heartbeat_timeout_ms'?: (number);
+  /**
+   * The details of the last heartbeat an earlier attempt of this task sent (JSON text),
+   * for resuming where it stopped; "" when there are none.
+   */
+  'heartbeat_details_json'?: (string);
 }
 
 export interface Delivery__Output {
@@ -65,4 +78,17 @@ export interface Delivery__Output {
    * skew between the two machines' clocks moves this one, not start_within_ms.
    */
   'start_by_unix_ms': (string);
+  /**
+   * 0: the handler need not heartbeat. Otherwise the attempt is alive only while its
+   * heartbeats come: when none reaches the dispatcher for this long, the attempt is over
+   * and recorded as timed out (retryable), and a later heartbeat or outcome of it is
+   * refused. The SDK sends the first heartbeat itself as the handler starts; the handler
+   * calls heartbeat() at least this often after that (the task's type declares it).
+   */
+  'heartbeat_timeout_ms': (number);
+  /**
+   * The details of the last heartbeat an earlier attempt of this task sent (JSON text),
+   * for resuming where it stopped; "" when there are none.
+   */
+  'heartbeat_details_json': (string);
 }

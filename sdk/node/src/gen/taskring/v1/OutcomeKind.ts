@@ -23,6 +23,10 @@ export const OutcomeKind = {
    * never run: start_within_ms passed first; the attempt is not spent
    */
   OUTCOME_KIND_NOT_STARTED: 'OUTCOME_KIND_NOT_STARTED',
+  /**
+   * the handler stopped because a heartbeat's answer said CANCEL or LOST
+   */
+  OUTCOME_KIND_STOPPED: 'OUTCOME_KIND_STOPPED',
 } as const;
 
 export type OutcomeKind =
@@ -55,5 +59,10 @@ export type OutcomeKind =
    */
   | 'OUTCOME_KIND_NOT_STARTED'
   | 6
+  /**
+   * the handler stopped because a heartbeat's answer said CANCEL or LOST
+   */
+  | 'OUTCOME_KIND_STOPPED'
+  | 7
 
 export type OutcomeKind__Output = typeof OutcomeKind[keyof typeof OutcomeKind]

@@ -27,6 +27,14 @@ class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TASK_STATE_DEAD_LETTERED: _ClassVar[TaskState]
     TASK_STATE_CANCELLED: _ClassVar[TaskState]
 
+class HeartbeatVerdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    HEARTBEAT_VERDICT_UNSPECIFIED: _ClassVar[HeartbeatVerdict]
+    HEARTBEAT_VERDICT_CONTINUE: _ClassVar[HeartbeatVerdict]
+    HEARTBEAT_VERDICT_CANCEL: _ClassVar[HeartbeatVerdict]
+    HEARTBEAT_VERDICT_LOST: _ClassVar[HeartbeatVerdict]
+    HEARTBEAT_VERDICT_INVALID: _ClassVar[HeartbeatVerdict]
+
 class OutcomeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     OUTCOME_KIND_UNSPECIFIED: _ClassVar[OutcomeKind]
@@ -36,6 +44,7 @@ class OutcomeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUTCOME_KIND_TIMED_OUT: _ClassVar[OutcomeKind]
     OUTCOME_KIND_NO_HANDLER: _ClassVar[OutcomeKind]
     OUTCOME_KIND_NOT_STARTED: _ClassVar[OutcomeKind]
+    OUTCOME_KIND_STOPPED: _ClassVar[OutcomeKind]
 PRIORITY_UNSPECIFIED: Priority
 PRIORITY_LOW: Priority
 PRIORITY_NORMAL: Priority
@@ -50,6 +59,11 @@ TASK_STATE_SUCCEEDED: TaskState
 TASK_STATE_FAILED: TaskState
 TASK_STATE_DEAD_LETTERED: TaskState
 TASK_STATE_CANCELLED: TaskState
+HEARTBEAT_VERDICT_UNSPECIFIED: HeartbeatVerdict
+HEARTBEAT_VERDICT_CONTINUE: HeartbeatVerdict
+HEARTBEAT_VERDICT_CANCEL: HeartbeatVerdict
+HEARTBEAT_VERDICT_LOST: HeartbeatVerdict
+HEARTBEAT_VERDICT_INVALID: HeartbeatVerdict
 OUTCOME_KIND_UNSPECIFIED: OutcomeKind
 OUTCOME_KIND_SUCCEEDED: OutcomeKind
 OUTCOME_KIND_RETRYABLE_FAILURE: OutcomeKind
@@ -57,6 +71,7 @@ OUTCOME_KIND_NON_RETRYABLE_FAILURE: OutcomeKind
 OUTCOME_KIND_TIMED_OUT: OutcomeKind
 OUTCOME_KIND_NO_HANDLER: OutcomeKind
 OUTCOME_KIND_NOT_STARTED: OutcomeKind
+OUTCOME_KIND_STOPPED: OutcomeKind
 
 class RetryPolicy(_message.Message):
     __slots__ = ("initial_backoff_ms", "max_backoff_ms", "multiplier", "schedule_ms")
@@ -277,28 +292,60 @@ class ListCronRulesResponse(_message.Message):
     def __init__(self, rules: _Optional[_Iterable[_Union[CronRule, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms")
+    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     START_WITHIN_MS_FIELD_NUMBER: _ClassVar[int]
     START_BY_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
     task: Task
     attempt: int
     epoch: int
     timeout_ms: int
     start_within_ms: int
     start_by_unix_ms: int
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ..., start_by_unix_ms: _Optional[int] = ...) -> None: ...
+    heartbeat_timeout_ms: int
+    heartbeat_details_json: str
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ..., start_by_unix_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., heartbeat_details_json: _Optional[str] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("deliveries", "dispatcher_node")
+    __slots__ = ("deliveries", "dispatcher_node", "heartbeat_answers")
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     DISPATCHER_NODE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_ANSWERS_FIELD_NUMBER: _ClassVar[int]
     deliveries: _containers.RepeatedCompositeFieldContainer[Delivery]
     dispatcher_node: str
-    def __init__(self, deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., dispatcher_node: _Optional[str] = ...) -> None: ...
+    heartbeat_answers: _containers.RepeatedCompositeFieldContainer[HeartbeatAnswer]
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., dispatcher_node: _Optional[str] = ..., heartbeat_answers: _Optional[_Iterable[_Union[HeartbeatAnswer, _Mapping]]] = ...) -> None: ...
+
+class Heartbeat(_message.Message):
+    __slots__ = ("task_id", "attempt", "details_json", "sequence")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    attempt: int
+    details_json: str
+    sequence: int
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., details_json: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
+
+class HeartbeatAnswer(_message.Message):
+    __slots__ = ("sequence", "task_id", "attempt", "verdict", "reason")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    task_id: str
+    attempt: int
+    verdict: HeartbeatVerdict
+    reason: str
+    def __init__(self, sequence: _Optional[int] = ..., task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., verdict: _Optional[_Union[HeartbeatVerdict, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
     __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms")
@@ -319,10 +366,12 @@ class Outcome(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("outcomes",)
+    __slots__ = ("outcomes", "heartbeats")
     OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
     outcomes: _containers.RepeatedCompositeFieldContainer[Outcome]
-    def __init__(self, outcomes: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ...) -> None: ...
+    heartbeats: _containers.RepeatedCompositeFieldContainer[Heartbeat]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[Outcome, _Mapping]]] = ..., heartbeats: _Optional[_Iterable[_Union[Heartbeat, _Mapping]]] = ...) -> None: ...
 
 class QueuedTask(_message.Message):
     __slots__ = ("task", "attempt", "due_at_ms")
