@@ -38,6 +38,7 @@ from dispatcher.cron.materializer import Materializer
 from dispatcher.engine.engine import Engine
 from dispatcher.engine.executor_count import ExecutorCount
 from dispatcher.engine.executor_pool import ExecutorPool
+from dispatcher.engine.heartbeats import HeartbeatDesk
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
@@ -91,9 +92,12 @@ class Node:
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000,
                                    credentials=executor_credentials,
                                    server_name=config.executor_tls.server_name if config.executor_tls else None,
-                                   use_streams=config.executor_streams),
+                                   use_streams=config.executor_streams,
+                                   heartbeats=HeartbeatDesk(store=self.store, clock=self.clock,
+                                                            slot_count=config.slot_count, metrics=self.metrics)),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
-            stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type)
+            stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type,
+            heartbeat_timeouts=limits.retry_policies.heartbeat_by_type)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)

@@ -257,7 +257,10 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             # (NotFound for an unknown id, as the cancel itself would answer).
             row, _events = await asyncio.to_thread(self._store.get_task, request.task_id)
             self._auth.check_namespaces(token, calls.CANCEL, (row.namespace,))
-        await asyncio.to_thread(self._store.cancel, request.task_id, self._params.node_id, self._clock.now())
+        # A running task is cancelled too when its type heartbeats: the answer to its next
+        # heartbeat tells its handler to stop.
+        await asyncio.to_thread(self._store.cancel, request.task_id, self._params.node_id, self._clock.now(),
+                                self._limits.retry_policies.heartbeat_by_type)
         return pb.CancelResponse(task_id=request.task_id, state=pb.TASK_STATE_CANCELLED)
 
     @_guarded

@@ -183,6 +183,10 @@ def validate_task(
 
     unique_key, unique_ttl_ms = _unique_key(task, namespace, task_type, payload_json, limits, p)
     _check_limit_key(namespace, task_type, payload_json, limits, p)
+    heartbeat_ms = limits.retry_policies.heartbeat_by_type.get((namespace, task_type))
+    if heartbeat_ms is not None and timeout_ms < heartbeat_ms:
+        raise InvalidArgument(f"{p}.timeout_ms", f"is {timeout_ms} ms, shorter than the heartbeat timeout of"
+                                                 f" {namespace}/{task_type} ({heartbeat_ms} ms)")
     for name, value in (("unique_key", unique_key), ("trace_id", task.trace_id)):
         if len(value) > limits.max_key_chars:
             raise InvalidArgument(f"{p}.{name}",
@@ -360,7 +364,8 @@ class _TypicalTasks:
         return True
 
     def _type_facts(self, namespace: str, task_type: str) -> _TypeFacts:
-        """Of a type with valid names (ASCII, then) and no unique-key rule; else _DECLINED_TYPE.
+        """Of a type with valid names (ASCII, then), no unique-key rule and no heartbeat (its tasks'
+        timeouts are checked against it); else _DECLINED_TYPE.
         A type with a per-key limit is noted in `_keyed`: its payloads must have the key's fields."""
         facts = _DECLINED_TYPE
         registry = self._limits.retry_policies
@@ -368,7 +373,8 @@ class _TypicalTasks:
         if type_limits is not None and type_limits.key is not None:
             self._keyed[(namespace, task_type)] = type_limits.key
         if (NAMESPACE_RE.fullmatch(namespace) is not None and TASK_TYPE_RE.fullmatch(task_type) is not None
-                and (namespace, task_type) not in registry.unique_by_type):
+                and (namespace, task_type) not in registry.unique_by_type
+                and (namespace, task_type) not in registry.heartbeat_by_type):
             facts = (registry.resolve(None, namespace, task_type), _string_size(len(namespace)) +
                      _string_size(len(task_type)))
         self._types[(namespace, task_type)] = facts

@@ -59,6 +59,11 @@ class NodeMetrics:
                                 ["namespace", "task_type", "limit"], registry=r)
         self.limit_parked = Counter("taskring_limit_parked", "Due tasks made to wait by a limit",
                                     ["namespace", "task_type", "limit"], registry=r)
+        self.heartbeats = Counter("taskring_heartbeats", "Heartbeats of running attempts, by the answer they got",
+                                  ["verdict"], registry=r)
+        self.heartbeat_expired = Counter("taskring_heartbeat_expired",
+                                         "Attempts given up as timed out: no heartbeat within their type's timeout",
+                                         registry=r)
         self.in_flight = Gauge("taskring_in_flight", "Attempts awaiting an executor's outcome", registry=r)
         self.owned_slots = Gauge("taskring_owned_slots", "Slots this node owns", registry=r)
         self.kafka_lag = Gauge("taskring_kafka_lag", "Messages behind the high watermark, per owned partition",

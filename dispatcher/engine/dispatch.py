@@ -16,7 +16,7 @@ import collections
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from prometheus_client import Gauge, Histogram
 
@@ -27,7 +27,7 @@ from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
-from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate
+from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate, TypeKey
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
@@ -82,7 +82,7 @@ class Dispatch:
     def __init__(self, *, params: DispatchParams, store: TaskStoreProtocol, executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
-                 gate: ConcurrencyGate | None = None):
+                 gate: ConcurrencyGate | None = None, heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
         self._params = params
         self._store = store
         self._executors = executors
@@ -94,6 +94,7 @@ class Dispatch:
         self._may_act = may_act
         self._lose = lose
         self._gate = gate or ConcurrencyGate()
+        self._heartbeat_ms = dict(heartbeat_timeouts or {})   # (namespace, task_type) -> ms, of types that heartbeat
         self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
         self._lateness = {source: metrics.lateness.labels(source) for source in (KAFKA, MYSQL)}
@@ -374,6 +375,8 @@ class Dispatch:
             # Delivery copies it: set the attempt's retry_count on it, with one copy.
             d.task.retry_count = d.attempt - 1
             deliveries.append(pb.Delivery(task=d.task, attempt=d.attempt, epoch=d.epoch, timeout_ms=d.task.timeout_ms))
+        if self._heartbeat_ms and items:
+            await self._with_heartbeats(reservation.key, items, deliveries)
         if not items:
             await self._executors.run(reservation, [])  # gives the capacity back
             return
@@ -398,6 +401,25 @@ class Dispatch:
             items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
             await self._completer.finish(items, result.outcomes)
+
+    async def _with_heartbeats(self, key: TypeKey, items: list[Due], deliveries: list[pb.Delivery]) -> None:
+        """A type that heartbeats: each delivery carries its heartbeat timeout, and a retry the
+        last details its earlier attempts sent (to resume from), read from the store."""
+        timeout_ms = self._heartbeat_ms.get(key)
+        if timeout_ms is None:
+            return
+        retries = [d.task_id for d in items if d.attempt > 1]
+        details: dict[str, str] = {}
+        if retries:
+            try:
+                details = await asyncio.to_thread(self._store.heartbeat_details, retries)
+            except Exception:   # the attempt runs without them rather than not at all
+                log.exception("the last heartbeat details of %d retries could not be read", len(retries))
+        for delivery in deliveries:
+            delivery.heartbeat_timeout_ms = timeout_ms
+            found = details.get(delivery.task.task_id)
+            if found is not None:
+                delivery.heartbeat_details_json = found
 
     def _releaser(self, items: list[Due]) -> Callable[[pb.Outcome], None]:
         """For a limited type: free each attempt's place as its outcome comes over the Work

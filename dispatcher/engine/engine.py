@@ -90,7 +90,8 @@ class Engine:
                  metrics: NodeMetrics, clock: Clock | None = None, rng: random.Random | None = None,
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
                  stats: TaskStats | None = None, loops: LoopWatch | None = None,
-                 type_limits: Mapping[TypeKey, TypeLimits] | None = None):
+                 type_limits: Mapping[TypeKey, TypeLimits] | None = None,
+                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
         self._params = params
         self._store = store
         self._producer = producer
@@ -122,7 +123,8 @@ class Engine:
         self._gate = ConcurrencyGate(type_limits)
         self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
-                                  may_act=self.may_act, lose=self._lose, gate=self._gate)
+                                  may_act=self.may_act, lose=self._lose, gate=self._gate,
+                                  heartbeat_timeouts=heartbeat_timeouts)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
                                 behind=self.slots_behind, loops=loops)

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import grpc
 
-from dispatcher.engine.executor_stream import ExecutorStream, StreamEnded
+from dispatcher.engine.executor_stream import ExecutorStream, Heartbeats, StreamEnded
 from taskring.wire import pb, pb_grpc
 
 
@@ -67,8 +67,9 @@ class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, *, now_ms: Callable[[], int], rpc_margin_s: float = 5.0,
                  lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0,
                  credentials: grpc.ChannelCredentials | None = None, server_name: str | None = None,
-                 use_streams: bool = True):
+                 use_streams: bool = True, heartbeats: Heartbeats | None = None):
         self._directory = directory
+        self._heartbeats = heartbeats   # answers the heartbeats that come up the Work streams
         # TLS to every executor when given (dispatcher/auth/tls.py); `server_name` is the
         # name checked in their certificates instead of the address each one registered.
         self._credentials = credentials
@@ -291,7 +292,7 @@ class ExecutorPool:
             return None
         stream = self._streams.get(address)
         if stream is None or stream.ended:
-            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id)
+            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._heartbeats)
         elif stream.taken(chunk):
             return None
         result = await stream.run(chunk, deadline_s, on_outcome)

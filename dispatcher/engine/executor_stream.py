@@ -15,19 +15,43 @@ an Execute call's) returns what came; the pool turns the rest into retryable
 failures, as for a call that timed out. When the stream fails or ends, every chunk
 still waiting returns what it has and the error; the pool opens a new stream for the
 next chunk.
+
+Heartbeats come up the same stream (engine/heartbeats.py answers them, down the stream). A
+delivery whose type declares a heartbeat timeout has a lease here: it runs the heartbeat
+timeout from when it was sent, and from each heartbeat recorded after that. When a lease
+runs out the attempt is over: its chunk gets a timed-out outcome for it at once, and a
+later outcome or heartbeat of it is refused (LOST), as its recovery guarantees.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import grpc
 
 from taskring.wire import pb, pb_grpc
 
 log = logging.getLogger(__name__)
+
+
+class Heartbeats(Protocol):
+    """What answers the heartbeats of a stream (engine/heartbeats.py)."""
+
+    async def answer(self, beats: list[tuple[pb.Heartbeat, pb.Delivery]]) -> list[pb.HeartbeatAnswer]: ...
+
+    def unknown(self, beat: pb.Heartbeat) -> pb.HeartbeatAnswer: ...
+
+    def expired(self) -> None:
+        """An attempt's lease ran out (counted)."""
+
+
+def time_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class StreamEnded(Exception):
@@ -40,6 +64,7 @@ class _Chunk:
 
     expected: int
     done: asyncio.Future[None]
+    deliveries: list[pb.Delivery]
     outcomes: list[pb.Outcome] = dataclasses.field(default_factory=list)
     error: BaseException | None = None
     on_outcome: Callable[[pb.Outcome], None] | None = None
@@ -69,12 +94,21 @@ class ChunkResult:
 class ExecutorStream:
     """The node's Work stream to one executor address; opened on first use."""
 
-    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str) -> None:
+    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str, heartbeats: Heartbeats | None = None) -> None:
         self._stub = stub
         self._node_id = node_id
+        self._heartbeats = heartbeats
         self._call: grpc.aio.StreamStreamCall | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: list[pb.Delivery] = []
+        self._answers: list[pb.HeartbeatAnswer] = []
+        # (task_id, attempt) -> when its lease runs out (the loop's clock), for deliveries
+        # whose type heartbeats; and the heartbeat timeout of each, in seconds.
+        self._leases: dict[tuple[str, int], float] = {}
+        self._lease_s: dict[tuple[str, int], float] = {}
+        self._lease_changed = asyncio.Event()
+        self._lease_watch: asyncio.Task[None] | None = None
+        self._pending_answers: set[asyncio.Task[None]] = set()
         self._send = asyncio.Event()
         self._waiting: dict[tuple[str, int], _Chunk] = {}
         self.ended = False
@@ -94,11 +128,14 @@ class ExecutorStream:
             return ChunkResult([], StreamEnded("the stream had ended"))
         if self._call is None:
             self._open()
-        chunk = _Chunk(len(deliveries), asyncio.get_running_loop().create_future(), on_outcome=on_outcome)
+        loop = asyncio.get_running_loop()
+        chunk = _Chunk(len(deliveries), loop.create_future(), deliveries, on_outcome=on_outcome)
         waiting = self._waiting
         keys = [(d.task.task_id, d.attempt) for d in deliveries]   # built once: two protobuf reads each
         for key in keys:
             waiting[key] = chunk
+        if deliveries and deliveries[0].heartbeat_timeout_ms:   # a chunk is one task type's
+            self._lease(keys, deliveries[0].heartbeat_timeout_ms / 1000, loop.time())
         self._outbox.extend(deliveries)
         self._send.set()
         try:
@@ -109,7 +146,76 @@ class ExecutorStream:
                 for key in keys:
                     if waiting.get(key) is chunk:
                         del waiting[key]
+            if self._leases:
+                for key in keys:
+                    self._leases.pop(key, None)
+                    self._lease_s.pop(key, None)
         return ChunkResult(chunk.outcomes, chunk.error)
+
+    # ---- leases of attempts that heartbeat ----
+
+    def _lease(self, keys: list[tuple[str, int]], timeout_s: float, now: float) -> None:
+        for key in keys:
+            self._leases[key] = now + timeout_s
+            self._lease_s[key] = timeout_s
+        if self._lease_watch is None:
+            self._lease_watch = asyncio.create_task(self._watch_leases())
+            self._tasks.append(self._lease_watch)
+        self._lease_changed.set()
+
+    async def _watch_leases(self) -> None:
+        """Give up each attempt whose lease ran out: a timed-out outcome for it now."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self._lease_changed.clear()
+            now = loop.time()
+            for key in [k for k, until in self._leases.items() if until <= now]:
+                timeout_ms = round(self._lease_s.pop(key) * 1000)
+                del self._leases[key]
+                chunk = self._waiting.pop(key, None)
+                if chunk is not None:
+                    log.warning("task %s attempt %d: no heartbeat within %d ms; giving the attempt up",
+                                key[0], key[1], timeout_ms)
+                    chunk.add(pb.Outcome(task_id=key[0], attempt=key[1], kind=pb.OUTCOME_KIND_TIMED_OUT,
+                                         error=f"no heartbeat within the heartbeat timeout ({timeout_ms} ms)",
+                                         finished_at_ms=time_ms()))
+                    if self._heartbeats is not None:
+                        self._heartbeats.expired()
+            wait = min(self._leases.values(), default=now + 3600) - now
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lease_changed.wait(), max(wait, 0.001))
+
+    def _heard(self, beats: Sequence[pb.Heartbeat]) -> None:
+        """Heartbeats from the executor: those of attempts waiting here go to be recorded."""
+        assert self._heartbeats is not None
+        known: list[tuple[pb.Heartbeat, pb.Delivery]] = []
+        for beat in beats:
+            key = (beat.task_id, beat.attempt)
+            chunk = self._waiting.get(key)
+            delivery = None if chunk is None else next(
+                (d for d in chunk.deliveries if d.task.task_id == beat.task_id and d.attempt == beat.attempt), None)
+            if delivery is None:
+                self._answer([self._heartbeats.unknown(beat)])
+            else:
+                known.append((beat, delivery))
+        if known:
+            task = asyncio.create_task(self._record(known))
+            self._pending_answers.add(task)
+            task.add_done_callback(self._pending_answers.discard)
+
+    async def _record(self, beats: list[tuple[pb.Heartbeat, pb.Delivery]]) -> None:
+        assert self._heartbeats is not None
+        answers = await self._heartbeats.answer(beats)
+        now = asyncio.get_running_loop().time()
+        for a in answers:
+            key = (a.task_id, a.attempt)
+            if a.verdict == pb.HEARTBEAT_VERDICT_CONTINUE and key in self._leases:
+                self._leases[key] = now + self._lease_s[key]
+        self._answer(answers)
+
+    def _answer(self, answers: list[pb.HeartbeatAnswer]) -> None:
+        self._answers.extend(answers)
+        self._send.set()
 
     def _open(self) -> None:
         self._call = self._stub.Work()
@@ -120,9 +226,11 @@ class ExecutorStream:
             while True:
                 await self._send.wait()
                 self._send.clear()
-                if self._outbox:
+                if self._outbox or self._answers:
                     batch, self._outbox = self._outbox, []
-                    await call.write(pb.ExecuteRequest(deliveries=batch, dispatcher_node=self._node_id))
+                    answers, self._answers = self._answers, []
+                    await call.write(pb.ExecuteRequest(deliveries=batch, dispatcher_node=self._node_id,
+                                                       heartbeat_answers=answers))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the call failed: the reader sees the same and ends the stream
@@ -137,6 +245,8 @@ class ExecutorStream:
                     error = StreamEnded("the executor ended the stream")
                     break
                 assert isinstance(message, pb.ExecuteResponse)
+                if message.heartbeats and self._heartbeats is not None:
+                    self._heard(message.heartbeats)   # first: an outcome beside them ends their attempt
                 waiting = self._waiting
                 for outcome in message.outcomes:
                     chunk = waiting.pop((outcome.task_id, outcome.attempt), None)
@@ -159,7 +269,7 @@ class ExecutorStream:
         for chunk in set(self._waiting.values()):
             chunk.fail(error)
         self._waiting.clear()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._pending_answers]:
             if task is not asyncio.current_task():
                 task.cancel()
         if self._call is not None:

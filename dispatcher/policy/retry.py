@@ -23,14 +23,15 @@ import random
 import types
 from collections.abc import Mapping
 
+from dispatcher.policy.heartbeat import HEARTBEAT_FIELD, InvalidHeartbeatPolicy, parse_heartbeat_timeout
 from dispatcher.policy.scheduling import LIMIT_FIELDS, InvalidSchedulingPolicy, TypeLimits, parse_type_limits
 from dispatcher.policy.unique import InvalidUniqueRule, UniqueRule, parse_unique_rule
 from taskring.wire import pb
 
 UNIQUE_FIELDS = frozenset({"unique_key", "unique_ttl_ms"})
 """Fields of a task type's entry that are its unique-key rule, not its retry policy."""
-TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS
-"""Fields of a task type's entry that are not its retry policy (unique key, limits)."""
+TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS | {HEARTBEAT_FIELD}
+"""Fields of a task type's entry that are not its retry policy (unique key, limits, heartbeat)."""
 
 MAX_SCHEDULE_ENTRIES = 100
 
@@ -142,12 +143,15 @@ class RetryPolicies:
     """The unique-key rules declared in the same file, per task type (dispatcher/policy/unique.py)."""
     limits_by_type: Mapping[tuple[str, str], TypeLimits] = dataclasses.field(default_factory=dict)
     """The concurrency limits declared in the same file, per task type (dispatcher/policy/scheduling.py)."""
+    heartbeat_by_type: Mapping[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    """The heartbeat timeouts (ms) declared in the same file, per task type (dispatcher/policy/heartbeat.py)."""
 
     def __post_init__(self) -> None:
         # Read-only copies: later changes to the caller's dicts do not leak in.
         object.__setattr__(self, "by_type", types.MappingProxyType(dict(self.by_type)))
         object.__setattr__(self, "unique_by_type", types.MappingProxyType(dict(self.unique_by_type)))
         object.__setattr__(self, "limits_by_type", types.MappingProxyType(dict(self.limits_by_type)))
+        object.__setattr__(self, "heartbeat_by_type", types.MappingProxyType(dict(self.heartbeat_by_type)))
 
     def for_type(self, namespace: str, task_type: str) -> RetryPolicy:
         """The policy a task of this type gets when it brings none of its own."""
@@ -166,13 +170,14 @@ def parse_retry_policies(text: str) -> RetryPolicies:
         {"default": {"initial_backoff_ms": 1000, "max_backoff_ms": 300000, "multiplier": 2},
          "payments/charge_card": {"schedule_ms": [30000, 120000, 600000, 3600000]},
          "shop/cancel_unpaid_order": {"unique_key": "order:{order_id}"},
-         "shop/export_orders": {"concurrency": {"per_type": 3}, "retry_cap": 1}}
+         "shop/export_orders": {"concurrency": {"per_type": 3}, "retry_cap": 1, "heartbeat_timeout_ms": 30000}}
 
     Keys other than "default" are "namespace/task_type". Fields left out take
     the default policy's values. A task type's entry may also declare its unique
     key (`unique_key`, a template over payload fields, and `unique_ttl_ms`;
     dispatcher/policy/unique.py) and its limits (`concurrency`, `retry_cap`;
-    dispatcher/policy/scheduling.py). Errors name the key and field.
+    dispatcher/policy/scheduling.py) and its heartbeat timeout (`heartbeat_timeout_ms`;
+    dispatcher/policy/heartbeat.py). Errors name the key and field.
     """
     import json
 
@@ -197,12 +202,13 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     default_spec = data.get("default", {})
     if isinstance(default_spec, dict) and TYPE_ONLY_FIELDS & set(default_spec):
         raise InvalidRetryPolicy(f"default.{sorted(TYPE_ONLY_FIELDS & set(default_spec))[0]}",
-                                 "is per task type: unique keys and limits are declared under"
+                                 "is per task type: unique keys, limits and heartbeats are declared under"
                                  " \"namespace/task_type\"")
     default = policy("default", default_spec, RetryPolicy())
     by_type = {}
     unique_by_type = {}
     limits_by_type = {}
+    heartbeat_by_type = {}
     for key, spec in data.items():
         if key == "default":
             continue
@@ -222,5 +228,11 @@ def parse_retry_policies(text: str) -> RetryPolicies:
             raise InvalidRetryPolicy(exc.field, exc.problem) from None
         if limits is not None:
             limits_by_type[(namespace, task_type)] = limits
+        try:
+            heartbeat = parse_heartbeat_timeout(key, spec)
+        except InvalidHeartbeatPolicy as exc:
+            raise InvalidRetryPolicy(exc.field, exc.problem) from None
+        if heartbeat is not None:
+            heartbeat_by_type[(namespace, task_type)] = heartbeat
     return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type,
-                         limits_by_type=limits_by_type)
+                         limits_by_type=limits_by_type, heartbeat_by_type=heartbeat_by_type)

@@ -30,7 +30,7 @@ Task ids, namespaces and task types are compared exactly (case-sensitive).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Protocol
 
 from dispatcher.store import records as r
@@ -143,15 +143,33 @@ class TaskStoreProtocol(Protocol):
         """The row and its whole history, in the order the events were written.
         Raises TaskNotFound."""
 
-    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
-        """Cancel a task that has not been handed to an executor.
+    def cancel(self, task_id: str, node: str, now: dt.datetime,
+               heartbeat_types: Container[tuple[str, str]] = ()) -> None:
+        """Cancel a task that has not been handed to an executor, or a running one whose
+        type heartbeats.
 
-        pending, enqueued or claimed: becomes cancelled, with a "cancelled" event
-        at `now` by `node`, attempt = the row's attempts. An owner that later
-        tries to dispatch it is refused by begin_dispatch. Otherwise raises
-        TaskAlreadyFinished naming the API state ("running" for dispatched, else
-        the status itself) and writes nothing; unknown id: TaskNotFound.
+        pending, enqueued or claimed, or dispatched with (namespace, task_type) in
+        `heartbeat_types`: becomes cancelled, with a "cancelled" event at `now` by `node`,
+        attempt = the row's attempts (a dispatched row's "dispatched" event moves to the
+        history first). An owner that later tries to dispatch it is refused by
+        begin_dispatch; the running attempt's next heartbeat is answered "cancelled", and
+        its outcome changes nothing. Otherwise raises TaskAlreadyFinished naming the API
+        state ("running" for dispatched, else the status itself) and writes nothing;
+        unknown id: TaskNotFound.
         """
+
+    def record_heartbeats(self, beats: Sequence[r.HeartbeatWrite], now: dt.datetime) -> list[r.HeartbeatResult]:
+        """Record running attempts' heartbeats, one result per beat in order.
+
+        A beat whose row is dispatched at that attempt under that epoch, and whose slot the
+        epoch still holds, is RECORDED: the row's heartbeat time becomes `now` and its
+        details the beat's (None keeps the last). A cancelled row answers CANCELLED; any
+        other (finished, another attempt or epoch, a stale slot, no such task) LOST, and
+        nothing is written for it.
+        """
+
+    def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
+        """The details of the last recorded heartbeat of each task that has some."""
 
     # ---- the owner's writes (fenced) ----
 

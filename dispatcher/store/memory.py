@@ -25,7 +25,7 @@ import dataclasses
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import overload
 
 from cluster.interface import LOST, RENEWED, WANTED, SlotLeased
@@ -69,6 +69,7 @@ class MemoryTaskStore:
         # task_id -> (epoch of the claim, dispatched at, attempt): attempts a claim took back from
         # dispatched (attempts_in_doubt); MariaDB keeps the row's dispatched_at for this.
         self._in_doubt: dict[str, tuple[int, dt.datetime, int]] = {}
+        self._heartbeat_details: dict[str, str] = {}   # MariaDB: the row's heartbeat_details
         self._events: dict[str, list[r.Event]] = {}
         self._dead: dict[str, DeadEntry] = {}
         self._groups: dict[tuple[str, str, str], FailureGroup] = {}
@@ -311,17 +312,41 @@ class MemoryTaskStore:
                 raise TaskNotFound(task_id)
             return row, list(self._events.get(task_id, ()))
 
-    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+    def cancel(self, task_id: str, node: str, now: dt.datetime,
+               heartbeat_types: Container[tuple[str, str]] = ()) -> None:
         with self._lock:
             self._maybe_fail("cancel")
             row = self._rows.get(task_id)
             if row is None:
                 raise TaskNotFound(task_id)
-            if row.status not in r.CANCELLABLE:
+            running_ok = row.status == r.DISPATCHED and (row.namespace, row.task_type) in heartbeat_types
+            if row.status not in r.CANCELLABLE and not running_ok:
                 raise TaskAlreadyFinished(task_id, TaskState.RUNNING if row.status == r.DISPATCHED else row.status)
             now = _ms(now)
             self._update(task_id, status=r.CANCELLED, updated_at=now)
             self._append([r.Event(task_id, TaskState.CANCELLED, now, node, row.attempts, "cancelled by request")])
+
+    def record_heartbeats(self, beats: Sequence[r.HeartbeatWrite], now: dt.datetime) -> list[r.HeartbeatResult]:
+        with self._lock:
+            self._maybe_fail("record_heartbeats")
+            stale = self._stale({b.slot: b.epoch for b in beats})
+            results = []
+            for b in beats:
+                row = self._rows.get(b.task_id)
+                if row is not None and row.status == r.CANCELLED:
+                    results.append(r.HeartbeatResult.CANCELLED)
+                elif row is not None and b.slot not in stale \
+                        and (row.status, row.attempts, row.epoch) == (r.DISPATCHED, b.attempt, b.epoch):
+                    results.append(r.HeartbeatResult.RECORDED)
+                    if b.details is not None:
+                        self._heartbeat_details[b.task_id] = b.details
+                else:
+                    results.append(r.HeartbeatResult.LOST)
+            return results
+
+    def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
+        with self._lock:
+            return {tid: self._heartbeat_details[tid] for tid in task_ids if tid in self._heartbeat_details}
 
     # ---- the owner's writes (fenced) ----
 

@@ -24,14 +24,14 @@ import dataclasses
 import datetime as dt
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 
 import pymysql
 
 from cluster.interface import SlotLeased
 from dispatcher.base.config import MySQLConfig
 from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
-from dispatcher.store import attempt_writes, fenced, leases
+from dispatcher.store import attempt_writes, fenced, heartbeats, leases
 from dispatcher.store import records as r
 from dispatcher.store.sql_literals import marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
@@ -402,21 +402,34 @@ class TaskStore:
             return r.TaskRow(*row), [r.Event(*e) for e in cur.fetchall()]
         return self.run(body)
 
-    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+    def cancel(self, task_id: str, node: str, now: dt.datetime,
+               heartbeat_types: Container[tuple[str, str]] = ()) -> None:
         def body(cur):
-            cur.execute("SELECT status, attempts FROM tasks WHERE task_id = %s FOR UPDATE", (task_id,))
-            row = cur.fetchone()
-            if row is None:
+            rows = fenced.lock_states(cur, [task_id])
+            if task_id not in rows:
                 raise TaskNotFound(task_id)
-            status, attempts = row
-            if status not in r.CANCELLABLE:
-                shown = TaskState.RUNNING if status == r.DISPATCHED else status
-                raise TaskAlreadyFinished(task_id, shown)
+            row = rows[task_id]
+            if row.status not in r.CANCELLABLE:
+                if row.status != r.DISPATCHED or not self._task_type_in(cur, task_id, heartbeat_types):
+                    shown = TaskState.RUNNING if row.status == r.DISPATCHED else row.status
+                    raise TaskAlreadyFinished(task_id, shown)
+                fenced.move_dispatch_to_events(cur, [task_id], rows)
             cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s",
                         (r.CANCELLED, now, task_id))
-            fenced.append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, attempts,
+            fenced.append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, row.attempts,
                                               "cancelled by request")])
         self.run(body)
+
+    @staticmethod
+    def _task_type_in(cur, task_id: str, types: Container[tuple[str, str]]) -> bool:
+        cur.execute("SELECT namespace, task_type FROM tasks WHERE task_id = %s", (task_id,))
+        return tuple(cur.fetchone()) in types
+
+    def record_heartbeats(self, beats: Sequence[r.HeartbeatWrite], now: dt.datetime) -> list[r.HeartbeatResult]:
+        return self.run(lambda cur: heartbeats.record(cur, beats, now))
+
+    def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
+        return self.run(lambda cur: heartbeats.details(cur, task_ids))
 
     # ---- the owner's writes (fenced) ----
 

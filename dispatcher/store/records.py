@@ -47,9 +47,10 @@ STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
     ENQUEUED: frozenset({DISPATCHED, PENDING, CANCELLED}),
     # in an owner's heap: dispatched; given back (handoff, recovery); or cancelled
     CLAIMED: frozenset({DISPATCHED, PENDING, CANCELLED}),
-    # with an executor: its outcome; a retry on either path; or back to pending (the
-    # owner crashed, or the attempt was never sent and is not spent)
-    DISPATCHED: frozenset({SUCCEEDED, DEAD_LETTERED, PENDING, ENQUEUED}),
+    # with an executor: its outcome; a retry on either path; back to pending (the
+    # owner crashed, or the attempt was never sent and is not spent); or cancelled while
+    # it runs, for a task whose type heartbeats (its handler learns it at its next heartbeat)
+    DISPATCHED: frozenset({SUCCEEDED, DEAD_LETTERED, PENDING, ENQUEUED, CANCELLED}),
     SUCCEEDED: frozenset(),
     # an operator's replay (dispatcher/ops/): the task runs again, same id, same history
     DEAD_LETTERED: frozenset({PENDING}),
@@ -57,7 +58,11 @@ STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
 }
 TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED})
 """Where the engine leaves a task for good; only a person brings a dead letter back."""
-CANCELLABLE = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
+CANCELLABLE_RUNNING = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
+CANCELLABLE = CANCELLABLE_RUNNING - {DISPATCHED}
+"""What a cancel takes: a running attempt (dispatched) only when its type heartbeats, since a
+handler that never heartbeats could not learn of the cancel and would run on to an outcome
+that the cancelled row then ignores."""
 
 class Lane(enum.IntEnum):
     """Which of a slot's queues a row is in: the `lane` column (migrations/011_lanes.sql),
@@ -185,6 +190,27 @@ class OutcomeWrite:
     retry_at: dt.datetime | None = None
     error: str | None = None
     stack_trace: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HeartbeatWrite:
+    """A running attempt's heartbeat, to record under its slot's epoch."""
+
+    task_id: str
+    slot: int
+    attempt: int
+    epoch: int
+    details: str | None
+    """JSON text to keep for the next attempt; None keeps the last details."""
+
+
+class HeartbeatResult(enum.Enum):
+    RECORDED = "recorded"
+    """The attempt is the task's running one: its heartbeat and details are stored."""
+    CANCELLED = "cancelled"
+    """The task was cancelled while the attempt ran: the handler should stop."""
+    LOST = "lost"
+    """Not the task's running attempt (finished, recovered, another epoch, unknown task)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import pymysql
@@ -225,13 +225,31 @@ class ShardedTaskStore:
                 return shard.get_task(task_id)
         raise TaskNotFound(task_id)
 
-    def cancel(self, task_id: str, node: str, now: dt.datetime) -> None:
+    def cancel(self, task_id: str, node: str, now: dt.datetime,
+               heartbeat_types: Container[tuple[str, str]] = ()) -> None:
         for shard in self.shards:
             try:
-                return shard.cancel(task_id, node, now)
+                return shard.cancel(task_id, node, now, heartbeat_types)
             except TaskNotFound:
                 continue
         raise TaskNotFound(task_id)
+
+    def record_heartbeats(self, beats: Sequence[r.HeartbeatWrite], now: dt.datetime) -> list[r.HeartbeatResult]:
+        by_shard: dict[int, list[int]] = {}
+        for i, b in enumerate(beats):
+            by_shard.setdefault(self._shard_of_slot[b.slot], []).append(i)
+        results: list[r.HeartbeatResult] = [r.HeartbeatResult.LOST] * len(beats)
+        for shard, indexes in by_shard.items():
+            for i, result in zip(indexes, self.shards[shard].record_heartbeats([beats[i] for i in indexes], now),
+                                 strict=True):
+                results[i] = result
+        return results
+
+    def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for shard in self.shards:   # a task's shard is its slot's, which the id alone does not say
+            found.update(shard.heartbeat_details(task_ids))
+        return found
 
     # ---- the owner's writes (fenced; one transaction per shard) ----
 

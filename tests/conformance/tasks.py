@@ -223,6 +223,59 @@ CANCEL = (
          when=lambda w: (w.store.cancel("a", NODE, T0),
                          w.store.begin_dispatch([mysql_claim("a", 1)], w.epochs, NODE, T0))[1],
          returns=(set(), set()), then={"a": (CANCELLED, 0)}),
+    Case("dispatched, of a type that heartbeats: cancelled, its dispatch kept in the history",
+         given=(Row("a", DISPATCHED, attempts=2),),
+         when=lambda w: w.store.cancel("a", NODE, T0, {("ns", "send")}), then={"a": (CANCELLED, 2)},
+         check=lambda w, _: equal([e.state for e in w.history("a")][-2:], [TaskState.DISPATCHED,
+                                                                            TaskState.CANCELLED])),
+    Case("dispatched, of a type that does not heartbeat, is refused as running",
+         given=(Row("a", DISPATCHED),), when=lambda w: w.store.cancel("a", NODE, T0, {("ns", "other")}),
+         raises=(TaskAlreadyFinished, "already running")),
+)
+
+# ---- heartbeats
+
+
+def _beat(w: World, task_id: str, attempt: int = 2, details: str | None = None, slot: int = 0,
+          epoch: int | None = None) -> r.HeartbeatWrite:
+    return r.HeartbeatWrite(task_id, slot, attempt, w.epochs[slot] if epoch is None else epoch, details)
+
+
+def _beats_then_details(w: World) -> tuple:
+    results = [w.store.record_heartbeats([_beat(w, "a", details='{"page": 1}')], T0),
+               w.store.record_heartbeats([_beat(w, "a")], T(1)),   # None keeps the last details
+               w.store.heartbeat_details(["a", "b"])]
+    results.append(w.store.record_heartbeats([_beat(w, "a", details='{"page": 2}')], T(2)))
+    return (*results, w.store.heartbeat_details(["a"]))
+
+
+RECORDED, HB_CANCELLED, HB_LOST = r.HeartbeatResult.RECORDED, r.HeartbeatResult.CANCELLED, r.HeartbeatResult.LOST
+
+HEARTBEATS = (
+    Case("the running attempt's heartbeats are recorded, and its details kept for the next attempt",
+         given=(Row("a", DISPATCHED, attempts=2), Row("b", DISPATCHED, attempts=1)), when=_beats_then_details,
+         then={"a": (DISPATCHED, 2)},
+         returns=([RECORDED], [RECORDED], {"a": '{"page": 1}'}, [RECORDED], {"a": '{"page": 2}'})),
+    Case("each beat of a batch is answered in order: cancelled, another attempt, finished, unknown",
+         given=(Row("a", DISPATCHED, attempts=2), Row("c", CANCELLED, attempts=2), Row("s", SUCCEEDED, attempts=2),
+                Row("b", DISPATCHED, attempts=2, slot=1)),
+         when=lambda w: (w.store.record_heartbeats([_beat(w, "c", details="1"), _beat(w, "a", attempt=1),
+                                                    _beat(w, "s"), _beat(w, "nope"), _beat(w, "b", slot=1),
+                                                    _beat(w, "a", details='"x"')], T0),
+                         w.store.heartbeat_details(["a", "b", "c", "s"])),
+         returns=([HB_CANCELLED, HB_LOST, HB_LOST, HB_LOST, RECORDED, RECORDED], {"a": '"x"'})),
+    Case("a beat under an epoch the slot moved on from is lost, and writes nothing",
+         given=(Row("a", DISPATCHED, attempts=2),),
+         when=lambda w: (w.store.claim_slot(0, "n2", T0), w.store.claim_due(0, w.epochs[0] + 1, T0, 0, T0),
+                         w.store.record_heartbeats([_beat(w, "a", details="1")], T0),
+                         w.store.heartbeat_details(["a"]))[2:],
+         then={"a": (PENDING, 2)},   # by the claim_slot
+         returns=([HB_LOST], {})),
+    Case("a beat of a row dispatched under another epoch is lost",
+         given=(Row("a", DISPATCHED, attempts=2),),
+         when=lambda w: w.store.record_heartbeats([_beat(w, "a", epoch=w.epochs[0] - 1)], T0), returns=[HB_LOST]),
+    Case("no beats, no details", given=(),
+         when=lambda w: (w.store.record_heartbeats([], T0), w.store.heartbeat_details([])), returns=([], {})),
 )
 
 # ---- claim_due
@@ -575,6 +628,7 @@ class TaskConformance(Area):
     test_insert_tasks_with_unique_keys = case_test(*UNIQUE)
     test_reroute_to_mysql = case_test(*REROUTE)
     test_cancel = case_test(*CANCEL)
+    test_heartbeats = case_test(*HEARTBEATS)
     test_claim_due = case_test(*CLAIM_DUE)
     test_begin_dispatch = case_test(*BEGIN_DISPATCH)
     test_record_outcomes = case_test(*RECORD_OUTCOMES)

@@ -46,6 +46,7 @@ def test_the_row_table_names_every_status_and_every_row_can_end():
     for status in r.Status:
         assert _reachable(r.STATUS_TRANSITIONS, status) & r.TERMINAL, f"a {status} row can never end"
     assert r.CANCELLABLE == {r.PENDING, r.ENQUEUED, r.CLAIMED}, "cancel is only for tasks not yet handed out"
+    assert r.CANCELLABLE_RUNNING == r.CANCELLABLE | {r.DISPATCHED}, "...or running, for a type that heartbeats"
 
 
 def test_the_row_statuses_that_end_a_task_are_the_states_that_end_it():

@@ -65,6 +65,7 @@ from datetime import datetime
 from types import CoroutineType
 from typing import Any
 
+from taskring._heartbeat import Beat, Link
 from taskring._threads import DaemonThreads
 from taskring.context import TaskContext
 from taskring.errors import NonRetryableError
@@ -180,10 +181,11 @@ _set_trace_id = _slot_setter("trace_id")
 _set_deadline = _slot_setter("deadline")
 _set_payload_version = _slot_setter("payload_version")
 _set_created_at = _slot_setter("created_at")
+_set_beat = _slot_setter("_beat")
 
 def _make_context(task_id: str, namespace: str, task_type: str, payload: dict[str, Any], attempt: int,
                   epoch: int, trace_id: str, deadline: float, payload_version: int,
-                  created_at: datetime | None) -> TaskContext:
+                  created_at: datetime | None, _beat: Beat | Link | None) -> TaskContext:
     """TaskContext(...) by its slots: a frozen dataclass's __init__ sets each field through
     object.__setattr__, three times the cost of the rest of a no-op task's context.
     The same object (test_runner_internals pins it against the constructor and its fields)."""
@@ -198,6 +200,7 @@ def _make_context(task_id: str, namespace: str, task_type: str, payload: dict[st
     _set_deadline(ctx, deadline)
     _set_payload_version(ctx, payload_version)
     _set_created_at(ctx, created_at)
+    _set_beat(ctx, _beat)
     return ctx
 
 
@@ -306,11 +309,12 @@ class DeliveryRunner:
                     response.outcomes.append(outcome)
         return response
 
-    def start_batch(self, deliveries: Sequence[pb.Delivery],
-                    response: pb.ExecuteResponse) -> list[asyncio.Future[Any]]:
+    def start_batch(self, deliveries: Sequence[pb.Delivery], response: pb.ExecuteResponse,
+                    link: Link | None = None) -> list[asyncio.Future[Any]]:
         """Start every delivery: the outcomes known at once (a handler done in its first
         step, a refusal) go into `response`; the others are the futures returned, each
         of one outcome or None (a spare host). Run from a task on the runner's loop.
+        `link`: the Work stream's heartbeats (_heartbeat.py); None for an Execute call.
 
         The per-delivery path is written out in one loop on purpose: at a few µs a
         task, each extra Python call would be a noticeable share of it; the rarer
@@ -351,10 +355,14 @@ class DeliveryRunner:
                     if task.created_at != created_text:  # a batch's tasks often share it
                         created_text = task.created_at
                         created_at = _parse_created_at(created_text)
+                    beat: Beat | Link | None = link
+                    if d.heartbeat_timeout_ms:   # its type heartbeats: the first goes now
+                        beat = link.start(d) if link is not None else Beat(
+                            None, task.task_id, d.attempt, d.heartbeat_timeout_ms, d.heartbeat_details_json)
                     try:
                         ctx = _make_context(task.task_id, task.namespace, task_type,
                                             _decode_payload(task.payload_json), d.attempt, d.epoch, task.trace_id,
-                                            received + timeout_ms / 1000.0, task.payload_version, created_at)
+                                            received + timeout_ms / 1000.0, task.payload_version, created_at, beat)
                     except ValueError as e:  # a payload the server should never have accepted
                         add(task_id=task.task_id, attempt=d.attempt, kind=NON_RETRYABLE,
                             error=f"payload_json: {e}", started_at_ms=now_ms, finished_at_ms=now_ms)
@@ -488,6 +496,8 @@ class DeliveryRunner:
             cm = asyncio.timeout_at(ctx.deadline)
             try:
                 async with cm:
+                    if type(ctx._beat) is Beat:   # a stop from the dispatcher interrupts it here
+                        ctx._beat.running_under(cm)
                     await awaitable
             except TimeoutError as e:
                 if not cm.expired():

@@ -24,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from taskring._heartbeat import Link
 from taskring._runner import DeliveryRunner
 from taskring.wire import pb
 
@@ -36,6 +37,7 @@ class _Outbox:
 
     def __init__(self, context: grpc.aio.ServicerContext) -> None:
         self.message = pb.ExecuteResponse()
+        self.link = Link(lambda: self.message, self.wake)
         self._context = context
         self._ready = asyncio.Event()
         self._closing = False
@@ -54,8 +56,10 @@ class _Outbox:
         while True:
             await self._ready.wait()
             self._ready.clear()
-            if len(self.message.outcomes):
+            if len(self.message.outcomes) or len(self.message.heartbeats):
                 message, self.message = self.message, pb.ExecuteResponse()
+                if self.link.beats:
+                    self.link.settle(message)
                 await self._context.write(message)
             elif self._closing:
                 return
@@ -81,8 +85,11 @@ async def serve(runner: DeliveryRunner, requests: AsyncIterator[pb.ExecuteReques
             outbox.wake()
 
     async def read() -> None:
+        link = outbox.link
         async for request in requests:
-            for fut in runner.start_batch(request.deliveries, outbox.message):
+            if request.heartbeat_answers:
+                link.answered(request.heartbeat_answers)
+            for fut in runner.start_batch(request.deliveries, outbox.message, link):
                 running.add(fut)
                 fut.add_done_callback(finished)
             outbox.wake()

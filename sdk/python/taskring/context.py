@@ -8,10 +8,13 @@ a stale dispatcher's delivery from the current owner's.
 """
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from taskring._heartbeat import Beat, Link
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,51 @@ class TaskContext:
     payload_version: int
     created_at: datetime | None
     """When the task was accepted (UTC), as recorded by the server."""
+    _beat: Beat | Link | None = field(default=None, repr=False, compare=False)
+    """Where heartbeats go: the attempt's own (its type heartbeats), its stream's, or None
+    (a delivery of an Execute call, with no stream to send on)."""
+
+    # ---- heartbeats (docs/limits.md, "Heartbeats") ----
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Tell the dispatcher this attempt is alive, with `details` (any JSON value, at most
+        64 KiB) to resume from: the task's next attempt, if there is one, finds the last
+        details sent in `heartbeat_details`. None keeps the last ones.
+
+        For a task type with a heartbeat timeout, call it more often than that: an attempt
+        whose heartbeats stop for that long is given up as timed out and retried. It does not
+        wait for the dispatcher's answer; once an answer says the task was cancelled, or the
+        attempt was given up, an async handler is interrupted at its next ``await`` and this
+        raises `taskring.errors.TaskStopped`. Raises `taskring.errors.InvalidHeartbeat` for
+        details that are not JSON or too large (nothing is sent). A delivery that came by an
+        Execute call rather than a Work stream has nowhere to send: nothing is sent.
+        """
+        beat = self._beat
+        if beat is None:
+            return
+        if isinstance(beat, Link):
+            beat = beat.adopt(self.task_id, self.attempt)
+            object.__setattr__(self, "_beat", beat)
+        beat.beat(details)
+
+    @property
+    def heartbeat_timeout_ms(self) -> int:
+        """The heartbeat timeout of the task's type (0: it need not heartbeat)."""
+        return self._beat.timeout_ms if isinstance(self._beat, Beat) else 0
+
+    @property
+    def heartbeat_details(self) -> Any:
+        """The details of the last heartbeat an earlier attempt of this task sent (decoded
+        JSON), or None. Given to types with a heartbeat timeout."""
+        beat = self._beat
+        if isinstance(beat, Beat) and beat.last_details_json:
+            return json.loads(beat.last_details_json)
+        return None
+
+    @property
+    def stopped(self) -> str | None:
+        """"cancelled" or "lost" once the dispatcher told this attempt to stop, else None."""
+        return self._beat.stopped if isinstance(self._beat, Beat) else None
 
     def remaining_s(self) -> float:
         """Seconds left before the deadline (negative once passed).

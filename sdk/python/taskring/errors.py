@@ -207,3 +207,23 @@ __all__ = [
     "Unavailable",
     "from_rpc_error",
 ]
+
+
+class TaskStopped(HandlerError):
+    """Raised by `ctx.heartbeat()` once the dispatcher has told the attempt to stop.
+
+    `verdict` is ``"cancelled"`` (the task was cancelled while it ran) or ``"lost"``
+    (this attempt is not the task's running one any more: its heartbeat lease ran out and
+    it was given up, or the task finished). Whatever the handler does next, the outcome
+    the executor sends for the attempt is STOPPED, and the dispatcher records nothing of
+    it: let the exception end the handler.
+    """
+
+    def __init__(self, verdict: str, reason: str):
+        self.verdict = verdict
+        self.reason = reason
+        super().__init__(f"{verdict}: {reason}")
+
+
+class InvalidHeartbeat(HandlerError, ValueError):
+    """`ctx.heartbeat(details)` with details that are not JSON or are too large; nothing was sent."""

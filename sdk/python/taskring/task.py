@@ -58,9 +58,10 @@ LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     TaskState.ACCEPTED: frozenset({TaskState.QUEUED}),
     TaskState.QUEUED: frozenset({TaskState.DISPATCHED, TaskState.CANCELLED}),
     # Dispatched and then: started; an outcome with no start time (it never began, or
-    # the executor did not say); or handed back unspent (queued again, same attempt).
+    # the executor did not say); handed back unspent (queued again, same attempt); or
+    # cancelled while it ran (a type that heartbeats: its handler learns it at its next one).
     TaskState.DISPATCHED: frozenset({TaskState.RUNNING, TaskState.SUCCEEDED, TaskState.RETRY_WAIT,
-                                     TaskState.FAILED, TaskState.QUEUED}),
+                                     TaskState.FAILED, TaskState.QUEUED, TaskState.CANCELLED}),
     TaskState.RUNNING: frozenset({TaskState.SUCCEEDED, TaskState.RETRY_WAIT, TaskState.FAILED}),
     TaskState.RETRY_WAIT: frozenset({TaskState.QUEUED, TaskState.CANCELLED}),
     TaskState.FAILED: frozenset({TaskState.DEAD_LETTERED}),

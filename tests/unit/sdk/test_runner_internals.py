@@ -24,7 +24,8 @@ def test_make_context_builds_what_the_constructor_builds():
     assert list(inspect.signature(_make_context).parameters) == fields  # a new field needs setting here
     assert not hasattr(TaskContext, "__post_init__")  # nothing the constructor would run is skipped
     values = dict(task_id="t", namespace="shop", task_type="send", payload={"n": 1}, attempt=2, epoch=7,
-                  trace_id="tr", deadline=12.5, payload_version=3, created_at=datetime(2030, 1, 1, tzinfo=UTC))
+                  trace_id="tr", deadline=12.5, payload_version=3, created_at=datetime(2030, 1, 1, tzinfo=UTC),
+                  _beat=None)
     made = _make_context(**values)  # type: ignore[arg-type]
     assert type(made) is TaskContext and made == TaskContext(**values)  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
