@@ -35,6 +35,9 @@ import (
 //   - On Stop past its grace, `abort` ends: every delivery not finished is
 //     answered RETRYABLE ("handed back") so the dispatcher re-queues it at
 //     once, instead of the call failing and the tasks waiting for a timeout.
+//   - On a Work stream, an attempt that a heartbeat's answer stopped (CANCEL
+//     or LOST, heartbeat.go) is answered STOPPED at once, whatever its handler
+//     returns; one that ignores its cancelled ctx keeps its slot, as above.
 
 // fallbackTimeout applies when neither the delivery nor the task carries one (a dispatcher always should).
 const fallbackTimeout = 300 * time.Second
@@ -64,8 +67,9 @@ type handlerResult struct {
 	finished time.Time
 }
 
-func (r *runner) run(ctx context.Context, d *pb.Delivery, received time.Time) *pb.Outcome {
-	o := r.outcome(ctx, d, received)
+// run answers one delivery; beats is its Work stream's, nil on an Execute call.
+func (r *runner) run(ctx context.Context, d *pb.Delivery, received time.Time, beats *beatStream) *pb.Outcome {
+	o := r.outcome(ctx, d, received, beats)
 	if r.observe != nil {
 		r.observe(Outcome{
 			TaskID: o.GetTaskId(), TaskType: d.GetTask().GetTaskType(), Attempt: o.GetAttempt(),
@@ -76,7 +80,7 @@ func (r *runner) run(ctx context.Context, d *pb.Delivery, received time.Time) *p
 	return o
 }
 
-func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time) *pb.Outcome {
+func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time, beats *beatStream) *pb.Outcome {
 	task := d.GetTask()
 	now := time.Now()
 	quick := func(kind pb.OutcomeKind, msg string) *pb.Outcome {
@@ -121,6 +125,8 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 		TaskID: task.GetTaskId(), Namespace: task.GetNamespace(), TaskType: task.GetTaskType(),
 		Payload: payload, PayloadVersion: task.GetPayloadVersion(), Attempt: d.GetAttempt(), Epoch: d.GetEpoch(),
 		TraceID: task.GetTraceId(), Deadline: deadline, CreatedAt: createdAt,
+		HeartbeatTimeout:     time.Duration(d.GetHeartbeatTimeoutMs()) * time.Millisecond,
+		LastHeartbeatDetails: d.GetHeartbeatDetailsJson(), stream: beats,
 	}
 	return r.runHandler(ctx, handler, t, timeout)
 }
@@ -176,12 +182,24 @@ func (r *runner) release() {
 }
 
 func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout time.Duration) *pb.Outcome {
-	hctx, cancel := context.WithDeadline(ctx, t.Deadline)
+	parent := ctx
+	var stop context.CancelCauseFunc
+	if t.stream != nil && t.HeartbeatTimeout > 0 {
+		// Only an attempt that heartbeats pays for a ctx that can carry why an
+		// answer stopped it.
+		parent, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+	}
+	hctx, cancel := context.WithDeadline(parent, t.Deadline)
 	defer cancel()
 	unlink := context.AfterFunc(r.abort, cancel) // Stop past its grace cancels handlers too
 	defer unlink()
+	t.cancelRun = cancel
 
 	started := time.Now()
+	if stop != nil {
+		t.stream.begin(t, stop)
+	}
 	done := make(chan handlerResult, 1)
 	go func() {
 		defer r.release() // only when the handler really returns
@@ -204,7 +222,11 @@ func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout
 		case res = <-done: // it returned just as its context ended: take its own word
 		default:
 			o.FinishedAtMs = time.Now().UnixMilli()
-			if r.abort.Err() != nil || ctx.Err() != nil {
+			if stopped := t.endBeats(); stopped != nil {
+				// The attempt is over for the dispatcher; like a timed-out one,
+				// the goroutine keeps its slot until it returns.
+				o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_STOPPED, stopped.outcomeText()
+			} else if r.abort.Err() != nil || ctx.Err() != nil {
 				o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, handedBack
 			} else {
 				r.log.Warn("taskring: handler exceeded its timeout; its goroutine keeps its slot until it returns",
@@ -216,7 +238,10 @@ func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout
 		}
 	}
 	o.FinishedAtMs = res.finished.UnixMilli()
+	stopped := t.endBeats()
 	switch {
+	case stopped != nil: // whatever the handler made of its cancelled ctx
+		o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_STOPPED, stopped.outcomeText()
 	case res.panicked:
 		o.Kind = pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE
 		o.Error = fmt.Sprintf("panic: %v", res.value)
@@ -266,6 +291,8 @@ func kindName(k pb.OutcomeKind) OutcomeKind {
 		return OutcomeNoHandler
 	case pb.OutcomeKind_OUTCOME_KIND_NOT_STARTED:
 		return OutcomeNotStarted
+	case pb.OutcomeKind_OUTCOME_KIND_STOPPED:
+		return OutcomeStopped
 	}
 	return OutcomeKind(k.String())
 }

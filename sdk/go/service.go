@@ -31,7 +31,7 @@ func (s *executorService) Execute(ctx context.Context, req *pb.ExecuteRequest) (
 	ds := req.GetDeliveries()
 	outcomes := make([]*pb.Outcome, len(ds))
 	if len(ds) == 1 { // the common case needs no extra goroutine
-		outcomes[0] = s.runner.run(ctx, ds[0], received)
+		outcomes[0] = s.runner.run(ctx, ds[0], received, nil)
 		return &pb.ExecuteResponse{Outcomes: outcomes}, nil
 	}
 	var wg sync.WaitGroup
@@ -39,7 +39,7 @@ func (s *executorService) Execute(ctx context.Context, req *pb.ExecuteRequest) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outcomes[i] = s.runner.run(ctx, d, received)
+			outcomes[i] = s.runner.run(ctx, d, received, nil)
 		}()
 	}
 	wg.Wait()
@@ -52,18 +52,21 @@ func (s *executorService) Execute(ctx context.Context, req *pb.ExecuteRequest) (
 // costs both sides far less than an Execute call. The stream ends once the
 // dispatcher has closed its side, or the executor stops, and every delivery it
 // took has answered; if the dispatcher is gone, nobody can read an outcome, and
-// what runs is cancelled through the stream's context.
+// what runs is cancelled through the stream's context. Heartbeats of running
+// attempts go up beside the outcomes, in the order they were queued, and their
+// answers come down beside the deliveries (heartbeat.go).
 func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
 	ctx := stream.Context()
 	done := make(chan struct{}) // closed when this handler returns
 	defer close(done)
-	results := make(chan *pb.Outcome, 1024)
-	emit := func(o *pb.Outcome) {
+	results := make(chan upward, 1024)
+	emit := func(u upward) {
 		select {
-		case results <- o:
+		case results <- u:
 		case <-done:
 		}
 	}
+	beats := newBeatStream(s.runner.log, func(h *pb.Heartbeat) { emit(upward{heartbeat: h}) })
 	var running sync.WaitGroup
 	received := make(chan error, 1)
 	go func() {
@@ -74,19 +77,22 @@ func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
 				return
 			}
 			at := time.Now()
+			for _, a := range req.GetHeartbeatAnswers() {
+				beats.answer(a)
+			}
 			for _, d := range req.GetDeliveries() {
 				if !s.gate.enter() {
 					now := time.Now().UnixMilli()
-					emit(&pb.Outcome{TaskId: d.GetTask().GetTaskId(), Attempt: d.GetAttempt(),
+					emit(upward{outcome: &pb.Outcome{TaskId: d.GetTask().GetTaskId(), Attempt: d.GetAttempt(),
 						Kind: pb.OutcomeKind_OUTCOME_KIND_RETRYABLE_FAILURE, Error: "executor is stopping",
-						StartedAtMs: now, FinishedAtMs: now})
+						StartedAtMs: now, FinishedAtMs: now}})
 					continue
 				}
 				running.Add(1)
 				go func() {
 					defer running.Done()
 					defer s.gate.leave()
-					emit(s.runner.run(ctx, d, at))
+					emit(upward{outcome: s.runner.run(ctx, d, at, beats)})
 				}()
 			}
 		}
@@ -102,18 +108,19 @@ func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
 	}
 	for {
 		select {
-		case o := <-results:
-			batch := []*pb.Outcome{o}
+		case u := <-results:
+			msg := &pb.ExecuteResponse{}
+			u.addTo(msg)
 		more:
 			for {
 				select {
-				case o := <-results:
-					batch = append(batch, o)
+				case u := <-results:
+					u.addTo(msg)
 				default:
 					break more
 				}
 			}
-			if err := stream.Send(&pb.ExecuteResponse{Outcomes: batch}); err != nil {
+			if err := stream.Send(msg); err != nil {
 				return err
 			}
 		case err := <-received:
@@ -126,8 +133,10 @@ func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
 		case <-idle: // nil until closing(): never ready before
 			for {
 				select {
-				case o := <-results:
-					if err := stream.Send(&pb.ExecuteResponse{Outcomes: []*pb.Outcome{o}}); err != nil {
+				case u := <-results:
+					msg := &pb.ExecuteResponse{}
+					u.addTo(msg)
+					if err := stream.Send(msg); err != nil {
 						return err
 					}
 				default:
@@ -135,6 +144,21 @@ func (s *executorService) Work(stream pb.ExecutorService_WorkServer) error {
 				}
 			}
 		}
+	}
+}
+
+// upward is one item for a Work stream's sender: an outcome or a heartbeat.
+// One channel for both keeps a heartbeat ahead of the outcome that follows it.
+type upward struct {
+	outcome   *pb.Outcome
+	heartbeat *pb.Heartbeat
+}
+
+func (u upward) addTo(msg *pb.ExecuteResponse) {
+	if u.outcome != nil {
+		msg.Outcomes = append(msg.Outcomes, u.outcome)
+	} else {
+		msg.Heartbeats = append(msg.Heartbeats, u.heartbeat)
 	}
 }
 

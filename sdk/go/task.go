@@ -20,6 +20,22 @@ type Task struct {
 	TraceID        string
 	Deadline       time.Time // when this attempt times out; also the deadline of the handler's ctx
 	CreatedAt      time.Time // when the task was accepted (zero if the server sent none)
+
+	// HeartbeatTimeout is how long the attempt stays alive without a
+	// heartbeat (0: none asked for). The SDK sends the first as the handler
+	// starts; call Heartbeat at least this often after that.
+	HeartbeatTimeout time.Duration
+	// LastHeartbeatDetails is the JSON text of the details of the last
+	// heartbeat an earlier attempt sent, to resume where it stopped; "" when
+	// there are none. This attempt's own heartbeats do not change it.
+	LastHeartbeatDetails string
+
+	// Heartbeat state (heartbeat.go). stream is nil on an Execute call;
+	// cancelRun ends the handler's ctx; beat and ended are guarded by stream.mu.
+	stream    *beatStream
+	cancelRun context.CancelFunc
+	beat      *beat
+	ended     bool
 }
 
 // Decode unmarshals the payload into v.
@@ -27,8 +43,9 @@ func (t *Task) Decode(v any) error { return json.Unmarshal(t.Payload, v) }
 
 // HandlerFunc runs one attempt. Return nil on success, any error to retry
 // after the task's backoff, NonRetryable(err) to dead-letter at once. ctx ends
-// at t.Deadline, or earlier when the executor hands the work back on Stop:
-// pass it to whatever the handler waits on.
+// at t.Deadline, or earlier when the executor hands the work back on Stop or
+// a heartbeat's answer stops the attempt (context.Cause is then a
+// *TaskStoppedError): pass it to whatever the handler waits on.
 type HandlerFunc func(ctx context.Context, t *Task) error
 
 // OutcomeKind is what an attempt came to, as reported to the dispatcher.
@@ -41,6 +58,7 @@ const (
 	OutcomeTimedOut     OutcomeKind = "timed_out"             // the deadline passed: retried
 	OutcomeNoHandler    OutcomeKind = "no_handler"            // retried, possibly on another executor
 	OutcomeNotStarted   OutcomeKind = "not_started"           // never run: start_within_ms passed first; the attempt is not spent
+	OutcomeStopped      OutcomeKind = "stopped"               // a heartbeat's answer said CANCEL or LOST
 )
 
 // Outcome is one attempt's result, given to the WithOutcomeObserver callback

@@ -12,7 +12,8 @@ import (
 // duration, an unknown priority, a payload that is not a JSON object). As in
 // Python, everything else (name syntax, sizes, ranges) is judged by the
 // server, so the rules live in one place; the server answers with an
-// *InvalidArgumentError naming the field.
+// *InvalidArgumentError naming the field. Task.Heartbeat refuses details it
+// cannot send with one too (Field "details").
 type ValidationError struct {
 	Field   string // "delay", "retry_policy.multiplier"; "tasks[2].delay" in a batch
 	Problem string
