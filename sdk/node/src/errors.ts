@@ -136,6 +136,8 @@ export class ProtocolError extends TaskringError {}
 /**
  * A task was refused before it was sent: the SDK checks what the wire cannot
  * carry (a negative delay, a time without offset, both delay and schedule time).
+ * A handler's `ctx.heartbeat(details)` throws it too (field `details`: not JSON,
+ * or too large), sending nothing.
  * Python raises ValueError/TypeError here; JavaScript has no such split, so
  * this carries `field`/`problem` like `InvalidArgumentError`.
  */
@@ -193,3 +195,25 @@ export class RetryableError extends HandlerError {}
  * (e.g. the payload refers to an entity that does not exist).
  */
 export class NonRetryableError extends HandlerError {}
+
+/**
+ * The dispatcher stopped this attempt: a heartbeat's answer said CANCEL (the task
+ * was cancelled while it ran) or LOST (this attempt is not the task's running one
+ * any more: its heartbeat lease ran out, or the dispatcher does not know it). It
+ * is the reason `ctx.signal` is aborted with, and what `ctx.heartbeat()` throws
+ * from then on. Whatever the handler does next, the attempt's outcome is
+ * STOPPED with this message as its error, which is why the message is exactly
+ * "cancelled: <reason>" / "lost: <reason>" (the other SDKs' wording).
+ */
+export class TaskStoppedError extends TaskringError {
+  /** 'cancelled' for a CANCEL answer, 'lost' for a LOST one. */
+  readonly verdict: 'cancelled' | 'lost';
+  /** The dispatcher's reason, as it sent it. */
+  readonly reason: string;
+
+  constructor(verdict: 'cancelled' | 'lost', reason: string) {
+    super(`${verdict}: ${reason}`);
+    this.verdict = verdict;
+    this.reason = reason;
+  }
+}

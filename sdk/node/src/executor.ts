@@ -24,7 +24,9 @@ import * as grpc from '@grpc/grpc-js';
 import type { ExecuteRequest__Output } from './gen/taskring/v1/ExecuteRequest';
 import type { ExecuteResponse } from './gen/taskring/v1/ExecuteResponse';
 import type { ExecutorServiceHandlers } from './gen/taskring/v1/ExecutorService';
+import type { Heartbeat } from './gen/taskring/v1/Heartbeat';
 import { checkExecutorTlsFields, executorServerCredentials, type ExecutorTlsOptions } from './executor-tls';
+import { HeartbeatStream } from './heartbeat';
 import { consoleLogger, type Logger } from './log';
 import { Registration, znodeData, znodePath } from './registration';
 import { DeliveryRunner, RETRYABLE, type BuiltOutcome, type Handler } from './runner';
@@ -306,19 +308,34 @@ export class Executor {
    * When the dispatcher closes its side, the stream ends once what runs has
    * answered; when the executor stops, `streams` ends each one the same way after
    * its in-flight work (tracked in `calls`, as Execute's) has answered.
+   * Heartbeats of its attempts go up with the outcomes, batched the same way,
+   * and their answers come down beside deliveries (heartbeat.ts).
    */
   private work(call: grpc.ServerDuplexStream<ExecuteRequest__Output, ExecuteResponse>): void {
     let pending: BuiltOutcome[] = [];
+    let beats: Heartbeat[] = [];
     let flushing = false;
     let open = 0;
     let closing = false;
     let gone = false;
     const flush = (): void => {
       flushing = false;
-      if (gone || pending.length === 0) return;
+      if (gone || (pending.length === 0 && beats.length === 0)) return;
       const outcomes = pending;
       pending = [];
-      call.write({ outcomes });
+      if (beats.length === 0) { // the usual case: no new array for heartbeats
+        call.write({ outcomes });
+        return;
+      }
+      const heartbeats = beats;
+      beats = [];
+      call.write({ outcomes, heartbeats });
+    };
+    const schedule = (): void => {
+      if (!flushing) {
+        flushing = true;
+        setImmediate(flush);
+      }
     };
     const endIfDone = (): void => {
       if (!closing || open > 0 || gone) return;
@@ -330,11 +347,13 @@ export class Executor {
     const send = (outcome: BuiltOutcome): void => {
       this.report(outcome);
       pending.push(outcome);
-      if (!flushing) {
-        flushing = true;
-        setImmediate(flush);
-      }
+      schedule();
     };
+    const heartbeats = new HeartbeatStream((heartbeat) => {
+      if (gone) return; // nobody reads them; a handler heartbeating for hours must not pile them up
+      beats.push(heartbeat);
+      schedule();
+    }, this.log);
     const endWhenIdle = (): void => {
       closing = true;
       endIfDone();
@@ -343,6 +362,7 @@ export class Executor {
     call.on('data', (request: ExecuteRequest__Output) => {
       const received = performance.now();
       const runner = this.runner;
+      for (const answer of request.heartbeat_answers) heartbeats.answer(answer);
       for (const d of request.deliveries) {
         if (closing || this.state !== 'running' || runner === null) {
           const now = String(Date.now());
@@ -351,7 +371,7 @@ export class Executor {
           continue;
         }
         open += 1;
-        const tracked: Promise<void> = runner.run(d, received).then(send).finally(() => {
+        const tracked: Promise<void> = runner.run(d, received, heartbeats).then(send).finally(() => {
           open -= 1;
           this.calls.delete(tracked);
           endIfDone();

@@ -18,6 +18,7 @@ export {
   ResourceExhaustedError,
   RetryableError,
   RpcError,
+  TaskStoppedError,
   TaskringError,
   UnavailableError,
   ValidationError,

@@ -24,14 +24,22 @@
  *   'unhandledRejection').
  * - `abortAll` is for a graceful stop that ran out of time: every delivery not
  *   answered yet is answered RETRYABLE at once, so the dispatcher re-queues it.
+ * - A delivery that came by the Work stream runs with that stream's
+ *   `HeartbeatStream` (heartbeat.ts). One with `heartbeat_timeout_ms` > 0 sends
+ *   its first heartbeat just before its handler starts, so that the lease counts
+ *   from the start and not from the handler's first call. An answer that stops
+ *   the attempt (CANCEL, LOST) aborts its signal with a `TaskStoppedError`; the
+ *   attempt is then answered STOPPED when the handler settles (or at its
+ *   deadline), whatever it returned or threw.
  */
 import { performance } from 'node:perf_hooks';
 import { inspect } from 'node:util';
-import { makeContext, type TaskContext } from './context';
-import { NonRetryableError } from './errors';
+import { AttemptContext, type TaskContext } from './context';
+import { NonRetryableError, TaskStoppedError } from './errors';
 import type { Delivery__Output } from './gen/taskring/v1/Delivery';
 import type { Outcome } from './gen/taskring/v1/Outcome';
 import type { OutcomeKind__Output } from './gen/taskring/v1/OutcomeKind';
+import { decodeDetails, type HeartbeatStream } from './heartbeat';
 import { parseInstant } from './instant';
 import { Slots } from './slots';
 
@@ -50,6 +58,7 @@ export const NON_RETRYABLE: OutcomeKind__Output = 'OUTCOME_KIND_NON_RETRYABLE_FA
 export const TIMED_OUT: OutcomeKind__Output = 'OUTCOME_KIND_TIMED_OUT';
 export const NO_HANDLER: OutcomeKind__Output = 'OUTCOME_KIND_NO_HANDLER';
 export const NOT_STARTED: OutcomeKind__Output = 'OUTCOME_KIND_NOT_STARTED';
+export const STOPPED: OutcomeKind__Output = 'OUTCOME_KIND_STOPPED';
 
 /**
  * Why the delivery must not start now ('' when it may): the end of the dispatcher's
@@ -147,8 +156,11 @@ export class DeliveryRunner {
     for (const r of [...this.running]) r.stop(reason);
   }
 
-  /** One delivery to one outcome. Never rejects. */
-  async run(d: Delivery__Output, received: number): Promise<BuiltOutcome> {
+  /**
+   * One delivery to one outcome. Never rejects. `heartbeats`: the Work stream's,
+   * null for an Execute call (whose handlers' heartbeat() sends nothing).
+   */
+  async run(d: Delivery__Output, received: number, heartbeats: HeartbeatStream | null = null): Promise<BuiltOutcome> {
     const task = d.task;
     const taskId = task?.task_id ?? '';
     const answer = (kind: OutcomeKind__Output, error: string, trace = '', started?: number): BuiltOutcome => {
@@ -185,11 +197,12 @@ export class DeliveryRunner {
         return answer(NOT_STARTED, late, '', 0);
       }
       const controller = new AbortController();
-      const ctx = makeContext({
+      const ctx = new AttemptContext({
         taskId, namespace: task.namespace, taskType: task.task_type, payload, attempt: d.attempt,
         epoch: d.epoch, traceId: task.trace_id, payloadVersion: task.payload_version,
-        createdAt: createdAt(task.created_at), deadline, signal: controller.signal,
-      });
+        createdAt: createdAt(task.created_at), deadline, heartbeatTimeoutMs: d.heartbeat_timeout_ms,
+        lastHeartbeatDetails: decodeDetails(d.heartbeat_details_json),
+      }, controller, heartbeats);
       return await this.runHandler(handler, ctx, controller, timeoutMs, answer);
     } catch (e) { // a bug here must not fail the whole batch
       const { error, trace } = describeThrown(e);
@@ -199,7 +212,7 @@ export class DeliveryRunner {
 
   private runHandler(
     handler: Handler,
-    ctx: TaskContext,
+    ctx: AttemptContext,
     controller: AbortController,
     timeoutMs: number,
     answer: (kind: OutcomeKind__Output, error: string, trace?: string, started?: number) => BuiltOutcome,
@@ -212,7 +225,11 @@ export class DeliveryRunner {
         answered = true;
         clearTimeout(timer);
         this.running.delete(entry);
-        resolve(outcome);
+        AttemptContext.end(ctx);
+        // Stopped by a heartbeat's answer (the abort that came first is the one kept):
+        // the dispatcher asked for STOPPED, whatever the handler did after that.
+        const reason: unknown = controller.signal.reason;
+        resolve(reason instanceof TaskStoppedError ? answer(STOPPED, reason.message, '', started) : outcome);
       };
       const timer = setTimeout(() => {
         controller.abort(new DOMException(`the attempt's timeout of ${timeoutMs} ms passed`, 'TimeoutError'));
@@ -227,6 +244,7 @@ export class DeliveryRunner {
       this.running.add(entry);
       let result: Promise<unknown>;
       try {
+        if (ctx.heartbeatTimeoutMs > 0) ctx.heartbeat(); // the lease counts from the start (no-op without a stream)
         result = Promise.resolve(handler(ctx)); // a sync throw lands in the catch below
       } catch (e) {
         result = Promise.reject(e);

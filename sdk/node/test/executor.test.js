@@ -7,22 +7,13 @@ const assert = require('node:assert/strict');
 const sdk = require('../dist/index');
 const grpc = require('@grpc/grpc-js');
 const { loadWire } = require('../dist/wire/load');
-const { execute, delivery, sleep } = require('./helpers');
+const { execute, delivery, sleep, until } = require('./helpers');
 
 async function started(handlers, options = {}) {
   const ex = new sdk.Executor({ namespace: 'shop', zk: null, logger: sdk.silentLogger, ...options });
   for (const [type, fn] of Object.entries(handlers)) ex.handle(type, fn);
   await ex.start();
   return ex;
-}
-
-/** Poll until `check()` holds (the Execute call has arrived, etc.), or fail after `ms`. */
-async function until(check, ms = 2_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not reached in ${ms} ms`);
-    await sleep(2);
-  }
 }
 
 const byId = (outcomes) => Object.fromEntries(outcomes.map((o) => [o.task_id, o]));

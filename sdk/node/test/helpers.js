@@ -243,7 +243,16 @@ function makeCerts(t) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Poll until `check()` holds (the Execute call has arrived, etc.), or fail after `ms`. */
+async function until(check, ms = 2_000) {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`condition not reached in ${ms} ms`);
+    await sleep(2);
+  }
+}
+
 module.exports = {
   VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, fakeCronNode,
-  memoryCron, execute, delivery, makeCerts, sleep,
+  memoryCron, execute, delivery, makeCerts, sleep, until,
 };
