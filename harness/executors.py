@@ -33,6 +33,8 @@ class Execution:
     epoch: int
     started_ms: int
     due_ms: int | None
+    heartbeat_details: object = None
+    """The last heartbeat details of an earlier attempt, as this one was given them."""
 
 
 class RecordingExecutor:
@@ -40,8 +42,9 @@ class RecordingExecutor:
 
     Handlers: `ok` (succeeds), `fail_then_ok` (fails payload["failures"] times),
     `poison` (always raises RuntimeError), `fatal` (NonRetryableError),
-    `slow` (sleeps payload["ms"] then succeeds), and `ok-0` .. `ok-31` (succeed;
-    many types so that load spreads over many slots).
+    `slow` (sleeps payload["ms"] then succeeds), `beating` (works payload["ms"] in steps of
+    payload["every_ms"], heart-beating its progress, resuming from an earlier attempt's), and
+    `ok-0` .. `ok-31` (succeed; many types so that load spreads over many slots).
     """
 
     SPREAD_TYPES = tuple(f"ok-{i}" for i in range(32))
@@ -54,7 +57,7 @@ class RecordingExecutor:
         self._lock = threading.Lock()
         self.executions: list[Execution] = []
         self._runs: Counter = Counter()
-        for name in ("ok", "fail_then_ok", "poison", "fatal", "slow"):
+        for name in ("ok", "fail_then_ok", "poison", "fatal", "slow", "beating"):
             self.executor.add_handler(name, getattr(self, f"_{name}"))
         for name in self.SPREAD_TYPES:
             self.executor.add_handler(name, self._ok)
@@ -64,7 +67,8 @@ class RecordingExecutor:
     def _record(self, ctx) -> int:
         due = ctx.payload.get("due_ms")
         with self._lock:
-            execution = Execution(ctx.task_id, ctx.task_type, ctx.attempt, ctx.epoch, int(time.time() * 1000), due)
+            execution = Execution(ctx.task_id, ctx.task_type, ctx.attempt, ctx.epoch, int(time.time() * 1000), due,
+                                  ctx.heartbeat_details)
             self.executions.append(execution)
             self._appended(execution)
             # Counted as they come: a scan of every execution per run made a 100,000-task
@@ -100,6 +104,15 @@ class RecordingExecutor:
     def _slow(self, ctx) -> None:
         self._record(ctx)
         time.sleep(int(ctx.payload.get("ms", 100)) / 1000)
+
+    def _beating(self, ctx) -> None:
+        self._record(ctx)
+        done = int((ctx.heartbeat_details or {}).get("done_ms", 0))
+        step = int(ctx.payload.get("every_ms", 200))
+        while done < int(ctx.payload.get("ms", 1000)):
+            time.sleep(step / 1000)
+            done += step
+            ctx.heartbeat({"done_ms": done})   # raises TaskStopped once told to stop
 
     def start(self) -> RecordingExecutor:
         self.executor.start()
