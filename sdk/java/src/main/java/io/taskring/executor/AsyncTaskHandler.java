@@ -5,7 +5,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * A handler that returns at once and completes its future later. The future's outcome
  * counts as a sync handler's return or exception. At the deadline the attempt is
- * reported TIMED_OUT and the future is cancelled.
+ * reported TIMED_OUT and the future is cancelled; likewise when a heartbeat's answer stops
+ * the attempt ({@link TaskContext#heartbeat(Object)}).
  */
 @FunctionalInterface
 public interface AsyncTaskHandler {

@@ -3,6 +3,7 @@ package io.taskring.executor;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.taskring.Payloads;
 import io.taskring.errors.ProtocolException;
+import io.taskring.errors.TaskStoppedException;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Set;
@@ -39,6 +40,11 @@ import taskring.v1.Taskring.OutcomeKind;
  *       its thread, which is interrupted.
  *   <li>The slot, though, is held until the handler really returns: a hung handler
  *       visibly costs capacity instead of piling up threads without bound.
+ *   <li>Heartbeats (Work stream only): a delivery with {@code heartbeat_timeout_ms} sends its
+ *       first heartbeat as its handler starts, so its lease counts from then. An answer that
+ *       says CANCEL or LOST stops the attempt as the deadline does: it is answered STOPPED at
+ *       once and its handler interrupted. Nothing of this is allocated for a delivery that
+ *       neither has a heartbeat timeout nor calls heartbeat().
  * </ul>
  */
 final class DeliveryRunner {
@@ -55,11 +61,12 @@ final class DeliveryRunner {
     private volatile boolean stopping;
 
     /** One delivery in progress. */
-    private final class Attempt {
+    static final class Attempt {
         final Taskring.Delivery delivery;
         final TaskContext ctx;
         final Handler handler;
         final long timeoutMs;
+        final HeartbeatLine line; // null: came by Execute, heartbeats go nowhere
         final CompletableFuture<Taskring.Outcome> outcome = new CompletableFuture<>();
         volatile long startedMs;
         volatile Thread thread;
@@ -67,11 +74,20 @@ final class DeliveryRunner {
         volatile CompletableFuture<Void> asyncWork;
         volatile ScheduledFuture<?> deadlineTimer;
 
-        Attempt(Taskring.Delivery delivery, TaskContext ctx, Handler handler, long timeoutMs) {
+        Attempt(Taskring.Delivery delivery, TaskContext ctx, Handler handler, long timeoutMs, HeartbeatLine line) {
             this.delivery = delivery;
             this.ctx = ctx;
             this.handler = handler;
             this.timeoutMs = timeoutMs;
+            this.line = line;
+            ctx.bind(this);
+        }
+
+        /** The handler's heartbeat(), its details checked. */
+        void heartbeat(String detailsJson) {
+            if (line != null) {
+                line.heartbeat(this, detailsJson);
+            }
         }
 
         /** Stop whatever still runs for this attempt once its outcome is decided elsewhere. */
@@ -104,8 +120,13 @@ final class DeliveryRunner {
         return slots.waiting();
     }
 
-    /** Never completes exceptionally. */
+    /** A delivery of the unary Execute call: no heartbeats. Never completes exceptionally. */
     CompletableFuture<Taskring.Outcome> run(Taskring.Delivery d, long receivedNanos) {
+        return run(d, receivedNanos, null);
+    }
+
+    /** A delivery whose heartbeats go up {@code line} (null: nowhere). Never completes exceptionally. */
+    CompletableFuture<Taskring.Outcome> run(Taskring.Delivery d, long receivedNanos, HeartbeatLine line) {
         Taskring.Task task = d.getTask();
         try {
             Handler handler = handlers.get(Handler.key(task.getNamespace(), task.getTaskType()));
@@ -130,8 +151,9 @@ final class DeliveryRunner {
             TaskContext ctx = new TaskContext(task.getTaskId(), task.getNamespace(), task.getTaskType(),
                     task.getPayloadJson().isEmpty() ? "{}" : task.getPayloadJson(), payload,
                     Integer.toUnsignedLong(d.getAttempt()), d.getEpoch(), task.getTraceId(),
-                    Integer.toUnsignedLong(task.getPayloadVersion()), task.getCreatedAt(), deadlineNanos, deadline);
-            Attempt a = new Attempt(d, ctx, handler, timeoutMs);
+                    Integer.toUnsignedLong(task.getPayloadVersion()), task.getCreatedAt(), deadlineNanos, deadline,
+                    Integer.toUnsignedLong(d.getHeartbeatTimeoutMs()), d.getHeartbeatDetailsJson());
+            Attempt a = new Attempt(d, ctx, handler, timeoutMs, line);
             pending.add(a);
             a.outcome.whenComplete((o, e) -> pending.remove(a));
             slots.acquire(deadlineNanos).thenAccept(granted -> {
@@ -193,12 +215,20 @@ final class DeliveryRunner {
             return;
         }
         a.startedMs = Outcomes.nowMs();
+        if (a.ctx.heartbeatTimeoutMs() > 0) {
+            // The SDK's own first heartbeat: the lease counts from the start, not from the
+            // handler's first call. Before the handler runs, so it is the first on the stream.
+            a.heartbeat("");
+        }
         try {
             a.work = pool.submit(() -> execute(a));
         } catch (RejectedExecutionException e) { // the pool is shut down: the executor is stopping
             slots.release();
             a.outcome.complete(Outcomes.immediate(a.delivery, OutcomeKind.OUTCOME_KIND_RETRYABLE_FAILURE, "executor is stopping"));
             return;
+        }
+        if (a.ctx.isStopped()) { // stopped by an answer before `work` was set: stop() could not interrupt it
+            a.interrupt();
         }
         a.deadlineTimer = timer.schedule(() -> onDeadline(a), deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
         a.outcome.whenComplete((o, e) -> {
@@ -211,6 +241,10 @@ final class DeliveryRunner {
 
     /** On a pool thread. Releases the slot only when the handler is really done. */
     private void execute(Attempt a) {
+        if (a.outcome.isDone()) { // decided before the handler began (stopped by a heartbeat's answer, or timed out): skip it
+            slots.release();
+            return;
+        }
         if (a.handler.sync() != null) {
             a.thread = Thread.currentThread();
             try {
@@ -264,6 +298,25 @@ final class DeliveryRunner {
                 log.warn("task {}: handler for {} exceeded {} ms; interrupted, it keeps its slot until it returns",
                         a.ctx.taskId(), a.ctx.taskType(), a.timeoutMs);
             }
+            a.interrupt();
+        }
+    }
+
+    /**
+     * A heartbeat's answer said CANCEL or LOST: the attempt is over. Like a deadline, its outcome
+     * (STOPPED) is decided at once and its handler interrupted; the slot is held until the handler
+     * returns. Whatever the handler then returns or throws changes nothing.
+     */
+    void stop(Attempt a, TaskStoppedException.Verdict verdict, String reason) {
+        TaskStoppedException why = new TaskStoppedException(verdict, reason);
+        if (!a.ctx.stop(why)) {
+            return; // already stopped
+        }
+        // The flag first, so a handler woken by the interrupt sees isStopped().
+        if (a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_STOPPED, why.getMessage(), "",
+                a.startedMs, Outcomes.nowMs()))) {
+            log.info("task {} attempt {}: stopped ({}); its handler is interrupted", a.ctx.taskId(), a.ctx.attempt(),
+                    why.getMessage());
             a.interrupt();
         }
     }

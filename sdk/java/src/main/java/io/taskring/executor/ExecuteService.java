@@ -2,8 +2,10 @@ package io.taskring.executor;
 
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.taskring.errors.TaskStoppedException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,7 +17,8 @@ import taskring.v1.Taskring;
 
 /**
  * ExecutorService.Execute: every delivery of a batch runs concurrently; one answer once all have
- * an outcome. And Work, the same on one stream per dispatcher, each outcome sent once it is known.
+ * an outcome. And Work, the same on one stream per dispatcher, each outcome sent once it is known,
+ * and the heartbeats of running attempts up it with their answers down it.
  */
 final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
     private static final Logger log = LoggerFactory.getLogger(ExecuteService.class);
@@ -82,11 +85,18 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
      * held back by a slow one sent beside it. It ends once the dispatcher has closed its side, or
      * the executor stops, and what it took has answered. gRPC's observer is not thread-safe: every
      * write is under the lock.
+     *
+     * <p>Heartbeats go up as the handlers send them, each in its own message (they are rare next
+     * to outcomes). An attempt that heartbeats is tracked by (task_id, attempt) from its first
+     * heartbeat until its outcome is decided, so that an answer can stop it; answers for anything
+     * else are ignored.
      */
-    private final class WorkStream implements StreamObserver<Taskring.ExecuteRequest> {
+    private final class WorkStream implements StreamObserver<Taskring.ExecuteRequest>, HeartbeatLine {
         private final StreamObserver<Taskring.ExecuteResponse> out;
         private final Object lock = new Object();
         private final List<Taskring.Outcome> pending = new ArrayList<>();
+        private final Map<AttemptKey, DeliveryRunner.Attempt> beating = new ConcurrentHashMap<>();
+        private long sequence; // of the last heartbeat sent, under the lock: unique on the stream
         private int running;
         private boolean closing;
         private boolean gone;
@@ -98,12 +108,48 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
         @Override
         public void onNext(Taskring.ExecuteRequest request) {
             long received = System.nanoTime();
+            if (request.getHeartbeatAnswersCount() > 0) {
+                request.getHeartbeatAnswersList().forEach(this::answered);
+            }
             for (Taskring.Delivery d : request.getDeliveriesList()) {
                 synchronized (lock) {
                     running++;
                 }
                 // Once the executor stops, run() answers at once (retryable), as Execute's do.
-                runner.run(d, received).whenComplete((o, e) -> finished(o));
+                runner.run(d, received, this).whenComplete((o, e) -> finished(o));
+            }
+        }
+
+        @Override
+        public void heartbeat(DeliveryRunner.Attempt a, String detailsJson) {
+            AttemptKey key = new AttemptKey(a.delivery.getTask().getTaskId(), a.delivery.getAttempt());
+            if (beating.putIfAbsent(key, a) == null) {
+                // Runs at once when the outcome is already decided: nothing is left tracked.
+                a.outcome.whenComplete((o, e) -> beating.remove(key, a));
+            }
+            synchronized (lock) {
+                if (gone || a.outcome.isDone()) {
+                    return; // nobody reads it, or the attempt is over: nothing to keep alive
+                }
+                write(Taskring.ExecuteResponse.newBuilder().addHeartbeats(Taskring.Heartbeat.newBuilder()
+                        .setTaskId(key.taskId()).setAttempt(key.attempt())
+                        .setDetailsJson(detailsJson).setSequence(++sequence)).build());
+            }
+        }
+
+        private void answered(Taskring.HeartbeatAnswer answer) {
+            DeliveryRunner.Attempt a = beating.get(new AttemptKey(answer.getTaskId(), answer.getAttempt()));
+            if (a == null) {
+                return; // the attempt is not running any more: its outcome is decided
+            }
+            switch (answer.getVerdict()) {
+                case HEARTBEAT_VERDICT_CANCEL -> runner.stop(a, TaskStoppedException.Verdict.CANCEL, answer.getReason());
+                case HEARTBEAT_VERDICT_LOST -> runner.stop(a, TaskStoppedException.Verdict.LOST, answer.getReason());
+                // The attempt goes on, but this heartbeat did not extend its lease: the handler's bug to see.
+                case HEARTBEAT_VERDICT_INVALID -> log.warn("task {} attempt {}: heartbeat {} refused by the dispatcher: {}",
+                        answer.getTaskId(), Integer.toUnsignedLong(answer.getAttempt()),
+                        Long.toUnsignedString(answer.getSequence()), answer.getReason());
+                default -> { } // CONTINUE, or a verdict newer than this SDK: the attempt goes on
             }
         }
 
@@ -125,14 +171,18 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
             if (gone || pending.isEmpty()) {
                 return;
             }
+            write(Taskring.ExecuteResponse.newBuilder().addAllOutcomes(pending).build());
+            pending.clear();
+        }
+
+        private void write(Taskring.ExecuteResponse r) { // under the lock, not gone
             try {
-                out.onNext(Taskring.ExecuteResponse.newBuilder().addAllOutcomes(pending).build());
+                out.onNext(r);
             } catch (RuntimeException sendFailed) { // cancelled meanwhile: nobody to answer
                 log.debug("could not write to a Work stream: {}", sendFailed.toString());
                 gone = true;
                 streams.remove(this);
             }
-            pending.clear();
         }
 
         private void endIfDone() { // under the lock
@@ -168,6 +218,9 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
             }
         }
     }
+
+    /** An attempt on a stream: what a heartbeat answer names. */
+    private record AttemptKey(String taskId, int attempt) {}
 
     private void observe(Taskring.Outcome o) {
         try {

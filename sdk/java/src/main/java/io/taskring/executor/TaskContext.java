@@ -1,14 +1,19 @@
 package io.taskring.executor;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.taskring.Payloads;
+import io.taskring.errors.TaskStoppedException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 
 /**
  * One attempt of one task, as its handler sees it. {@code (taskId, attempt, epoch)}
  * identifies the delivery: delivery is at least once, so make effects idempotent on it;
  * the epoch tells a stale dispatcher's delivery from the current owner's.
+ *
+ * <p>Heartbeats: see {@link #heartbeat(Object)}.
  */
 public final class TaskContext {
     private final String taskId;
@@ -23,10 +28,18 @@ public final class TaskContext {
     private final String createdAt;
     private final long deadlineNanos;
     private final Instant deadline;
+    private final long heartbeatTimeoutMs;
+    private final String previousDetailsJson;
+    // Set once, by the attempt this context belongs to, before its handler runs.
+    private DeliveryRunner.Attempt owner;
+    // The first CANCEL or LOST answer, as what heartbeat() throws; null while the attempt goes on.
+    private volatile TaskStoppedException stopped;
+    private static final AtomicReferenceFieldUpdater<TaskContext, TaskStoppedException> STOPPED =
+            AtomicReferenceFieldUpdater.newUpdater(TaskContext.class, TaskStoppedException.class, "stopped");
 
     TaskContext(String taskId, String namespace, String taskType, String payloadJson, ObjectNode payload,
                 long attempt, long epoch, String traceId, long payloadVersion, String createdAt,
-                long deadlineNanos, Instant deadline) {
+                long deadlineNanos, Instant deadline, long heartbeatTimeoutMs, String previousDetailsJson) {
         this.taskId = taskId;
         this.namespace = namespace;
         this.taskType = taskType;
@@ -39,6 +52,12 @@ public final class TaskContext {
         this.createdAt = createdAt;
         this.deadlineNanos = deadlineNanos;
         this.deadline = deadline;
+        this.heartbeatTimeoutMs = heartbeatTimeoutMs;
+        this.previousDetailsJson = previousDetailsJson;
+    }
+
+    void bind(DeliveryRunner.Attempt owner) {
+        this.owner = owner;
     }
 
     public String taskId() { return taskId; }
@@ -74,4 +93,75 @@ public final class TaskContext {
 
     /** Time left before the deadline (negative once passed): use it as the timeout of your calls. */
     public Duration remaining() { return Duration.ofNanos(deadlineNanos - System.nanoTime()); }
+
+    /**
+     * How often this attempt must heartbeat, in ms; 0 when it need not (its task type declares
+     * no heartbeat timeout). When it must, the executor sends the first heartbeat itself as the
+     * handler starts; the handler then calls {@link #heartbeat} at least this often, or the
+     * dispatcher counts the attempt as timed out (retryable) and refuses its outcome.
+     */
+    public long heartbeatTimeoutMs() { return heartbeatTimeoutMs; }
+
+    /**
+     * The details of the last heartbeat an earlier attempt of this task sent, decoded, to resume
+     * where it stopped; null when there are none.
+     */
+    public JsonNode previousDetails() { return HeartbeatDetails.decode(previousDetailsJson); }
+
+    /** {@link #previousDetails()} bound to a bean (or a Map) with Jackson; null when there are none. */
+    public <T> T previousDetailsAs(Class<T> type) { return HeartbeatDetails.decode(previousDetailsJson, type); }
+
+    /** {@link #previousDetails()} as the JSON text it came as; "" when there are none. */
+    public String previousDetailsJson() { return previousDetailsJson; }
+
+    /** {@link #heartbeat(Object)} without details: the last ones sent stay the task's. */
+    public void heartbeat() {
+        beat("");
+    }
+
+    /**
+     * Tell the dispatcher this attempt is alive, with {@code details} (encoded as JSON with
+     * Jackson; null: none, the last ones stay) that the task's next attempt gets as
+     * {@link #previousDetails()} should this one fail. Returns at once: the heartbeat is queued on
+     * the Work stream and its answer comes later. When that answer says the task was cancelled or
+     * this attempt is lost, the attempt is stopped: the handler's thread is interrupted (an async
+     * handler's future is cancelled), {@link #isStopped()} turns true, the outcome is STOPPED
+     * whatever the handler does, and later calls throw {@link TaskStoppedException}.
+     *
+     * <p>A delivery that came by the unary Execute call (a dispatcher without the Work stream)
+     * has no channel for heartbeats: this checks the details and sends nothing, and that
+     * dispatcher does not expect heartbeats either. Neither is anything sent once the attempt's
+     * outcome is decided (its deadline passed).
+     *
+     * @throws IllegalArgumentException naming {@code details}: not encodable as JSON, or over
+     *     65,536 bytes of it; nothing is sent
+     * @throws TaskStoppedException the attempt was stopped (by an earlier heartbeat's answer)
+     */
+    public void heartbeat(Object details) {
+        beat(HeartbeatDetails.encode(details));
+    }
+
+    /** {@link #heartbeat(Object)} with details that already are JSON text (sent as they are; "" or null: none). */
+    public void heartbeatJson(String detailsJson) {
+        beat(HeartbeatDetails.check(detailsJson));
+    }
+
+    /**
+     * True once a heartbeat's answer said CANCEL or LOST: the attempt is over, its outcome is
+     * STOPPED. Check it where an interrupt can be lost (a handler that catches InterruptedException).
+     */
+    public boolean isStopped() { return stopped != null; }
+
+    private void beat(String detailsJson) {
+        TaskStoppedException why = stopped;
+        if (why != null) { // a new one, so its stack shows the handler's call
+            throw new TaskStoppedException(why.verdict(), why.reason());
+        }
+        owner.heartbeat(detailsJson);
+    }
+
+    /** The attempt is stopped by {@code why}; false when it already was. */
+    boolean stop(TaskStoppedException why) {
+        return STOPPED.compareAndSet(this, null, why);
+    }
 }
