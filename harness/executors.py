@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 from harness.processes import ChildProcess, free_port
 from harness.wait import wait_until
@@ -33,7 +34,7 @@ class Execution:
     epoch: int
     started_ms: int
     due_ms: int | None
-    heartbeat_details: object = None
+    heartbeat_details: Any = None
     """The last heartbeat details of an earlier attempt, as this one was given them."""
 
 

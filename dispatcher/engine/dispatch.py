@@ -28,6 +28,7 @@ from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
 from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate, TypeKey
+from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
 from dispatcher.store import records as r
@@ -41,10 +42,21 @@ _NO_EXECUTOR_LOG_S = 60.0
 
 _KEY_PREFIX = "key:"
 """A task waiting on its key's limit is parked under the limit "key:<its key>"."""
+_RATE_KEY_PREFIX = "rate_key:"
+"""A task waiting on its key's rate is parked under the limit "rate_key:<its key>"."""
 
 _PROBE = 64
 """Due tasks popped even when the executors this node knows have no room: enough to find
 a type whose executors it has not looked up yet, and to postpone types that have none."""
+
+
+def _metric_limit(parked_under: str) -> str:
+    """The `limit` label of a parking limit: per-key limits are one label, whatever the key."""
+    if parked_under.startswith(_KEY_PREFIX):
+        return PER_KEY
+    if parked_under.startswith(_RATE_KEY_PREFIX):
+        return RATE_PER_KEY
+    return parked_under
 
 
 def _log_failure(task: asyncio.Task) -> None:
@@ -82,7 +94,8 @@ class Dispatch:
     def __init__(self, *, params: DispatchParams, store: TaskStoreProtocol, executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
-                 gate: ConcurrencyGate | None = None, heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
+                 gate: ConcurrencyGate | None = None, rates: RateGate | None = None,
+                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
         self._params = params
         self._store = store
         self._executors = executors
@@ -94,6 +107,7 @@ class Dispatch:
         self._may_act = may_act
         self._lose = lose
         self._gate = gate or ConcurrencyGate()
+        self._rates = rates or RateGate()
         self._heartbeat_ms = dict(heartbeat_timeouts or {})   # (namespace, task_type) -> ms, of types that heartbeat
         self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
@@ -140,9 +154,9 @@ class Dispatch:
                 # due entries stay in the heap, and a loop that never awaits would
                 # starve ownership itself.
                 idle_s = self._params.idle_wait_ms / 1000
-                ghost_ends = self._gate.next_ghost_expiry_ms() if self._due.has_parked() else None
-                if ghost_ends is not None and (nxt is None or nxt <= now or ghost_ends < nxt):
-                    nxt = ghost_ends   # a place frees up then for what waits at a limit
+                frees_at = self._next_limit_change_ms(now) if self._due.has_parked() else None
+                if frees_at is not None and (nxt is None or nxt <= now or frees_at < nxt):
+                    nxt = frees_at   # a place frees up, or a token comes, then for what waits at a limit
                 if blocked or nxt is None or nxt <= now:
                     timeout = idle_s
                 else:
@@ -174,6 +188,17 @@ class Dispatch:
                         namespace, task_type, self._params.no_executor_retry_ms,
                         self._executors.describe(namespace, task_type))
 
+    def _next_limit_change_ms(self, now_ms: int) -> int | None:
+        """When a parked task may go without an outcome freeing a place: the earliest ghost
+        ends, or a rate's next token comes."""
+        at = self._gate.next_ghost_expiry_ms()
+        for (namespace, task_type, limit) in self._due.parked():
+            if limit == RATE or limit.startswith(_RATE_KEY_PREFIX):
+                limit_key = limit[len(_RATE_KEY_PREFIX):] if limit != RATE else None
+                token_at = self._rates.next_token_ms((namespace, task_type), limit_key, now_ms)
+                at = token_at if at is None else min(at, token_at)
+        return at
+
     def _unpark(self, now_ms: int) -> None:
         """Back to the ready stage, for each limit tasks wait on, as many as it has places free
         now (released by outcomes, or ghosts that ran out). A task unparked for a place another
@@ -193,6 +218,11 @@ class Dispatch:
                 room = min(room, self._gate.retry_room(key, now_ms))
             elif limit.startswith(_KEY_PREFIX):
                 room = min(room, self._gate.key_room(key, limit[len(_KEY_PREFIX):], now_ms))
+            elif limit == RATE:
+                room = min(room, self._rates.room(key, None, now_ms))
+            elif limit.startswith(_RATE_KEY_PREFIX):
+                limit_key = limit[len(_RATE_KEY_PREFIX):]
+                room = min(room, self._gate.key_room(key, limit_key, now_ms), self._rates.room(key, limit_key, now_ms))
             type_rooms[key] = type_room - self._due.unpark((namespace, task_type, limit), room)
         self._observe_limits()
 
@@ -204,10 +234,10 @@ class Dispatch:
         self._limits_observed_at = now
         parked: dict[tuple[str, str, str], int] = collections.Counter()
         for (namespace, task_type, limit), n in self._due.parked().items():
-            parked[(namespace, task_type, PER_KEY if limit.startswith(_KEY_PREFIX) else limit)] += n
+            parked[(namespace, task_type, _metric_limit(limit))] += n
         held = self._gate.held()
         for key in self._gate.limited_types():
-            for limit in (CONCURRENCY, RETRY_CAP, PER_KEY):
+            for limit in (CONCURRENCY, RETRY_CAP, PER_KEY, RATE, RATE_PER_KEY):
                 self._metrics.limit_waiting.labels(*key, limit).set(parked.get((*key, limit), 0))
                 self._metrics.limit_held.labels(*key, limit).set(held.get((*key, limit), 0))
 
@@ -222,6 +252,8 @@ class Dispatch:
         retry_room = self._gate.retry_room(key, now_ms)
         capped = limits.max_retrying is not None
         keyed = limits.max_running_per_key is not None
+        rated = self._rates.rated(key)
+        needs_key = keyed or limits.rate_per_key is not None
         key_rooms: dict[str, int] = {}
         admitted: list[Due] = []
         waiting: dict[str, list[Due]] = collections.defaultdict(list)
@@ -232,23 +264,29 @@ class Dispatch:
             if capped and d.attempt >= 2 and retry_room <= 0:
                 waiting[RETRY_CAP].append(d)
                 continue
+            limit_key = (self._gate.key_of(key, d) or "") if needs_key else None
+            left = 0
             if keyed:
-                limit_key = self._gate.key_of(key, d) or ""
-                left = key_rooms.get(limit_key)
-                if left is None:
-                    left = key_rooms[limit_key] = self._gate.key_room(key, limit_key, now_ms)
+                assert limit_key is not None
+                found = key_rooms.get(limit_key)
+                left = found if found is not None else self._gate.key_room(key, limit_key, now_ms)
                 if left <= 0:
                     waiting[_KEY_PREFIX + limit_key].append(d)
                     continue
-                key_rooms[limit_key] = left - 1
+            if rated:
+                refused = self._rates.try_start(key, limit_key, now_ms)
+                if refused is not None:
+                    waiting[RATE if refused == RATE else _RATE_KEY_PREFIX + (limit_key or "")].append(d)
+                    continue
+            if keyed:
+                key_rooms[limit_key] = left - 1   # type: ignore[index]  # set with keyed
             room -= 1
             if capped and d.attempt >= 2:
                 retry_room -= 1
             admitted.append(d)
         for limit, over in waiting.items():
             self._due.park((*key, limit), over)
-            self._metrics.limit_parked.labels(*key, PER_KEY if limit.startswith(_KEY_PREFIX) else limit).inc(
-                len(over))
+            self._metrics.limit_parked.labels(*key, _metric_limit(limit)).inc(len(over))
         self._gate.take(key, admitted)
         self._observe_limits()
         return admitted
@@ -261,6 +299,7 @@ class Dispatch:
         fits = self._executors.room_beyond(namespace, task_type, self._params.high_reserve_share)
         kept_out = others[fits:]
         self._gate.release(kept_out)   # they take their place again when popped again
+        self._rates.give_back((namespace, task_type), kept_out)
         for d in kept_out:
             self._due.put_back(d)
         return highs + others[:fits]
@@ -301,6 +340,7 @@ class Dispatch:
             reservation = self._executors.reserve(namespace, task_type, len(group))
             fits, rest = group[:reservation.total], group[reservation.total:]
             self._gate.release(rest)   # they take their place again when popped again
+            self._rates.give_back((namespace, task_type), rest)
             for d in rest:  # still due: back in the queue until capacity frees up
                 self._due.put_back(d)
             if fits:

@@ -40,6 +40,7 @@ from dispatcher.engine.limits import ConcurrencyGate, TypeKey
 from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
 from dispatcher.engine.progress import KafkaProgress
+from dispatcher.engine.rates import RateGate
 from dispatcher.engine.ready import NORMAL, ReadyStage, priority_class
 from dispatcher.engine.recovery import RecoveryGuard, RecoveryParams
 from dispatcher.engine.slot_table import SlotTable
@@ -124,7 +125,7 @@ class Engine:
         self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose, gate=self._gate,
-                                  heartbeat_timeouts=heartbeat_timeouts)
+                                  rates=RateGate(type_limits), heartbeat_timeouts=heartbeat_timeouts)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
                                 behind=self.slots_behind, loops=loops)

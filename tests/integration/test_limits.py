@@ -18,6 +18,8 @@ from taskring import Client, Executor, TaskSpec, TaskState
 pytestmark = pytest.mark.integration
 
 NS, LIMITED, FREE = "limits", "export", "email"
+RATED = "notify"
+"""A type with a rate of 5 starts a second, in bursts of at most 2."""
 BLOCKING = "export-blocking"
 """A limited type whose handler blocks a thread: it cannot be cancelled when the node's stream
 drops (async handlers are), so it runs on after its owner is killed."""
@@ -30,7 +32,8 @@ class TimedExecutor:
         self.executor = Executor(NS, zk_hosts=zk_hosts, max_in_flight=64)
         self._lock = threading.Lock()
         self.runs: dict[str, list[tuple[str, float, float]]] = {LIMITED: [], FREE: [], BLOCKING: []}
-        for task_type in (LIMITED, FREE):
+        self.runs[RATED] = []
+        for task_type in (LIMITED, FREE, RATED):
             self.executor.add_handler(task_type, self._handler(task_type))
         self.executor.add_handler(BLOCKING, self._blocking)
 
@@ -68,7 +71,8 @@ class TimedExecutor:
 def limited_node(world, tmp_path, node_id: str) -> NodeProcess:
     policies = tmp_path / "policies.json"
     limit = {"concurrency": {"per_type": 2}}
-    policies.write_text(json.dumps({f"{NS}/{LIMITED}": limit, f"{NS}/{BLOCKING}": limit}))
+    rate = {"rate": {"per_type": {"starts": 5, "period_ms": 1000, "burst": 2}}}
+    policies.write_text(json.dumps({f"{NS}/{LIMITED}": limit, f"{NS}/{BLOCKING}": limit, f"{NS}/{RATED}": rate}))
     return NodeProcess(world, node_id, single=True, TASKRING_RETRY_POLICIES=str(policies),
                        TASKRING_RECOVERY_GRACE_MS="1000").start()
 
@@ -133,3 +137,20 @@ def test_after_the_owner_is_killed_its_running_attempts_still_count_until_they_t
     # never more than two at once, by the executor's own clock.
     assert executor.started(BLOCKING) >= 3 + 2, executor.runs[BLOCKING]
     assert executor.most_at_once(BLOCKING) == 2, executor.runs[BLOCKING]
+
+
+def test_a_rate_limited_type_starts_no_faster_than_its_rate_by_the_executors_clock(node, executor):
+    with Client(node.target) as client:
+        specs = [TaskSpec(NS, RATED, {"ms": 1}, task_id=f"rated-{i}") for i in range(12)]
+        client.submit_batch(specs)
+        wait_until(lambda: all(client.get(s.task_id).state == TaskState.SUCCEEDED for s in specs if s.task_id), 60,
+                   "every rated task to succeed")
+    starts = sorted(start for _, start, _ in executor.runs[RATED])
+    assert len(starts) == 12
+    # A burst of 2, then 5 a second: at most 2 + 5 * t starts in any window of t seconds
+    # (a small allowance for the two clocks: the node's token times, the executor's starts).
+    for i, first in enumerate(starts):
+        for j in range(i, len(starts)):
+            window = starts[j] - first
+            assert j - i + 1 <= 2 + 5 * (window + 0.05), f"{j - i + 1} starts within {window:.3f} s: {starts}"
+    assert starts[-1] - starts[0] >= (12 - 2) / 5 - 0.1, "ten starts past the burst took less than two seconds"

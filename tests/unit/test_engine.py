@@ -29,7 +29,7 @@ from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.params import engine_params
-from dispatcher.policy.scheduling import TypeLimits
+from dispatcher.policy.scheduling import Rate, TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
 from membership import ExecutorInstance
@@ -616,6 +616,54 @@ async def test_a_key_at_its_limit_waits_and_other_keys_go_on():
         await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
                          "every task to run, a key at a time")
         assert w.engine._gate.held() == {} and not w.engine._due.has_parked()
+
+
+# ---------------------------------------------------------------- rate limits
+
+def _started(w) -> int:
+    return len(w.executor.calls)
+
+
+@scenario
+async def test_a_rate_limited_type_starts_a_burst_then_one_per_token_and_the_rest_wait_parked():
+    async with World(type_limits={("ns", "send"): TypeLimits(rate=Rate(2, 1000, 2))}) as w:
+        await w.own()
+        for i in range(7):
+            await w.submit(f"t{i}")
+        await eventually(lambda: _started(w) == 2, "the burst of two to start")
+        await w.engine_looked()
+        assert _started(w) == 2 and w.engine._due.parked() == {("ns", "send", "rate"): 5}
+        waiting = w.metrics.registry.get_sample_value("taskring_limit_waiting",
+                                                      {"namespace": "ns", "task_type": "send", "limit": "rate"})
+        assert waiting == 5
+        for advance_ms, started in ((500, 3), (1_000, 5), (1_000, 7)):
+            w.clock.advance(advance_ms)
+            await eventually(functools.partial(lambda n: _started(w) == n, started), f"{started} started")
+            await w.engine_looked()
+            assert _started(w) == started, "more started than the tokens that came"
+        await eventually(lambda: all(w.status(f"t{i}") == (r.SUCCEEDED, 1) for i in range(7)), "all to succeed")
+        assert not w.engine._due.has_parked()
+
+
+@scenario
+async def test_a_key_over_its_rate_waits_and_other_keys_go_on():
+    limits = TypeLimits(rate_per_key=Rate(1, 1000, 1), key="shop:{shop}")
+    async with World(type_limits={("ns", "send"): limits}) as w:
+        await w.own()
+        for shop in ("a", "b"):
+            for i in range(3):
+                await w.submit(f"{shop}{i}", payload_json=json.dumps({"shop": shop}))
+        await eventually(lambda: sorted(c.task_id for c in w.executor.calls) == ["a0", "b0"],
+                         "one task of each key to start")
+        await w.engine_looked()
+        assert w.engine._due.parked() == {("ns", "send", "rate_key:shop:a"): 2, ("ns", "send", "rate_key:shop:b"): 2}
+        w.clock.advance(1_000)
+        await eventually(lambda: _started(w) == 4, "one more of each key a period later")
+        await w.engine_looked()
+        assert sorted(c.task_id for c in w.executor.calls)[:4] == ["a0", "a1", "b0", "b1"] and _started(w) == 4
+        w.clock.advance(1_000)
+        await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
+                         "every task to run, a token at a time")
 
 
 @scenario

@@ -12,8 +12,9 @@ from dispatcher.api.validation import Limits, validate_batch, validate_task
 from dispatcher.base.errors import InvalidArgument
 from dispatcher.engine.due import KAFKA, Due
 from dispatcher.engine.limits import UNLIMITED, ConcurrencyGate
+from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.policy.retry import InvalidRetryPolicy, parse_retry_policies
-from dispatcher.policy.scheduling import TypeLimits
+from dispatcher.policy.scheduling import Rate, TypeLimits
 from taskring.wire import pb
 
 KEY = ("shop", "export")
@@ -51,11 +52,55 @@ def test_a_limit_is_declared_per_type_beside_its_retry_policy():
     ('{"a/b": {"concurrency": {"per_key": 3, "key": "tenant"}}}', "a/b.concurrency.key: names no payload field"),
     ('{"a/b": {"concurrency": {"per_key": 0, "key": "t:{x}"}}}', "a/b.concurrency.per_key: must be a whole number"),
     ('{"a/b": {"concurrency": {"key": "t:{x}"}}}', "a/b.concurrency.per_type: is required (or per_key with key)"),
+    ('{"a/b": {"rate": {"per_type": {"starts": 5}}}}', "a/b.rate.per_type.period_ms: is required"),
+    ('{"a/b": {"rate": {"per_type": {"starts": 0, "period_ms": 1000}}}}',
+     "a/b.rate.per_type.starts: must be a whole number >= 1, got 0"),
+    ('{"a/b": {"rate": {"per_type": {"starts": 5, "period_ms": 1000, "burst": 0}}}}',
+     "a/b.rate.per_type.burst: must be a whole number >= 1"),
+    ('{"a/b": {"rate": {"per_type": {"starts": 5, "period_ms": -1}}}}', "a/b.rate.per_type.period_ms: must be"),
+    ('{"a/b": {"rate": {"per_type": {"starts": 5, "period": 1000}}}}', "a/b.rate.per_type.period: is not a rate"),
+    ('{"a/b": {"rate": {"per_key": {"starts": 5, "period_ms": 1000}}}}', "a/b.rate.key: is required with per_key"),
+    ('{"a/b": {"rate": {"per_type": 5}}}', "a/b.rate.per_type: must be a JSON object"),
+    ('{"a/b": {"rate": {}}}', "a/b.rate.per_type: is required"),
+    ('{"a/b": {"concurrency": {"per_key": 1, "key": "t:{x}"}, "rate": {"per_key": {"starts": 1, "period_ms": 9},'
+     ' "key": "t:{y}"}}}', "a/b.rate.key: must be the same template as concurrency.key"),
+    ('{"default": {"rate": {"per_type": {"starts": 5, "period_ms": 1000}}}}', "default.rate: is per task type"),
 ])
 def test_a_bad_limit_is_refused_naming_the_field(text, says):
     with pytest.raises(InvalidRetryPolicy) as refused:
         parse_retry_policies(text)
     assert says in str(refused.value)
+
+
+def test_a_rate_is_declared_per_type_and_per_key_with_a_burst_that_defaults_to_its_starts():
+    policies = parse_retry_policies('{"a/b": {"rate": {"per_type": {"starts": 100, "period_ms": 1000, "burst": 300},'
+                                    ' "per_key": {"starts": 5, "period_ms": 60000}, "key": "t:{tenant}"}},'
+                                    ' "a/c": {"concurrency": {"per_key": 2, "key": "t:{x}"},'
+                                    ' "rate": {"per_key": {"starts": 1, "period_ms": 10}}}}')
+    assert policies.limits_by_type[("a", "b")] == TypeLimits(rate=Rate(100, 1000, 300), rate_per_key=Rate(5, 60_000, 5),
+                                                             key="t:{tenant}")
+    assert policies.limits_by_type[("a", "c")] == TypeLimits(max_running_per_key=2, key="t:{x}",
+                                                             rate_per_key=Rate(1, 10, 1))
+
+
+def test_a_token_bucket_starts_full_refills_at_its_rate_and_never_past_its_burst():
+    gate = RateGate({KEY: TypeLimits(rate=Rate(2, 1000, 3))})
+    assert [gate.try_start(KEY, None, 0) for _ in range(4)] == [None, None, None, RATE]
+    assert gate.next_token_ms(KEY, None, 0) == 500
+    assert gate.room(KEY, None, 499) == 0 and gate.room(KEY, None, 500) == 1
+    assert gate.room(KEY, None, 100_000) == 3                     # a quiet spell refills to the burst only
+    gate.give_back(KEY, [due("x")])                               # a start not made gives its token back
+    assert gate.room(KEY, None, 100_000) == 3
+
+
+def test_a_key_rate_takes_from_both_buckets_or_neither():
+    gate = RateGate({KEY: TypeLimits(rate=Rate(3, 1000, 3), rate_per_key=Rate(1, 1000, 1), key="t:{x}")})
+    assert gate.try_start(KEY, "t:a", 0) is None
+    assert gate.try_start(KEY, "t:a", 0) == RATE_PER_KEY         # the key's bucket is empty...
+    assert gate.room(KEY, None, 0) == 2                           # ...and the type's token was not taken
+    assert gate.try_start(KEY, "t:b", 0) is None and gate.try_start(KEY, "t:c", 0) is None
+    assert gate.try_start(KEY, "t:d", 0) == RATE                  # the type's bucket is empty
+    assert gate.next_token_ms(KEY, "t:a", 0) == 1000
 
 
 # ---------------------------------------------------------------- counting
