@@ -3,7 +3,7 @@
  * A small executor for cross-language tests:
  *
  *   node dist/cli.js executor --zk HOST:PORT/chroot --namespace NS --types a,b \
- *     [--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]
+ *     [--behavior ok|reject-once|fail-once|heartbeat] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]
  *     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
  *
  * Registers in ZooKeeper, serves until SIGTERM/SIGINT, then stops gracefully.
@@ -13,9 +13,14 @@
  * configuration exits 2 naming the flag or env var, before anything starts.
  * Behaviours: ok succeeds; reject-once returns a rejected promise on attempt 1
  * and succeeds from attempt 2; fail-once throws synchronously on attempt 1 and
- * succeeds from attempt 2 (both are retryable failures). Prints one line per
+ * succeeds from attempt 2 (both are retryable failures); heartbeat works for
+ * payload.ms, heartbeating {"done_ms": N} every payload.every_ms (default 100)
+ * and resuming from the previous attempt's last details, then succeeds; when
+ * ctx.signal is aborted (a CANCEL or LOST answer, the deadline) it prints
+ * "stopped <task_id> <why>" on stdout, why being "cancelled: <reason>",
+ * "lost: <reason>" or the abort's message, and ends. Prints one line per
  * delivery on stdout, "<task_id> <attempt> <OUTCOME>" (e.g. SUCCEEDED,
- * RETRYABLE_FAILURE), and "ready <address> <znode>" on stderr once registered.
+ * RETRYABLE_FAILURE, STOPPED), and "ready <address> <znode>" on stderr once registered.
  *
  *   node dist/cli.js submit --nodes host:port,... --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]
  *     prints the task_id as the only stdout line.
@@ -35,12 +40,15 @@
  * environment, like the Python commands; never from arguments (which `ps` shows).
  * A refused call prints its error on stderr and exits 1.
  */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, tlsCredentials, type ClientOptions } from './client';
 import type { CronRuleInfo, CronRuleSpec } from './cron';
-import { TaskringError } from './errors';
+import { NonRetryableError, TaskringError, TaskStoppedError } from './errors';
 import { Executor, type ExecutorOptions } from './executor';
 import { TLS_ENV_NAMES, checkExecutorTlsFields, executorServerCredentials, type ExecutorTlsNames } from './executor-tls';
+import type { TaskContext } from './context';
 import type { Handler } from './runner';
 
 const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]\n' +
@@ -51,10 +59,52 @@ const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--p
   '       cli.js cron get|pause|resume|delete --nodes H:P,... --namespace NS --name NAME\n' +
   '       cli.js cron list --nodes H:P,... [--namespace NS]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
-  '[--behavior ok|reject-once|fail-once] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
+  '[--behavior ok|reject-once|fail-once|heartbeat] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
   '[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]';
 
-function handlerFor(behavior: string): Handler {
+/** Why ctx.signal was aborted, for the "stopped" line: "cancelled: <reason>", "lost: <reason>", or the abort's message. */
+function stopReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (reason instanceof TaskStoppedError) return `${reason.verdict}: ${reason.reason}`;
+  return reason instanceof Error ? reason.message || reason.name : String(reason);
+}
+
+/** A non-negative integer of the payload, or `fallback` when absent. */
+function payloadMs(ctx: TaskContext, field: string, fallback: number): number {
+  const v = ctx.payload[field];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new NonRetryableError(`heartbeat: payload.${field} must be a non-negative number, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/**
+ * The heartbeat behaviour: "work" until payload.ms has passed, counted from the
+ * done_ms of the previous attempt's last heartbeat, heartbeating {done_ms} every
+ * payload.every_ms (default 100); stopped, print "stopped <task_id> <why>" and end.
+ */
+async function heartbeating(ctx: TaskContext, print: (line: string) => void): Promise<void> {
+  const ms = payloadMs(ctx, 'ms', 0);
+  const every = payloadMs(ctx, 'every_ms', 100) || 100;
+  const last = ctx.lastHeartbeatDetails as { done_ms?: unknown } | undefined;
+  const from = typeof last?.done_ms === 'number' ? last.done_ms : 0;
+  const start = performance.now();
+  const done = (): number => from + Math.floor(performance.now() - start);
+  try {
+    while (done() < ms) {
+      await sleep(every, undefined, { signal: ctx.signal });
+      ctx.heartbeat({ done_ms: Math.min(done(), ms) });
+    }
+  } catch (e) {
+    if (!ctx.signal.aborted) throw e;
+    print(`stopped ${ctx.taskId} ${stopReason(ctx.signal)}`);
+    throw ctx.signal.reason;
+  }
+}
+
+/** The handler of --behavior; `print` writes one stdout line (the heartbeat behaviour's "stopped" line). */
+export function handlerFor(behavior: string, print: (line: string) => void = () => undefined): Handler {
   switch (behavior) {
     case 'ok':
       return async () => undefined;
@@ -64,8 +114,10 @@ function handlerFor(behavior: string): Handler {
       return (ctx) => {
         if (ctx.attempt === 1) throw new Error('thrown on attempt 1 (fail-once)');
       };
+    case 'heartbeat':
+      return (ctx) => heartbeating(ctx, print);
     default:
-      throw new RangeError(`--behavior: must be ok, reject-once or fail-once, got ${JSON.stringify(behavior)}`);
+      throw new RangeError(`--behavior: must be ok, reject-once, fail-once or heartbeat, got ${JSON.stringify(behavior)}`);
   }
 }
 
@@ -353,12 +405,11 @@ async function main(argv: string[]): Promise<number> {
     console.error(e.message ? `executor: ${e.message}\n${USAGE}` : USAGE);
     return 2;
   }
-  const handler = handlerFor(parsed.behavior);
+  const print = (line: string): void => { process.stdout.write(`${line}\n`); };
+  const handler = handlerFor(parsed.behavior, print);
   const executor = new Executor({
     ...parsed.options,
-    onOutcome: (o) => {
-      process.stdout.write(`${o.task_id} ${o.attempt} ${String(o.kind).replace(/^OUTCOME_KIND_/, '')}\n`);
-    },
+    onOutcome: (o) => print(`${o.task_id} ${o.attempt} ${String(o.kind).replace(/^OUTCOME_KIND_/, '')}`),
   });
   for (const type of parsed.types) executor.handle(type, handler);
   await executor.start();

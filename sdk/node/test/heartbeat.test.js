@@ -366,3 +366,35 @@ test('by an Execute call heartbeat() sends nothing and returns, and still checks
     await ex.stop(1_000);
   }
 });
+
+test("dist/cli.js's heartbeat behaviour: {done_ms} every every_ms from the last details, a stopped line on CANCEL", async () => {
+  const { handlerFor } = require('../dist/cli');
+  const printed = [];
+  const ex = await started({ hb: handlerFor('heartbeat', (line) => printed.push(line)) });
+  const cancelled = new Set();
+  const d = dispatcher(ex, (h) => (cancelled.has(h.task_id) ? ['HEARTBEAT_VERDICT_CANCEL', 'the task was cancelled'] : [CONTINUE, '']));
+  const hb = (taskId, payload, details = '') => ({
+    ...delivery(taskId, 'hb', { payload: JSON.stringify(payload), timeoutMs: 30_000 }),
+    heartbeat_timeout_ms: 5_000, heartbeat_details_json: details,
+  });
+  try {
+    // Resumed at 100 of 250 ms: about 150 ms of work left, a beat every 20 ms.
+    d.send(hb('short', { ms: 250, every_ms: 20 }, '{"done_ms":100}'));
+    await until(() => d.outcome('short') !== undefined, 5_000);
+    assert.equal(d.outcome('short').kind, 'OUTCOME_KIND_SUCCEEDED', d.outcome('short').error);
+    const done = d.heartbeats.filter((h) => h.task_id === 'short' && h.details_json !== '')
+      .map((h) => JSON.parse(h.details_json).done_ms);
+    assert.ok(done.length >= 3, `beats ${done}`);
+    assert.ok(done[0] >= 100 + 20 && done.every((n, i) => n <= 250 && (i === 0 || n >= done[i - 1])), `beats ${done}`);
+    assert.deepEqual(printed, []);
+
+    cancelled.add('long');
+    d.send(hb('long', { ms: 60_000 }));
+    await until(() => d.outcome('long') !== undefined, 5_000);
+    assert.equal(d.outcome('long').kind, 'OUTCOME_KIND_STOPPED');
+    assert.deepEqual(printed, ['stopped long cancelled: the task was cancelled']);
+  } finally {
+    await d.close();
+    await ex.stop(1_000);
+  }
+});

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	taskring "github.com/taskring/taskring/sdk/go"
 )
@@ -37,7 +38,7 @@ func parseExecutor(args []string, getenv func(string) string) (executorArgs, err
 	fs.StringVar(&a.zk, "zk", "", "ZooKeeper HOST:PORT[,HOST:PORT...][/chroot]")
 	fs.StringVar(&a.namespace, "namespace", "", "namespace")
 	types := fs.String("types", "", "task types, a,b")
-	fs.StringVar(&a.behavior, "behavior", "ok", "ok | panic-once | fail-once")
+	fs.StringVar(&a.behavior, "behavior", "ok", "ok | panic-once | fail-once | heartbeat")
 	fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "listen address")
 	fs.StringVar(&a.instanceID, "instance-id", "", "znode name (default hostname-pid-random)")
 	fs.IntVar(&a.maxInFlight, "max-in-flight", 64, "handlers running at once")
@@ -52,7 +53,7 @@ func parseExecutor(args []string, getenv func(string) string) (executorArgs, err
 		return a, errors.New("executor needs --zk, --namespace and --types")
 	}
 	a.types = strings.Split(*types, ",")
-	if _, err := behavior(a.behavior); err != nil {
+	if _, err := behavior(a.behavior, nil); err != nil {
 		return a, err
 	}
 	return a, checkTLSFlags(a)
@@ -73,9 +74,27 @@ func checkTLSFlags(a executorArgs) error {
 	return nil
 }
 
-// behavior is the handler of --behavior. The "once" behaviours key on the
-// delivery's attempt number, not on memory, so they hold across executors.
-func behavior(name string) (taskring.HandlerFunc, error) {
+// lines is the executor's stdout: one whole line at a time, from the outcome
+// observer and the handlers' goroutines alike.
+type lines struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (l *lines) printf(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.out, format, args...)
+}
+
+// behavior is the handler of --behavior; out is where it prints (the
+// heartbeat one's "stopped" line), nil to only check the name. The "once"
+// behaviours key on the delivery's attempt number, not on memory, so they
+// hold across executors.
+func behavior(name string, out *lines) (taskring.HandlerFunc, error) {
 	switch name {
 	case "ok":
 		return func(context.Context, *taskring.Task) error { return nil }, nil
@@ -93,8 +112,83 @@ func behavior(name string) (taskring.HandlerFunc, error) {
 			}
 			return nil
 		}, nil
+	case "heartbeat":
+		return func(ctx context.Context, t *taskring.Task) error { return heartbeating(ctx, t, out) }, nil
 	}
-	return nil, fmt.Errorf("--behavior must be ok, panic-once or fail-once, got %q", name)
+	return nil, fmt.Errorf("--behavior must be ok, panic-once, fail-once or heartbeat, got %q", name)
+}
+
+// heartbeatPayload is what the heartbeat behaviour reads from the payload:
+// work for MS milliseconds, heartbeating every EveryMS (default 100).
+type heartbeatPayload struct {
+	MS      int64 `json:"ms"`
+	EveryMS int64 `json:"every_ms"`
+}
+
+// heartbeatDetails are the heartbeat behaviour's details: how much of the
+// work is done, which the next attempt resumes from.
+type heartbeatDetails struct {
+	DoneMS int64 `json:"done_ms"`
+}
+
+// heartbeating is the heartbeat behaviour: it "works" until payload.ms has
+// passed, counted from where the previous attempt's last heartbeat left off,
+// heartbeating {"done_ms": N} every payload.every_ms, then succeeds. Stopped
+// (ctx cancelled: a CANCEL or LOST answer, the deadline, the executor's
+// stop), it prints "stopped <task_id> <why>" and returns the cause.
+func heartbeating(ctx context.Context, t *taskring.Task, out *lines) error {
+	var p heartbeatPayload
+	if err := t.Decode(&p); err != nil {
+		return taskring.NonRetryable(fmt.Errorf("heartbeat: payload: %w", err))
+	}
+	if p.EveryMS <= 0 {
+		p.EveryMS = 100
+	}
+	var from heartbeatDetails
+	if _, err := t.DecodeLastHeartbeatDetails(&from); err != nil {
+		return taskring.NonRetryable(fmt.Errorf("heartbeat: last details: %w", err))
+	}
+	start := time.Now()
+	done := func() int64 { return from.DoneMS + time.Since(start).Milliseconds() }
+	tick := time.NewTicker(time.Duration(p.EveryMS) * time.Millisecond)
+	defer tick.Stop()
+	for done() < p.MS {
+		select {
+		case <-ctx.Done():
+			return stopped(ctx, t, out, context.Cause(ctx))
+		case <-tick.C:
+		}
+		if err := t.Heartbeat(heartbeatDetails{DoneMS: min(done(), p.MS)}); err != nil {
+			var stop *taskring.TaskStoppedError
+			if errors.As(err, &stop) {
+				return stopped(ctx, t, out, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// stopped prints the heartbeat behaviour's "stopped <task_id> <why>" line,
+// why being "cancelled: <reason>" or "lost: <reason>" for a heartbeat's
+// answer (as the STOPPED outcome's error), else the cause itself.
+func stopped(ctx context.Context, t *taskring.Task, out *lines, cause error) error {
+	why := cause.Error()
+	var stop *taskring.TaskStoppedError
+	if errors.As(cause, &stop) {
+		why = "cancelled"
+		if errors.Is(stop, taskring.ErrAttemptLost) {
+			why = "lost"
+		}
+		if stop.Reason != "" {
+			why += ": " + stop.Reason
+		}
+	}
+	out.printf("stopped %s %s\n", t.TaskID, why)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return cause
 }
 
 func runExecutor(args []string, out io.Writer) error {
@@ -102,15 +196,13 @@ func runExecutor(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, _ := behavior(a.behavior)
-	var mu sync.Mutex
+	stdout := &lines{out: out}
+	h, _ := behavior(a.behavior, stdout)
 	opts := []taskring.ExecutorOption{
 		taskring.WithZooKeeper(a.zk), taskring.WithListenAddress(a.listen), taskring.WithMaxInFlight(a.maxInFlight),
 		taskring.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))),
 		taskring.WithOutcomeObserver(func(o taskring.Outcome) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(out, "%s %d %s\n", o.TaskID, o.Attempt, o.Kind)
+			stdout.printf("%s %d %s\n", o.TaskID, o.Attempt, o.Kind)
 		}),
 	}
 	if a.instanceID != "" {

@@ -25,11 +25,16 @@
 //	from the environment, like the Python commands; never from flags.
 //
 //	taskring-go executor --zk HOST:PORT[/chroot] --namespace NS --types a,b
-//	                     --behavior ok|panic-once|fail-once [--listen 127.0.0.1:0]
+//	                     --behavior ok|panic-once|fail-once|heartbeat [--listen 127.0.0.1:0]
 //	                     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //	    registers, serves until SIGTERM/SIGINT, prints "task_id attempt outcome"
 //	    per delivery. panic-once panics on attempt 1 and succeeds from attempt 2;
-//	    fail-once returns an error on attempt 1 likewise. --tls-cert/--tls-key
+//	    fail-once returns an error on attempt 1 likewise. heartbeat works for
+//	    payload.ms, heartbeating {"done_ms": N} every payload.every_ms (default
+//	    100), resuming from the previous attempt's last details, then succeeds;
+//	    stopped (a CANCEL or LOST answer, the deadline) it prints
+//	    "stopped <task_id> cancelled: <reason>" (lost: ..., or the ctx's cause)
+//	    and returns. --tls-cert/--tls-key
 //	    serve TLS to the dispatchers, --tls-client-ca requires mutual TLS; they
 //	    default to TASKRING_EXECUTOR_TLS_CERT_FILE, TASKRING_EXECUTOR_TLS_KEY_FILE
 //	    and TASKRING_EXECUTOR_TLS_CLIENT_CA_FILE.

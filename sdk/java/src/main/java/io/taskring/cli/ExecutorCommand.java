@@ -1,7 +1,11 @@
 package io.taskring.cli;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import io.taskring.errors.NonRetryableException;
 import io.taskring.errors.RetryableException;
+import io.taskring.errors.TaskStoppedException;
 import io.taskring.errors.TaskringException;
+import io.taskring.executor.TaskContext;
 import io.taskring.executor.TaskHandler;
 import io.taskring.executor.TaskringExecutor;
 import java.io.PrintStream;
@@ -14,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import taskring.v1.Taskring;
 
@@ -23,16 +28,22 @@ import taskring.v1.Taskring;
  *
  * <pre>
  *   executor --zk HOST:PORT[,HOST:PORT...][/chroot] --namespace NS --types a,b
- *            [--behavior ok|panic-once|fail-once] [--listen 127.0.0.1:0] [--instance-id ID]
+ *            [--behavior ok|panic-once|fail-once|heartbeat] [--listen 127.0.0.1:0] [--instance-id ID]
  *            [--max-in-flight 64] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
  * </pre>
  *
  * <p>It registers in ZooKeeper, serves until SIGTERM or SIGINT, then stops gracefully (the
  * znode goes first, in-flight work gets 10 s to finish) and exits 0. Stdout carries only
  * one line per outcome, {@code "<task_id> <attempt> <kind>"} with the kind as the Go CLI
- * prints it ({@code succeeded}, {@code retryable_failure}, ...); the rest goes to stderr.
+ * prints it ({@code succeeded}, {@code retryable_failure}, ...), and the heartbeat behaviour's
+ * "stopped" line (below); the rest goes to stderr.
  * panic-once throws a RuntimeException on attempt 1 and succeeds from attempt 2; fail-once
  * throws a RetryableException likewise (they key on the attempt, so they hold across executors).
+ * heartbeat works for {@code payload.ms}, heartbeating {@code {"done_ms": N}} every
+ * {@code payload.every_ms} (default 100) from the previous attempt's {@code done_ms}, then
+ * succeeds; stopped (its thread interrupted by a CANCEL or LOST answer, or at the deadline) it
+ * prints {@code "stopped <task_id> <why>"}, why being {@code cancelled: <reason>},
+ * {@code lost: <reason>} or {@code interrupted}, and ends.
  * The TLS flags default to TASKRING_EXECUTOR_TLS_CERT_FILE, _KEY_FILE and _CLIENT_CA_FILE.
  */
 final class ExecutorCommand {
@@ -81,7 +92,7 @@ final class ExecutorCommand {
             throw new UsageException("executor needs --zk, --namespace and --types");
         }
         String behavior = opts.getOrDefault("behavior", "ok");
-        behavior(behavior); // checks the name
+        behavior(behavior, line -> { }); // checks the name
         String listen = opts.getOrDefault("listen", "127.0.0.1:0");
         int colon = listen.lastIndexOf(':');
         if (colon < 0) {
@@ -114,8 +125,11 @@ final class ExecutorCommand {
                 host, port, blank(instanceId) ? null : instanceId, maxInFlight, cert, key, ca);
     }
 
-    /** The handler of --behavior. The "once" behaviours key on the attempt number, not on memory. */
-    static TaskHandler behavior(String name) {
+    /**
+     * The handler of --behavior; {@code print} takes its stdout lines (the heartbeat behaviour's
+     * "stopped" line). The "once" behaviours key on the attempt number, not on memory.
+     */
+    static TaskHandler behavior(String name, Consumer<String> print) {
         return switch (name) {
             case "ok" -> ctx -> { };
             case "panic-once" -> ctx -> {
@@ -128,12 +142,71 @@ final class ExecutorCommand {
                     throw new RetryableException("fail-once: attempt " + ctx.attempt() + " of " + ctx.taskId());
                 }
             };
-            default -> throw new UsageException("--behavior must be ok, panic-once or fail-once, got \"" + name + "\"");
+            case "heartbeat" -> ctx -> heartbeating(ctx, print);
+            default -> throw new UsageException("--behavior must be ok, panic-once, fail-once or heartbeat, got \""
+                    + name + "\"");
         };
+    }
+
+    /**
+     * The heartbeat behaviour: "work" until {@code payload.ms} has passed, counted from the
+     * {@code done_ms} of the previous attempt's last heartbeat, heartbeating {@code {"done_ms": N}}
+     * every {@code payload.every_ms} (default 100); stopped, print the "stopped" line and end.
+     */
+    static void heartbeating(TaskContext ctx, Consumer<String> print) throws Exception {
+        JsonNode payload = ctx.payload();
+        long ms = payloadMs(payload, "ms", 0);
+        long every = payloadMs(payload, "every_ms", 100);
+        if (every == 0) {
+            every = 100;
+        }
+        JsonNode last = ctx.previousDetails();
+        long from = last != null && last.path("done_ms").canConvertToLong() ? last.path("done_ms").asLong() : 0;
+        long start = System.nanoTime();
+        try {
+            for (long done = from; done < ms; ) {
+                Thread.sleep(every);
+                done = Math.min(ms, from + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+                ctx.heartbeat(Map.of("done_ms", done));
+            }
+        } catch (TaskStoppedException e) {
+            print.accept("stopped " + ctx.taskId() + " " + e.getMessage());
+            throw e;
+        } catch (InterruptedException e) {
+            // The interrupt of a heartbeat's answer, the deadline or the executor's stop: only the
+            // first comes with a reason, which a heartbeat now would throw.
+            String why = "interrupted";
+            if (ctx.isStopped()) {
+                try {
+                    ctx.heartbeat();
+                } catch (TaskStoppedException stopped) {
+                    why = stopped.getMessage();
+                }
+            }
+            print.accept("stopped " + ctx.taskId() + " " + why);
+            throw e;
+        }
+    }
+
+    /** A non-negative whole number of the payload, or {@code fallback} when absent. */
+    private static long payloadMs(JsonNode payload, String field, long fallback) {
+        JsonNode v = payload.get(field);
+        if (v == null) {
+            return fallback;
+        }
+        if (!v.canConvertToLong() || v.asLong() < 0) {
+            throw new NonRetryableException("heartbeat: payload." + field + " must be a non-negative number, got " + v);
+        }
+        return v.asLong();
     }
 
     /** The builder of {@code a}; an IllegalArgumentException names what is wrong (a bad namespace, type, file). */
     static TaskringExecutor.Builder builder(Args a, Consumer<Taskring.Outcome> observer) {
+        return builder(a, observer, line -> { });
+    }
+
+    /** {@link #builder(Args, Consumer)} whose behaviour prints its own lines (the "stopped" one) to {@code print}. */
+    static TaskringExecutor.Builder builder(Args a, Consumer<Taskring.Outcome> observer, Consumer<String> print) {
         TaskringExecutor.Builder b = TaskringExecutor.builder().namespace(a.namespace()).zookeeper(a.zk())
                 .listen(a.host(), a.port()).maxInFlight(a.maxInFlight()).outcomeObserver(observer);
         if (a.instanceId() != null) {
@@ -142,7 +215,7 @@ final class ExecutorCommand {
         if (a.tlsCert() != null) {
             b.tls(a.tlsCert(), a.tlsKey(), a.tlsClientCa());
         }
-        TaskHandler h = behavior(a.behavior());
+        TaskHandler h = behavior(a.behavior(), print);
         for (String t : a.types()) {
             b.handler(t.strip(), h);
         }
@@ -187,12 +260,13 @@ final class ExecutorCommand {
         TaskringExecutor executor;
         try {
             Args a = parse(args, env);
-            executor = builder(a, o -> {
+            Consumer<String> print = text -> {
                 synchronized (out) {
-                    out.println(line(o));
+                    out.println(text);
                     out.flush();
                 }
-            }).build();
+            };
+            executor = builder(a, o -> print.accept(line(o)), print).build();
         } catch (UsageException e) {
             return usage(err, e.getMessage());
         } catch (IllegalArgumentException | IllegalStateException e) {
@@ -246,7 +320,8 @@ final class ExecutorCommand {
 
     private static int usage(PrintStream err, String problem) {
         err.println("taskring: " + problem);
-        err.println("usage: executor --zk HOST:PORT[/chroot] --namespace NS --types a,b [--behavior ok|panic-once|fail-once]");
+        err.println("usage: executor --zk HOST:PORT[/chroot] --namespace NS --types a,b "
+                + "[--behavior ok|panic-once|fail-once|heartbeat]");
         err.println("                [--listen 127.0.0.1:0] [--instance-id ID] [--max-in-flight 64]");
         err.println("                [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
         return 2;

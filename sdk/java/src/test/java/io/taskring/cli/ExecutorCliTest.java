@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.grpc.ChannelCredentials;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.StreamObserver;
 import io.taskring.executor.TaskringExecutor;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -20,10 +23,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.AfterEach;
@@ -33,6 +40,7 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 import org.junit.jupiter.api.io.TempDir;
 import taskring.v1.ExecutorServiceGrpc;
 import taskring.v1.Taskring;
+import taskring.v1.Taskring.HeartbeatVerdict;
 import taskring.v1.Taskring.OutcomeKind;
 
 /** {@code Main executor}: its flags, its errors, and a run answering Execute over mutual TLS. */
@@ -134,7 +142,7 @@ class ExecutorCliTest {
     @Test
     void badFlagsAreUsageErrors() {
         String[][] cases = {
-            {"--behavior", "explode", "--behavior must be ok, panic-once or fail-once, got \"explode\""},
+            {"--behavior", "explode", "--behavior must be ok, panic-once, fail-once or heartbeat, got \"explode\""},
             {"--listen", "nowhere", "--listen must be HOST:PORT, got 'nowhere'"},
             {"--listen", "127.0.0.1:99999", "--listen: port must be in 0..65535, got 99999"},
             {"--max-in-flight", "many", "--max-in-flight: not a number: 'many'"},
@@ -232,6 +240,88 @@ class ExecutorCliTest {
         assertEquals(List.of("fail-once-1 1 retryable_failure", "fail-once-2 2 succeeded", "ok-1 1 succeeded",
                 "ok-2 2 succeeded", "panic-once-1 1 retryable_failure", "panic-once-2 2 succeeded"),
                 lines.stream().sorted().toList());
+    }
+
+    // ---- the heartbeat behaviour, on a Work stream of the test's own ----
+
+    private static Taskring.Delivery beating(String id, String payload, String lastDetails) {
+        return Taskring.Delivery.newBuilder().setTask(Taskring.Task.newBuilder().setTaskId(id).setNamespace("shop")
+                .setTaskType("hb").setPayloadJson(payload)).setAttempt(2).setEpoch(9).setTimeoutMs(30_000)
+                .setHeartbeatTimeoutMs(5_000).setHeartbeatDetailsJson(lastDetails).build();
+    }
+
+    @Test
+    void theHeartbeatBehaviourBeatsFromTheLastDetailsAndSaysWhenACancelStopsIt() throws Exception {
+        List<String> printed = new CopyOnWriteArrayList<>();
+        ExecutorCommand.Args a = ExecutorCommand.parse(new String[] {"--zk", "unused:1", "--namespace", "shop",
+                "--types", "hb", "--behavior", "heartbeat"}, Map.of());
+        TaskringExecutor e = ExecutorCommand.builder(a, o -> { }, printed::add).zookeeper(null).build();
+        executors.add(e);
+        e.start();
+        ManagedChannel c = Grpc.newChannelBuilder(e.address(), InsecureChannelCredentials.create()).build();
+        channels.add(c);
+        LinkedBlockingQueue<Taskring.Outcome> outcomes = new LinkedBlockingQueue<>();
+        List<Taskring.Heartbeat> heartbeats = new CopyOnWriteArrayList<>();
+        Set<String> cancelled = ConcurrentHashMap.newKeySet();
+        // The test's thread and gRPC's both send down the stream: one at a time.
+        AtomicReference<StreamObserver<Taskring.ExecuteRequest>> down = new AtomicReference<>();
+        down.set(ExecutorServiceGrpc.newStub(c).work(new StreamObserver<>() {
+            @Override
+            public void onNext(Taskring.ExecuteResponse r) {
+                heartbeats.addAll(r.getHeartbeatsList());
+                outcomes.addAll(r.getOutcomesList());
+                Taskring.ExecuteRequest.Builder answers = Taskring.ExecuteRequest.newBuilder();
+                for (Taskring.Heartbeat hb : r.getHeartbeatsList()) {
+                    boolean cancel = cancelled.contains(hb.getTaskId());
+                    answers.addHeartbeatAnswers(Taskring.HeartbeatAnswer.newBuilder().setTaskId(hb.getTaskId())
+                            .setAttempt(hb.getAttempt()).setSequence(hb.getSequence())
+                            .setVerdict(cancel ? HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL : HeartbeatVerdict.HEARTBEAT_VERDICT_CONTINUE)
+                            .setReason(cancel ? "the task was cancelled" : ""));
+                }
+                if (answers.getHeartbeatAnswersCount() > 0) {
+                    synchronized (down) {
+                        down.get().onNext(answers.build());
+                    }
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) { }
+
+            @Override
+            public void onCompleted() { }
+        }));
+        // Resumed at 100 of 300 ms: about 200 ms of work left, a beat every 40 ms.
+        synchronized (down) {
+            down.get().onNext(Taskring.ExecuteRequest.newBuilder().setDispatcherNode("test")
+                    .addDeliveries(beating("short", "{\"ms\":300,\"every_ms\":40}", "{\"done_ms\":100}")).build());
+        }
+        Taskring.Outcome o = outcomes.poll(10, TimeUnit.SECONDS);
+        assertNotNull(o, "no outcome within 10 s");
+        assertEquals(OutcomeKind.OUTCOME_KIND_SUCCEEDED, o.getKind(), o.getError());
+        ObjectMapper json = new ObjectMapper();
+        List<Long> done = new ArrayList<>();
+        for (Taskring.Heartbeat hb : heartbeats) {
+            if (!hb.getDetailsJson().isEmpty()) {
+                done.add(json.readTree(hb.getDetailsJson()).get("done_ms").asLong());
+            }
+        }
+        assertTrue(done.size() >= 3 && done.get(0) >= 140 && done.get(done.size() - 1) == 300, "beats " + done);
+        assertEquals(done.stream().sorted().toList(), done, "beats " + done);
+        assertEquals(List.of(), printed);
+
+        cancelled.add("long");
+        synchronized (down) {
+            down.get().onNext(Taskring.ExecuteRequest.newBuilder().setDispatcherNode("test")
+                    .addDeliveries(beating("long", "{\"ms\":60000}", "")).build());
+        }
+        o = outcomes.poll(10, TimeUnit.SECONDS);
+        assertNotNull(o, "no outcome within 10 s");
+        assertEquals(OutcomeKind.OUTCOME_KIND_STOPPED, o.getKind(), o.getError());
+        assertEquals(List.of("stopped long cancelled: the task was cancelled"), printed);
+        synchronized (down) {
+            down.get().onCompleted();
+        }
     }
 
     // ---- the whole mode against ZooKeeper ----
