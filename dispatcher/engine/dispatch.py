@@ -342,6 +342,7 @@ class Dispatch:
         for flow, dues in by_flow.items():
             self._due.park((*key, _FAIR_PREFIX + flow), dues)
         if by_flow:
+            self._metrics.limit_parked.labels(*key, FAIR_SHARE).inc(sum(len(dues) for dues in by_flow.values()))
             self._due.wake()
         return going
 
