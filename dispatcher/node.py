@@ -97,7 +97,8 @@ class Node:
                                                             slot_count=config.slot_count, metrics=self.metrics)),
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type,
-            heartbeat_timeouts=limits.retry_policies.heartbeat_by_type)
+            heartbeat_timeouts=limits.retry_policies.heartbeat_by_type,
+            fairness=limits.retry_policies.fairness_by_type)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)

@@ -27,6 +27,7 @@ from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
+from dispatcher.engine.fair_share import FAIR_SHARE, FairShare
 from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate, TypeKey
 from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
@@ -44,6 +45,8 @@ _KEY_PREFIX = "key:"
 """A task waiting on its key's limit is parked under the limit "key:<its key>"."""
 _RATE_KEY_PREFIX = "rate_key:"
 """A task waiting on its key's rate is parked under the limit "rate_key:<its key>"."""
+_FAIR_PREFIX = "fair:"
+"""A task of a fair type waiting for its flow's turn is parked under the limit "fair:<its flow>"."""
 
 _PROBE = 64
 """Due tasks popped even when the executors this node knows have no room: enough to find
@@ -56,7 +59,16 @@ def _metric_limit(parked_under: str) -> str:
         return PER_KEY
     if parked_under.startswith(_RATE_KEY_PREFIX):
         return RATE_PER_KEY
+    if parked_under.startswith(_FAIR_PREFIX):
+        return FAIR_SHARE
     return parked_under
+
+
+def _paid(cost_ms: float) -> Callable[[Due], None]:
+    """Marks a task whose flow's turn came with what its start paid (fair_share.py)."""
+    def turn_came(d: Due) -> None:
+        d.fair_turn = cost_ms
+    return turn_came
 
 
 def _log_failure(task: asyncio.Task) -> None:
@@ -94,7 +106,7 @@ class Dispatch:
     def __init__(self, *, params: DispatchParams, store: TaskStoreProtocol, executors: ExecutorPool,
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
-                 gate: ConcurrencyGate | None = None, rates: RateGate | None = None,
+                 gate: ConcurrencyGate | None = None, rates: RateGate | None = None, fair: FairShare | None = None,
                  heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
         self._params = params
         self._store = store
@@ -108,6 +120,10 @@ class Dispatch:
         self._lose = lose
         self._gate = gate or ConcurrencyGate()
         self._rates = rates or RateGate()
+        self._fair = fair or FairShare()
+        # Per fair type: tasks whose turn came, on their way from their flow's queue to a
+        # reservation; the room they will take is not given out again (_take_turns).
+        self._turned: dict[tuple[str, str], int] = collections.Counter()
         self._heartbeat_ms = dict(heartbeat_timeouts or {})   # (namespace, task_type) -> ms, of types that heartbeat
         self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
@@ -205,8 +221,12 @@ class Dispatch:
         takes first is parked again: places are checked when taken. The type's own room is
         shared by its keys and its retry cap: what one of them moves, the next cannot."""
         type_rooms: dict[tuple[str, str], int] = {}
+        fair_waiting: dict[tuple[str, str], dict[str, int]] = {}
         for (namespace, task_type, limit), parked in self._due.parked().items():
             key = (namespace, task_type)
+            if limit.startswith(_FAIR_PREFIX):   # the flows of a fair type take turns, below
+                fair_waiting.setdefault(key, {})[limit[len(_FAIR_PREFIX):]] = parked
+                continue
             if self._gate.limits_of(key) is None:   # the limit is gone: everything may go
                 self._due.unpark((namespace, task_type, limit), parked)
                 continue
@@ -224,7 +244,22 @@ class Dispatch:
                 limit_key = limit[len(_RATE_KEY_PREFIX):]
                 room = min(room, self._gate.key_room(key, limit_key, now_ms), self._rates.room(key, limit_key, now_ms))
             type_rooms[key] = type_room - self._due.unpark((namespace, task_type, limit), room)
+        for key, waiting in fair_waiting.items():
+            self._take_turns(key, waiting, type_rooms.get(key), now_ms)
         self._observe_limits()
+
+    def _take_turns(self, key: tuple[str, str], waiting: dict[str, int], type_room: int | None, now_ms: int) -> None:
+        """The flows of a fair type whose turn it is, as many as its executors (and its
+        concurrency limit) have room for, back to the ready stage."""
+        if not self._fair.fair(key):   # fairness is gone: everything may go
+            for flow, n in waiting.items():
+                self._due.unpark((*key, _FAIR_PREFIX + flow), n, _paid(1.0))
+            return
+        room = self._executors.room_beyond(*key, self._params.high_reserve_share) - self._turned[key]
+        room = min(room, type_room if type_room is not None else self._gate.room(key, now_ms))
+        for flow, n in self._fair.pick(key, waiting, room).items():
+            self._turned[key] += self._due.unpark((*key, _FAIR_PREFIX + flow), n,
+                                                  _paid(self._fair.estimate(key, flow)))
 
     def _observe_limits(self) -> None:
         """The limit gauges, a few times a second at most (per key: summed over the keys)."""
@@ -236,8 +271,8 @@ class Dispatch:
         for (namespace, task_type, limit), n in self._due.parked().items():
             parked[(namespace, task_type, _metric_limit(limit))] += n
         held = self._gate.held()
-        for key in self._gate.limited_types():
-            for limit in (CONCURRENCY, RETRY_CAP, PER_KEY, RATE, RATE_PER_KEY):
+        for key in set(self._gate.limited_types()) | self._fair.types():
+            for limit in (CONCURRENCY, RETRY_CAP, PER_KEY, RATE, RATE_PER_KEY, FAIR_SHARE):
                 self._metrics.limit_waiting.labels(*key, limit).set(parked.get((*key, limit), 0))
                 self._metrics.limit_held.labels(*key, limit).set(held.get((*key, limit), 0))
 
@@ -291,6 +326,26 @@ class Dispatch:
         self._observe_limits()
         return admitted
 
+    def _wait_turn(self, key: tuple[str, str], group: list[Due]) -> list[Due]:
+        """Of a fair type's due tasks, those whose flow's turn came go on; the others wait in
+        their flow's queue (the loop comes round at once to give out turns)."""
+        by_flow: dict[str, list[Due]] = collections.defaultdict(list)
+        going = []
+        for d in group:
+            if d.fair_turn:
+                if d.fair_turn > 0:   # first time past: no longer on its way (see _turned)
+                    d.fair_turn = -d.fair_turn
+                    self._turned[key] -= 1
+                going.append(d)
+            else:
+                by_flow[self._fair.flow_of(key, d)].append(d)
+        for flow, dues in by_flow.items():
+            self._due.park((*key, _FAIR_PREFIX + flow), dues)
+        if by_flow:
+            self._metrics.limit_parked.labels(*key, FAIR_SHARE).inc(sum(len(dues) for dues in by_flow.values()))
+            self._due.wake()
+        return going
+
     def _keep_reserve(self, namespace: str, task_type: str, group: list[Due]) -> list[Due]:
         """High tasks first and all of them; of the others, no more than fit without taking
         the share of the executors' capacity kept for high ones. The rest go back, due."""
@@ -332,6 +387,8 @@ class Dispatch:
             by_type[key].append(d)
         taken: list[tuple[Due, Reservation | None]] = []
         for (namespace, task_type), group in by_type.items():
+            if self._fair.fair((namespace, task_type)):
+                group = self._wait_turn((namespace, task_type), group)
             group = self._admit((namespace, task_type), group, now_ms)
             if self._params.high_reserve_share and group:
                 group = self._keep_reserve(namespace, task_type, group)
@@ -435,6 +492,8 @@ class Dispatch:
         # arrive together, so the batch is one observation, counted once per task run.
         observe_many(duration, (self._clock.now_ms() - items[0].dispatched_ms) / 1000,
                      len(items) - len(result.not_sent))
+        if self._fair.fair(reservation.key):
+            self._charge(reservation.key, items, result.outcomes)
         if result.not_sent:
             unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
             await self._completer.give_back([d for d in items if (d.task_id, d.attempt) in unsent])
@@ -460,6 +519,15 @@ class Dispatch:
             found = details.get(delivery.task.task_id)
             if found is not None:
                 delivery.heartbeat_details_json = found
+
+    def _charge(self, key: tuple[str, str], items: list[Due], outcomes: list[pb.Outcome]) -> None:
+        """Each flow pays for the executor time its attempts took (fair_share.py)."""
+        by_attempt = {(d.task_id, d.attempt): d for d in items}
+        for o in outcomes:
+            d = by_attempt.get((o.task_id, o.attempt))
+            if d is not None and d.fair_flow is not None and d.fair_turn:
+                ran_ms = max(0, o.finished_at_ms - o.started_at_ms) if o.started_at_ms else 0
+                self._fair.charge(key, d.fair_flow, abs(d.fair_turn), ran_ms)
 
     def _releaser(self, items: list[Due]) -> Callable[[pb.Outcome], None]:
         """For a limited type: free each attempt's place as its outcome comes over the Work

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import Gauge
 
@@ -130,13 +130,17 @@ class DueQueue:
         for d in dues:
             self._parked_by_class[priority_class(d.priority)] += 1
 
-    def unpark(self, key: tuple[str, str, str], n: int) -> int:
+    def unpark(self, key: tuple[str, str, str], n: int, on_move: Callable[[Due], None] | None = None) -> int:
         """Up to `n` of a type's parked tasks, first parked first, back to the ready stage
-        (places under its limit were freed); wakes the dispatch loop when any moved."""
+        (places under its limit were freed; `on_move` hears of each); wakes the dispatch loop
+        when any moved."""
         parked = self._parked.get(key)
         if not parked or n <= 0:
             return 0
         moved = [parked.popleft() for _ in range(min(n, len(parked)))]
+        if on_move is not None:
+            for d in moved:
+                on_move(d)
         if not parked:
             del self._parked[key]
         self._parked_count -= len(moved)

@@ -36,6 +36,7 @@ from dispatcher.engine.dispatch import Dispatch, DispatchParams
 from dispatcher.engine.due import Due, due_of_message
 from dispatcher.engine.due_queue import CLASSES, INTAKE_SHARES, DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
+from dispatcher.engine.fair_share import FairShare
 from dispatcher.engine.limits import ConcurrencyGate, TypeKey
 from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
@@ -47,6 +48,7 @@ from dispatcher.engine.slot_table import SlotTable
 from dispatcher.engine.sweeper import Sweeper, SweepParams
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
+from dispatcher.policy.fairness import FairPolicy
 from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store.interface import TaskStoreProtocol
 from taskring.wire import pb
@@ -92,7 +94,8 @@ class Engine:
                  on_slot_lost: Callable[[int], None] | None = None, may_send: Callable[[], bool] | None = None,
                  stats: TaskStats | None = None, loops: LoopWatch | None = None,
                  type_limits: Mapping[TypeKey, TypeLimits] | None = None,
-                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
+                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None,
+                 fairness: Mapping[TypeKey, FairPolicy] | None = None):
         self._params = params
         self._store = store
         self._producer = producer
@@ -125,7 +128,8 @@ class Engine:
         self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose, gate=self._gate,
-                                  rates=RateGate(type_limits), heartbeat_timeouts=heartbeat_timeouts)
+                                  rates=RateGate(type_limits), fair=FairShare(fairness),
+                                  heartbeat_timeouts=heartbeat_timeouts)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
                                 behind=self.slots_behind, loops=loops)

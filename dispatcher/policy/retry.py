@@ -23,6 +23,7 @@ import random
 import types
 from collections.abc import Mapping
 
+from dispatcher.policy.fairness import FAIRNESS_FIELD, FairPolicy, InvalidFairness, parse_fairness
 from dispatcher.policy.heartbeat import HEARTBEAT_FIELD, InvalidHeartbeatPolicy, parse_heartbeat_timeout
 from dispatcher.policy.scheduling import LIMIT_FIELDS, InvalidSchedulingPolicy, TypeLimits, parse_type_limits
 from dispatcher.policy.unique import InvalidUniqueRule, UniqueRule, parse_unique_rule
@@ -30,7 +31,7 @@ from taskring.wire import pb
 
 UNIQUE_FIELDS = frozenset({"unique_key", "unique_ttl_ms"})
 """Fields of a task type's entry that are its unique-key rule, not its retry policy."""
-TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS | {HEARTBEAT_FIELD}
+TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS | {HEARTBEAT_FIELD, FAIRNESS_FIELD}
 """Fields of a task type's entry that are not its retry policy (unique key, limits, heartbeat)."""
 
 MAX_SCHEDULE_ENTRIES = 100
@@ -145,6 +146,8 @@ class RetryPolicies:
     """The concurrency limits declared in the same file, per task type (dispatcher/policy/scheduling.py)."""
     heartbeat_by_type: Mapping[tuple[str, str], int] = dataclasses.field(default_factory=dict)
     """The heartbeat timeouts (ms) declared in the same file, per task type (dispatcher/policy/heartbeat.py)."""
+    fairness_by_type: Mapping[tuple[str, str], FairPolicy] = dataclasses.field(default_factory=dict)
+    """Fair shares among each type's tenants (dispatcher/policy/fairness.py)."""
 
     def __post_init__(self) -> None:
         # Read-only copies: later changes to the caller's dicts do not leak in.
@@ -152,6 +155,7 @@ class RetryPolicies:
         object.__setattr__(self, "unique_by_type", types.MappingProxyType(dict(self.unique_by_type)))
         object.__setattr__(self, "limits_by_type", types.MappingProxyType(dict(self.limits_by_type)))
         object.__setattr__(self, "heartbeat_by_type", types.MappingProxyType(dict(self.heartbeat_by_type)))
+        object.__setattr__(self, "fairness_by_type", types.MappingProxyType(dict(self.fairness_by_type)))
 
     def for_type(self, namespace: str, task_type: str) -> RetryPolicy:
         """The policy a task of this type gets when it brings none of its own."""
@@ -176,8 +180,9 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     the default policy's values. A task type's entry may also declare its unique
     key (`unique_key`, a template over payload fields, and `unique_ttl_ms`;
     dispatcher/policy/unique.py) and its limits (`concurrency`, `retry_cap`;
-    dispatcher/policy/scheduling.py) and its heartbeat timeout (`heartbeat_timeout_ms`;
-    dispatcher/policy/heartbeat.py). Errors name the key and field.
+    dispatcher/policy/scheduling.py), its heartbeat timeout (`heartbeat_timeout_ms`;
+    dispatcher/policy/heartbeat.py) and fair shares among its tenants (`fairness`;
+    dispatcher/policy/fairness.py). Errors name the key and field.
     """
     import json
 
@@ -209,6 +214,7 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     unique_by_type = {}
     limits_by_type = {}
     heartbeat_by_type = {}
+    fairness_by_type = {}
     for key, spec in data.items():
         if key == "default":
             continue
@@ -234,5 +240,12 @@ def parse_retry_policies(text: str) -> RetryPolicies:
             raise InvalidRetryPolicy(exc.field, exc.problem) from None
         if heartbeat is not None:
             heartbeat_by_type[(namespace, task_type)] = heartbeat
+        try:
+            fairness = parse_fairness(key, spec)
+        except InvalidFairness as exc:
+            raise InvalidRetryPolicy(exc.field, exc.problem) from None
+        if fairness is not None:
+            fairness_by_type[(namespace, task_type)] = fairness
     return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type,
-                         limits_by_type=limits_by_type, heartbeat_by_type=heartbeat_by_type)
+                         limits_by_type=limits_by_type, heartbeat_by_type=heartbeat_by_type,
+                         fairness_by_type=fairness_by_type)

@@ -43,7 +43,8 @@ def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_f
                   stop, out_path: str, tls_dir: str | None = None, handler_ms: float = 0.0) -> None:
     """The body of an executor process (multiprocessing, spawn). `tls_dir`: serve mutual TLS
     with deploy/local/certs.sh's server certificate, requiring its CA's client certificate.
-    `handler_ms`: each run sleeps this long after it is recorded (0: returns at once)."""
+    `handler_ms`: each run sleeps this long after it is recorded, or its payload's `sleep_ms`
+    (0: returns at once)."""
     import asyncio
     import logging
     logging.basicConfig(level=logging.WARNING)
@@ -57,7 +58,7 @@ def executor_main(zk_hosts: str, namespace: str, task_types: list[str], max_in_f
 
     async def sleeper(ctx) -> None:
         await noop(ctx)
-        await asyncio.sleep(handler_ms / 1000)
+        await asyncio.sleep(ctx.payload.get("sleep_ms", handler_ms) / 1000)   # a task may say how long
 
     # Two handlers, not one with a branch: the no-op stays the no-op other benchmarks measured.
     handler = sleeper if handler_ms > 0 else noop

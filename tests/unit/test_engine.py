@@ -29,6 +29,7 @@ from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.params import engine_params
+from dispatcher.policy.fairness import FairPolicy
 from dispatcher.policy.scheduling import Rate, TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
@@ -92,6 +93,8 @@ class Call:
     epoch: int
     retry_count: int
     at_ms: int
+    call_no: int = dataclasses.field(default=0, compare=False)
+    """The Execute call that carried it (an Execute call frees its places when its last task ends)."""
 
 
 class FakeExecutor:
@@ -104,6 +107,7 @@ class FakeExecutor:
         self.script: dict[str, list[pb.OutcomeKind]] = {}
         self.gates: dict[str, asyncio.Event] = {}
         self.calls: list[Call] = []
+        self._call_no = 0
 
     def attempts(self, task_id: str) -> list[int]:
         return [c.attempt for c in self.calls if c.task_id == task_id]
@@ -113,11 +117,13 @@ class FakeExecutor:
             gate.set()
 
     async def Execute(self, request: pb.ExecuteRequest, timeout: float | None = None) -> pb.ExecuteResponse:
-        return pb.ExecuteResponse(outcomes=await asyncio.gather(*(self._run(d) for d in request.deliveries)))
+        self._call_no += 1
+        return pb.ExecuteResponse(outcomes=await asyncio.gather(*(self._run(d, self._call_no)
+                                                                   for d in request.deliveries)))
 
-    async def _run(self, d: pb.Delivery) -> pb.Outcome:
+    async def _run(self, d: pb.Delivery, call_no: int = 0) -> pb.Outcome:
         started = self._clock.now_ms()
-        self.calls.append(Call(d.task.task_id, d.attempt, d.epoch, d.task.retry_count, started))
+        self.calls.append(Call(d.task.task_id, d.attempt, d.epoch, d.task.retry_count, started, call_no))
         gate = self.gates.get(f"{d.task.task_id}@{d.attempt}") or self.gates.get(d.task.task_id)
         if gate is not None:
             await gate.wait()
@@ -145,7 +151,8 @@ class InProcessPool(ExecutorPool):
 
 class World:
     def __init__(self, store: MemoryTaskStore | None = None, intake_batch: int = 1_000,
-                 type_limits: dict[tuple[str, str], TypeLimits] | None = None, **config: Any):
+                 type_limits: dict[tuple[str, str], TypeLimits] | None = None,
+                 fairness: dict[tuple[str, str], FairPolicy] | None = None, **config: Any):
         self.clock = FakeClock()
         self.intake_batch = intake_batch
         self.store = store or MemoryTaskStore()
@@ -171,7 +178,7 @@ class World:
                              executors=InProcessPool(self.directory, self.executor, lambda: self.lease_at_send),
                              metrics=self.metrics, clock=self.clock, rng=random.Random(7),
                              on_slot_lost=self.lost.append, may_send=lambda: self.lease_at_dispatch,
-                             loops=self.loops, type_limits=type_limits)
+                             loops=self.loops, type_limits=type_limits, fairness=fairness)
 
     def _intake(self, deliver, closed_topics) -> MemoryIntake:
         self.intake = MemoryIntake(self.log, deliver, closed_topics, batch=self.intake_batch)
@@ -664,6 +671,37 @@ async def test_a_key_over_its_rate_waits_and_other_keys_go_on():
         w.clock.advance(1_000)
         await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
                          "every task to run, a token at a time")
+
+
+# ---------------------------------------------------------------- fair shares
+
+@scenario
+async def test_a_quiet_tenant_starts_within_a_few_places_behind_a_noisy_tenants_backlog():
+    async with World(fairness={("ns", "send"): FairPolicy("t:{t}")}) as w:
+        await w.own()
+        noisy = [f"noisy{i}" for i in range(300)]
+        for task_id in noisy:
+            w.executor.gates[task_id] = asyncio.Event()
+            await w.submit(task_id, payload_json='{"t": "noisy"}')
+        await eventually(lambda: _started(w) == 100, "the noisy tenant to fill the executor")
+        await w.engine_looked()
+        assert w.engine._due.parked() == {("ns", "send", "fair:t:noisy"): 200}
+        for i in range(5):
+            await w.submit(f"quiet{i}", payload_json='{"t": "quiet"}')
+        await eventually(lambda: w.engine._due.parked().get(("ns", "send", "fair:t:quiet")) == 5,
+                         "the quiet tasks to wait for their turn")
+        # One call of noisy tasks ends (FIFO would give its places to 200 noisy tasks due first).
+        first_call = [c.task_id for c in w.executor.calls if c.call_no == w.executor.calls[0].call_no]
+        for task_id in first_call:
+            w.executor.gates[task_id].set()
+        quiet_done = [f"quiet{i}" for i in range(5)]
+        await eventually(lambda: all(w.executor.attempts(t) == [1] for t in quiet_done),
+                         f"the quiet tenant's five tasks to start in the {len(first_call)} places one call freed")
+        await w.engine_looked()
+        assert _started(w) == 100 + len(first_call), "more started than places freed"
+        w.executor.open_gates()
+        await eventually(lambda: all(w.status(t) == (r.SUCCEEDED, 1) for t in noisy), "the noisy backlog to run")
+        assert not w.engine._due.has_parked()
 
 
 @scenario
