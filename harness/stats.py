@@ -43,12 +43,12 @@ def median(values: Iterable[float]) -> float | None:
 
 
 def summarize_ms(values: Iterable[float]) -> dict[str, Any]:
-    """count, min, p50/p90/p99/p99.9, max and mean of a list of milliseconds ({"count": 0} when empty)."""
+    """count, min, p50/p90/p95/p99/p99.9, max and mean of a list of milliseconds ({"count": 0} when empty)."""
     v = sorted(values)
     if not v:
         return {"count": 0}
     return {"count": len(v), "min": v[0], "p50": percentile(v, 50), "p90": percentile(v, 90),
-            "p99": percentile(v, 99), "p999": percentile(v, 99.9), "max": v[-1], "mean": sum(v) / len(v)}
+            "p95": percentile(v, 95), "p99": percentile(v, 99), "p999": percentile(v, 99.9), "max": v[-1], "mean": sum(v) / len(v)}
 
 
 def tail(values: Iterable[float]) -> dict[str, Any]:
