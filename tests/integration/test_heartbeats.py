@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 
@@ -20,13 +21,16 @@ pytestmark = pytest.mark.integration
 
 NS = "tests"   # RecordingExecutor's
 HEARTBEAT_MS = 1_500
+SOAK_S = float(os.environ.get("TASKRING_HEARTBEAT_SOAK_S", "0"))
+"""The long run (600: the issue's ten-minute task with a 30 s heartbeat timeout); opt-in."""
 
 
 @pytest.fixture
 def node(taskring_env, tmp_path):
     policies = tmp_path / "policies.json"
     policies.write_text(json.dumps({f"{NS}/beating": {"heartbeat_timeout_ms": HEARTBEAT_MS},
-                                    f"{NS}/listens": {"heartbeat_timeout_ms": HEARTBEAT_MS}}))
+                                    f"{NS}/listens": {"heartbeat_timeout_ms": HEARTBEAT_MS},
+                                    f"{NS}/soak": {"heartbeat_timeout_ms": 30_000}}))
     n = NodeProcess(taskring_env, "heartbeats-1", single=True, TASKRING_RETRY_POLICIES=str(policies)).start()
     try:
         n.wait_ready()
@@ -126,3 +130,28 @@ def test_a_cancel_reaches_a_running_task_at_its_next_heartbeat(node, taskring_en
             assert [e.state for e in client.get(task_id).history][-1] == TaskState.CANCELLED
     finally:
         listening.executor.stop()
+
+
+@pytest.mark.skipif(SOAK_S <= 0, reason="a long run: TASKRING_HEARTBEAT_SOAK_S=600")
+def test_a_task_of_many_minutes_with_a_30_s_heartbeat_timeout_survives(node, taskring_env):
+    executor = Executor(NS, zk_hosts=taskring_env.zk_hosts, max_in_flight=1)
+    beats: list[float] = []
+
+    def soak(ctx) -> None:
+        end = time.monotonic() + ctx.payload["s"]
+        while time.monotonic() < end:
+            ctx.heartbeat({"left_s": round(end - time.monotonic())})
+            beats.append(time.monotonic())
+            time.sleep(5)
+
+    executor.add_handler("soak", soak)
+    executor.start()
+    try:
+        with Client(node.target) as client:
+            task_id = client.submit(NS, "soak", {"s": SOAK_S}, timeout=SOAK_S + 120).task_id
+            wait_until(lambda: client.get(task_id).state == TaskState.SUCCEEDED, SOAK_S + 120, "the soak to succeed")
+            assert client.get(task_id).attempts == 1
+        assert node.metric("taskring_heartbeat_expired_total") == 0
+        assert len(beats) >= SOAK_S / 5 - 1
+    finally:
+        executor.stop()
