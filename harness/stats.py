@@ -48,7 +48,8 @@ def summarize_ms(values: Iterable[float]) -> dict[str, Any]:
     if not v:
         return {"count": 0}
     return {"count": len(v), "min": v[0], "p50": percentile(v, 50), "p90": percentile(v, 90),
-            "p95": percentile(v, 95), "p99": percentile(v, 99), "p999": percentile(v, 99.9), "max": v[-1], "mean": sum(v) / len(v)}
+            "p95": percentile(v, 95), "p99": percentile(v, 99), "p999": percentile(v, 99.9), "max": v[-1],
+            "mean": sum(v) / len(v)}
 
 
 def tail(values: Iterable[float]) -> dict[str, Any]:
