@@ -273,7 +273,12 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         self._auth.check_namespaces(token, calls.READ, (row.namespace,))
         task = pb.Task.FromString(row.envelope)
         task.retry_count = row.attempts
-        return pb.GetTaskResponse(
+        waiting = ""
+        if row.status in r.WAITING:   # held at a limit? its owner noted why, for its next attempt
+            note = await asyncio.to_thread(self._store.wait_note, request.task_id)
+            if note is not None and note[0] == row.attempts + 1:
+                waiting = note[1]
+        return pb.GetTaskResponse(waiting=waiting,
             task=task, state=api_state(row.status, row.attempts, row.trigger_at, self._clock.now()),
             attempts=row.attempts, due_at=rfc3339(row.trigger_at), slot=row.slot,
             last_error=row.last_error or "", last_stack_trace=row.last_stack_trace or "",

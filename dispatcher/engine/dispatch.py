@@ -32,6 +32,7 @@ from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, Concurrenc
 from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
+from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
 from taskring.wire import pb
@@ -62,6 +63,33 @@ def _metric_limit(parked_under: str) -> str:
     if parked_under.startswith(_FAIR_PREFIX):
         return FAIR_SHARE
     return parked_under
+
+
+_NOTE_EVERY_S = 0.5
+"""How often the wait notes of tasks newly held at a limit are written."""
+
+
+def _wait_reason(limits: TypeLimits | None, limit: str) -> str:
+    """What GetTask shows of a task waiting at `limit` (a parking limit of dispatch.py)."""
+    if limits is None:
+        return limit
+    if limit == CONCURRENCY:
+        return f"concurrency limit per_type (at most {limits.max_running} running)"
+    if limit == RETRY_CAP:
+        return f"retry cap (at most {limits.max_retrying} retries running)"
+    if limit.startswith(_KEY_PREFIX):
+        return f"concurrency limit per_key {limit[len(_KEY_PREFIX):]} (at most {limits.max_running_per_key} running)"
+    if limit == RATE and limits.rate is not None:
+        return f"rate limit per_type ({limits.rate.starts} starts per {limits.rate.period_ms} ms)"
+    if limit.startswith(_RATE_KEY_PREFIX) and limits.rate_per_key is not None:
+        rate = limits.rate_per_key
+        return f"rate limit per_key {limit[len(_RATE_KEY_PREFIX):]} ({rate.starts} starts per {rate.period_ms} ms)"
+    return limit
+
+
+def _log_note_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("wait notes not written (GetTask will not show why those tasks wait): %s", task.exception())
 
 
 def _paid(cost_ms: float) -> Callable[[Due], None]:
@@ -124,6 +152,9 @@ class Dispatch:
         # Per fair type: tasks whose turn came, on their way from their flow's queue to a
         # reservation; the room they will take is not given out again (_take_turns).
         self._turned: dict[tuple[str, str], int] = collections.Counter()
+        # Why tasks wait at a limit, noted in the store a few times a second (GetTask shows it).
+        self._notes: list[r.WaitNote] = []
+        self._notes_due = False
         self._heartbeat_ms = dict(heartbeat_timeouts or {})   # (namespace, task_type) -> ms, of types that heartbeat
         self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
@@ -322,6 +353,7 @@ class Dispatch:
         for limit, over in waiting.items():
             self._due.park((*key, limit), over)
             self._metrics.limit_parked.labels(*key, _metric_limit(limit)).inc(len(over))
+            self._note_waiting(key, limit, over)
         self._gate.take(key, admitted)
         self._observe_limits()
         return admitted
@@ -345,6 +377,24 @@ class Dispatch:
             self._metrics.limit_parked.labels(*key, FAIR_SHARE).inc(sum(len(dues) for dues in by_flow.values()))
             self._due.wake()
         return going
+
+    def _note_waiting(self, key: tuple[str, str], limit: str, dues: list[Due]) -> None:
+        """Note, once per attempt and limit, why these tasks wait (written in the background)."""
+        fresh = [d for d in dues if d.wait_noted != limit]
+        if not fresh:
+            return
+        reason = _wait_reason(self._gate.limits_of(key), limit)
+        for d in fresh:
+            d.wait_noted = limit
+            self._notes.append(r.WaitNote(d.task_id, d.slot, d.attempt, reason))
+        if not self._notes_due:
+            self._notes_due = True
+            asyncio.get_running_loop().call_later(_NOTE_EVERY_S, self._write_notes)
+
+    def _write_notes(self) -> None:
+        notes, self._notes, self._notes_due = self._notes, [], False
+        task = asyncio.ensure_future(asyncio.to_thread(self._store.note_waiting, notes))
+        task.add_done_callback(_log_note_failure)
 
     def _keep_reserve(self, namespace: str, task_type: str, group: list[Due]) -> list[Due]:
         """High tasks first and all of them; of the others, no more than fit without taking

@@ -19,7 +19,8 @@ class Due:
     """
 
     __slots__ = ("_task", "_envelope", "task_id", "priority", "slot", "attempt", "due_ms", "source", "epoch",
-                 "topic", "offset", "dispatched_ms", "limit_held", "limit_key", "fair_flow", "fair_turn")
+                 "topic", "offset", "dispatched_ms", "limit_held", "limit_key", "fair_flow", "fair_turn",
+                 "wait_noted")
 
     def __init__(self, *, slot: int, attempt: int, due_ms: int, source: str, epoch: int,
                  task: pb.Task | None = None, envelope: bytes | None = None, task_id: str | None = None,
@@ -46,6 +47,7 @@ class Due:
         self.limit_held = 0   # the places it holds under its type's limits: bits of engine/limits.py
         self.limit_key: str | None = None   # its key under a per-key limit, once worked out
         self.fair_flow: str | None = None   # its flow under its type's fair shares, once worked out
+        self.wait_noted: str | None = None   # the limit it was last noted waiting at (dispatch.py)
         self.fair_turn = 0.0   # once its flow's turn came (fair_share.py): the ms its start paid (>= 1),
         # negative once it went on past its flow's queue (dispatch.py _wait_turn)
 

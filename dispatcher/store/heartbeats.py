@@ -1,6 +1,7 @@
 """The statements of running attempts' heartbeats on MariaDB (store/mysql.py runs them in
 its transactions): record a batch of heartbeats under their slots' epochs, and read the
-last details of tasks about to run again.
+last details of tasks about to run again. Also the wait notes of due tasks held at a limit:
+the other informational columns of a live attempt.
 
 A heartbeat locks its row and reads it before it writes, rather than a conditional UPDATE
 alone: its answer depends on why a row did not match (cancelled: the handler should stop;
@@ -46,3 +47,19 @@ def details(cur, task_ids: Sequence[str]) -> dict[str, str]:
     cur.execute(f"SELECT task_id, heartbeat_details FROM tasks WHERE task_id IN ({names(task_ids)})"
                 " AND heartbeat_details IS NOT NULL")
     return dict(cur.fetchall())
+
+
+def note_waiting(cur, notes: Sequence[r.WaitNote]) -> None:
+    if not notes:
+        return
+    waiting = sorted(str(s) for s in r.WAITING)
+    cur.executemany("UPDATE tasks SET wait_attempt = %s, wait_reason = %s"
+                    f" WHERE task_id = %s AND status IN ({', '.join(['%s'] * len(waiting))})",
+                    [(n.attempt, n.reason[:200], n.task_id, *waiting) for n in notes])
+
+
+def wait_note(cur, task_id: str) -> tuple[int, str] | None:
+    cur.execute("SELECT wait_attempt, wait_reason FROM tasks WHERE task_id = %s AND wait_reason IS NOT NULL",
+                (task_id,))
+    row = cur.fetchone()
+    return None if row is None else (int(row[0]), row[1])

@@ -171,6 +171,14 @@ class TaskStoreProtocol(Protocol):
     def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
         """The details of the last recorded heartbeat of each task that has some."""
 
+    def note_waiting(self, notes: Sequence[r.WaitNote]) -> None:
+        """Note why each task waits (its row's wait note, replaced), for tasks still not handed
+        out (pending, enqueued, claimed); others are left alone. Not fenced: a note only
+        informs, and names its attempt."""
+
+    def wait_note(self, task_id: str) -> tuple[int, str] | None:
+        """(attempt, reason) of the task's last wait note, or None."""
+
     # ---- the owner's writes (fenced) ----
 
     def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,

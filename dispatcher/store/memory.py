@@ -70,6 +70,7 @@ class MemoryTaskStore:
         # dispatched (attempts_in_doubt); MariaDB keeps the row's dispatched_at for this.
         self._in_doubt: dict[str, tuple[int, dt.datetime, int]] = {}
         self._heartbeat_details: dict[str, str] = {}   # MariaDB: the row's heartbeat_details
+        self._wait_notes: dict[str, tuple[int, str]] = {}   # MariaDB: the row's wait_attempt, wait_reason
         self._events: dict[str, list[r.Event]] = {}
         self._dead: dict[str, DeadEntry] = {}
         self._groups: dict[tuple[str, str, str], FailureGroup] = {}
@@ -347,6 +348,18 @@ class MemoryTaskStore:
     def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
         with self._lock:
             return {tid: self._heartbeat_details[tid] for tid in task_ids if tid in self._heartbeat_details}
+
+    def note_waiting(self, notes: Sequence[r.WaitNote]) -> None:
+        with self._lock:
+            self._maybe_fail("note_waiting")
+            for n in notes:
+                row = self._rows.get(n.task_id)
+                if row is not None and row.status in r.WAITING:
+                    self._wait_notes[n.task_id] = (n.attempt, n.reason[:200])
+
+    def wait_note(self, task_id: str) -> tuple[int, str] | None:
+        with self._lock:
+            return self._wait_notes.get(task_id)
 
     # ---- the owner's writes (fenced) ----
 

@@ -431,6 +431,12 @@ class TaskStore:
     def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
         return self.run(lambda cur: heartbeats.details(cur, task_ids))
 
+    def note_waiting(self, notes: Sequence[r.WaitNote]) -> None:
+        self.run(lambda cur: heartbeats.note_waiting(cur, notes))
+
+    def wait_note(self, task_id: str) -> tuple[int, str] | None:
+        return self.run(lambda cur: heartbeats.wait_note(cur, task_id))
+
     # ---- the owner's writes (fenced) ----
 
     def claim_due(self, slot: int, epoch: int, until: dt.datetime, limit: int,

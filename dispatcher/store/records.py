@@ -204,6 +204,20 @@ class HeartbeatWrite:
     """JSON text to keep for the next attempt; None keeps the last details."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class WaitNote:
+    """Why a due attempt of a task has not started: the limit it waits at (shown by GetTask)."""
+
+    task_id: str
+    slot: int
+    attempt: int
+    reason: str
+
+
+WAITING = frozenset({PENDING, ENQUEUED, CLAIMED})
+"""The statuses of a task not handed out: what a wait note may be about."""
+
+
 class HeartbeatResult(enum.Enum):
     RECORDED = "recorded"
     """The attempt is the task's running one: its heartbeat and details are stored."""

@@ -245,6 +245,17 @@ class ShardedTaskStore:
                 results[i] = result
         return results
 
+    def note_waiting(self, notes: Sequence[r.WaitNote]) -> None:
+        for shard, of_shard in self._by_shard(notes, lambda n: n.slot).items():
+            self.shards[shard].note_waiting(of_shard)
+
+    def wait_note(self, task_id: str) -> tuple[int, str] | None:
+        for shard in self.shards:
+            found = shard.wait_note(task_id)
+            if found is not None:
+                return found
+        return None
+
     def heartbeat_details(self, task_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for shard in self.shards:   # a task's shard is its slot's, which the id alone does not say

@@ -621,6 +621,29 @@ OBSERVATION = (
 )
 
 
+# ---- wait notes
+
+
+def _notes(w: World) -> tuple:
+    w.store.note_waiting([r.WaitNote("p", 0, 1, "concurrency limit per_type (at most 2 running)"),
+                          r.WaitNote("e", 0, 3, "rate limit"), r.WaitNote("c", 0, 1, "retry cap"),
+                          r.WaitNote("d", 0, 2, "late"), r.WaitNote("s", 0, 2, "late"),
+                          r.WaitNote("nope", 0, 1, "x")])
+    w.store.note_waiting([r.WaitNote("e", 0, 4, "x" * 300)])   # replaces, cut at 200 characters
+    return tuple(w.store.wait_note(t) for t in ("p", "e", "c", "d", "s", "nope"))
+
+
+WAIT_NOTES = (
+    Case("a note is kept for tasks not handed out, replaced by the next, and not for others",
+         given=(Row("p", PENDING), Row("e", ENQUEUED, attempts=2), Row("c", CLAIMED), Row("d", DISPATCHED, attempts=2),
+                Row("s", SUCCEEDED, attempts=1)),
+         when=_notes,
+         returns=((1, "concurrency limit per_type (at most 2 running)"), (4, "x" * 200), (1, "retry cap"),
+                  None, None, None)),
+    Case("no notes", given=(), when=lambda w: w.store.note_waiting([]), returns=None),
+)
+
+
 class TaskConformance(Area):
     """The task store's rows: what the API writes, what an owner dispatches and records."""
 
@@ -629,6 +652,7 @@ class TaskConformance(Area):
     test_reroute_to_mysql = case_test(*REROUTE)
     test_cancel = case_test(*CANCEL)
     test_heartbeats = case_test(*HEARTBEATS)
+    test_wait_notes = case_test(*WAIT_NOTES)
     test_claim_due = case_test(*CLAIM_DUE)
     test_begin_dispatch = case_test(*BEGIN_DISPATCH)
     test_record_outcomes = case_test(*RECORD_OUTCOMES)

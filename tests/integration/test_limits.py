@@ -154,3 +154,14 @@ def test_a_rate_limited_type_starts_no_faster_than_its_rate_by_the_executors_clo
             window = starts[j] - first
             assert j - i + 1 <= 2 + 5 * (window + 0.05), f"{j - i + 1} starts within {window:.3f} s: {starts}"
     assert starts[-1] - starts[0] >= (12 - 2) / 5 - 0.1, "ten starts past the burst took less than two seconds"
+
+
+def test_get_task_says_why_a_due_task_waits_and_stops_saying_it_once_it_runs(node, executor):
+    with Client(node.target) as client:
+        client.submit_batch([TaskSpec(NS, LIMITED, {"ms": 2_000}, task_id=f"holder-{i}") for i in range(2)])
+        waiting_id = client.submit(NS, LIMITED, {"ms": 10}).task_id
+        wait_until(lambda: client.get(waiting_id).waiting == "concurrency limit per_type (at most 2 running)", 30,
+                   "GetTask to say the task waits at its type's limit")
+        assert client.get(waiting_id).state == TaskState.QUEUED
+        wait_until(lambda: client.get(waiting_id).state == TaskState.SUCCEEDED, 30, "the task to run")
+        assert client.get(waiting_id).waiting == ""

@@ -528,6 +528,8 @@ async def test_a_type_at_its_limit_waits_without_taking_executor_room_and_runs_a
         limited = [c.task_id for c in w.executor.calls if c.task_id.startswith("t")]
         assert len(limited) == 2, limited
         assert w.engine._due.parked() == {("ns", "send", "concurrency"): 8}
+        await eventually(lambda: w.store.wait_note("t9") == (1, "concurrency limit per_type (at most 2 running)"),
+                         "why t9 waits to be noted for GetTask")
         assert w.engine._executors.free_room() == 2 * 100 - 7, "parked tasks took executor room"
         waiting = w.metrics.registry.get_sample_value("taskring_limit_waiting",
                                                       {"namespace": "ns", "task_type": "send", "limit": "concurrency"})
@@ -618,6 +620,8 @@ async def test_a_key_at_its_limit_waits_and_other_keys_go_on():
                          "one task of each key to start")
         await w.engine_looked()
         assert w.engine._due.parked() == {("ns", "send", "key:shop:a"): 2, ("ns", "send", "key:shop:b"): 2}
+        await eventually(lambda: w.store.wait_note("a2") == (1, "concurrency limit per_key shop:a (at most 1 running)"),
+                         "why a2 waits to be noted")
         assert w.engine._gate.held() == {("ns", "send", "per_key"): 3, ("ns", "send", "concurrency"): 3}
         w.executor.open_gates()
         await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
@@ -640,6 +644,8 @@ async def test_a_rate_limited_type_starts_a_burst_then_one_per_token_and_the_res
         await eventually(lambda: _started(w) == 2, "the burst of two to start")
         await w.engine_looked()
         assert _started(w) == 2 and w.engine._due.parked() == {("ns", "send", "rate"): 5}
+        await eventually(lambda: w.store.wait_note("t6") == (1, "rate limit per_type (2 starts per 1000 ms)"),
+                         "why t6 waits to be noted")
         waiting = w.metrics.registry.get_sample_value("taskring_limit_waiting",
                                                       {"namespace": "ns", "task_type": "send", "limit": "rate"})
         assert waiting == 5

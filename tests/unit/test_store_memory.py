@@ -46,7 +46,7 @@ def _parameters(fn) -> list[tuple[str, object, object]]:
 
 @pytest.mark.parametrize("implementation", [TaskStore, MemoryTaskStore], ids=lambda c: c.__name__)
 def test_implementations_have_the_protocols_methods_and_parameters(implementation):
-    assert len(PROTOCOL_METHODS) == 28
+    assert len(PROTOCOL_METHODS) == 30
     _keeps(implementation, TaskStoreProtocol, PROTOCOL_METHODS)
 
 

@@ -156,6 +156,7 @@ def task_info_from_pb(msg: pb.GetTaskResponse) -> TaskInfo:
         priority=_PRIORITY_FROM_PB.get(task.priority, Priority.NORMAL),
         last_error=msg.last_error,
         last_stack_trace=msg.last_stack_trace,
+        waiting=msg.waiting,
         history=[
             TaskEvent(
                 state=state_from_pb(ev.state),

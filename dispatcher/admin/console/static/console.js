@@ -453,7 +453,7 @@
       kv($("task-summary"), [["task id", t.task_id], ["state", t.state], ["status", t.status],
                              ["namespace", t.namespace], ["task type", t.task_type], ["slot", t.slot],
                              ["attempts", t.attempts], ["trigger at", t.trigger_at], ["created", t.created_at],
-                             ["updated", t.updated_at], ["last error", t.last_error],
+                             ["updated", t.updated_at], ["waiting", t.waiting], ["last error", t.last_error],
                              ["trace id", t.envelope && t.envelope.trace_id],
                              ["payload", JSON.stringify(t.envelope && t.envelope.payload)]]);
       historyList($("task-history"), t.history);

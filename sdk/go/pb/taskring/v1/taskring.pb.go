@@ -970,8 +970,12 @@ type GetTaskResponse struct {
 	LastError      string                 `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	LastStackTrace string                 `protobuf:"bytes,7,opt,name=last_stack_trace,json=lastStackTrace,proto3" json:"last_stack_trace,omitempty"`
 	History        []*TaskEvent           `protobuf:"bytes,8,rep,name=history,proto3" json:"history,omitempty"` // oldest first
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Why a task that is due has not started, when its owner holds it at a limit of its type:
+	// "concurrency limit per_type (at most 20 running)", "retry cap (...)", "rate limit per_key
+	// tenant:7 (5 starts per 60000 ms)", ...; "" otherwise (not due yet, running, finished).
+	Waiting       string `protobuf:"bytes,9,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTaskResponse) Reset() {
@@ -1058,6 +1062,13 @@ func (x *GetTaskResponse) GetHistory() []*TaskEvent {
 		return x.History
 	}
 	return nil
+}
+
+func (x *GetTaskResponse) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
 }
 
 // A cron rule: a task materialized once per fire time, cluster-wide (docs/cron.md).
@@ -2104,7 +2115,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x02at\x18\x02 \x01(\tR\x02at\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x16\n" +
-	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xa8\x02\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xc2\x02\n" +
 	"\x0fGetTaskResponse\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.taskring.v1.TaskStateR\x05state\x12\x1a\n" +
@@ -2114,7 +2125,8 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12(\n" +
 	"\x10last_stack_trace\x18\a \x01(\tR\x0elastStackTrace\x120\n" +
-	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\"\x99\x06\n" +
+	"\ahistory\x18\b \x03(\v2\x16.taskring.v1.TaskEventR\ahistory\x12\x18\n" +
+	"\awaiting\x18\t \x01(\tR\awaiting\"\x99\x06\n" +
 	"\bCronRule\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +

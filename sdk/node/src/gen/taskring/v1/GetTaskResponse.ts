@@ -16,6 +16,12 @@ export interface GetTaskResponse {
    * oldest first
    */
   'history'?: (_taskring_v1_TaskEvent)[];
+  /**
+   * Why a task that is due has not started, when its owner holds it at a limit of its type:
+   * "concurrency limit per_type (at most 20 running)", "retry cap (...)", "rate limit per_key
+   * tenant:7 (5 starts per 60000 ms)", ...; "" otherwise (not due yet, running, finished).
+   */
+  'waiting'?: (string);
 }
 
 export interface GetTaskResponse__Output {
@@ -30,4 +36,10 @@ export interface GetTaskResponse__Output {
    * oldest first
    */
   'history': (_taskring_v1_TaskEvent__Output)[];
+  /**
+   * Why a task that is due has not started, when its owner holds it at a limit of its type:
+   * "concurrency limit per_type (at most 20 running)", "retry cap (...)", "rate limit per_key
+   * tenant:7 (5 starts per 60000 ms)", ...; "" otherwise (not due yet, running, finished).
+   */
+  'waiting': (string);
 }

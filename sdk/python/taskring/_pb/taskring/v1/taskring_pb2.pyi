@@ -192,7 +192,7 @@ class TaskEvent(_message.Message):
     def __init__(self, state: _Optional[_Union[TaskState, str]] = ..., at: _Optional[str] = ..., node: _Optional[str] = ..., attempt: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class GetTaskResponse(_message.Message):
-    __slots__ = ("task", "state", "attempts", "due_at", "slot", "last_error", "last_stack_trace", "history")
+    __slots__ = ("task", "state", "attempts", "due_at", "slot", "last_error", "last_stack_trace", "history", "waiting")
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +201,7 @@ class GetTaskResponse(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     LAST_STACK_TRACE_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
     task: Task
     state: TaskState
     attempts: int
@@ -209,7 +210,8 @@ class GetTaskResponse(_message.Message):
     last_error: str
     last_stack_trace: str
     history: _containers.RepeatedCompositeFieldContainer[TaskEvent]
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ...) -> None: ...
+    waiting: str
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., due_at: _Optional[str] = ..., slot: _Optional[int] = ..., last_error: _Optional[str] = ..., last_stack_trace: _Optional[str] = ..., history: _Optional[_Iterable[_Union[TaskEvent, _Mapping]]] = ..., waiting: _Optional[str] = ...) -> None: ...
 
 class CronRule(_message.Message):
     __slots__ = ("namespace", "name", "task_type", "payload_json", "schedule", "time_zone", "on_repeated_hour", "on_skipped_hour", "catch_up", "catch_up_limit", "overlap", "owner_team", "description", "timeout_ms", "max_retries", "paused", "last_fire_time", "last_fire_task_id", "last_fire_state", "next_fire_time", "created_at", "updated_at")
