@@ -22,6 +22,7 @@ import math
 import random
 import types
 from collections.abc import Mapping
+from typing import Any
 
 from dispatcher.policy.fairness import FAIRNESS_FIELD, FairPolicy, InvalidFairness, parse_fairness
 from dispatcher.policy.heartbeat import HEARTBEAT_FIELD, InvalidHeartbeatPolicy, parse_heartbeat_timeout
@@ -35,6 +36,7 @@ TYPE_ONLY_FIELDS = UNIQUE_FIELDS | LIMIT_FIELDS | {HEARTBEAT_FIELD, FAIRNESS_FIE
 """Fields of a task type's entry that are not its retry policy (unique key, limits, heartbeat)."""
 
 MAX_SCHEDULE_ENTRIES = 100
+_RULE_ERRORS = (InvalidUniqueRule, InvalidSchedulingPolicy, InvalidHeartbeatPolicy, InvalidFairness)
 
 
 class InvalidRetryPolicy(ValueError):
@@ -211,10 +213,10 @@ def parse_retry_policies(text: str) -> RetryPolicies:
                                  " \"namespace/task_type\"")
     default = policy("default", default_spec, RetryPolicy())
     by_type = {}
-    unique_by_type = {}
-    limits_by_type = {}
-    heartbeat_by_type = {}
-    fairness_by_type = {}
+    unique_by_type: dict[tuple[str, str], Any] = {}
+    limits_by_type: dict[tuple[str, str], Any] = {}
+    heartbeat_by_type: dict[tuple[str, str], Any] = {}
+    fairness_by_type: dict[tuple[str, str], Any] = {}
     for key, spec in data.items():
         if key == "default":
             continue
@@ -222,30 +224,15 @@ def parse_retry_policies(text: str) -> RetryPolicies:
         if not sep or not namespace or not task_type:
             raise InvalidRetryPolicy(key, 'keys must be "default" or "namespace/task_type"')
         by_type[(namespace, task_type)] = policy(key, spec, default)
-        try:
-            rule = parse_unique_rule(key, spec)
-        except InvalidUniqueRule as exc:
-            raise InvalidRetryPolicy(exc.field, exc.problem) from None
-        if rule is not None:
-            unique_by_type[(namespace, task_type)] = rule
-        try:
-            limits = parse_type_limits(key, spec)
-        except InvalidSchedulingPolicy as exc:
-            raise InvalidRetryPolicy(exc.field, exc.problem) from None
-        if limits is not None:
-            limits_by_type[(namespace, task_type)] = limits
-        try:
-            heartbeat = parse_heartbeat_timeout(key, spec)
-        except InvalidHeartbeatPolicy as exc:
-            raise InvalidRetryPolicy(exc.field, exc.problem) from None
-        if heartbeat is not None:
-            heartbeat_by_type[(namespace, task_type)] = heartbeat
-        try:
-            fairness = parse_fairness(key, spec)
-        except InvalidFairness as exc:
-            raise InvalidRetryPolicy(exc.field, exc.problem) from None
-        if fairness is not None:
-            fairness_by_type[(namespace, task_type)] = fairness
+        # The entry's other rules, each parsed by its own module; each error names its field.
+        for parse, into in ((parse_unique_rule, unique_by_type), (parse_type_limits, limits_by_type),
+                            (parse_heartbeat_timeout, heartbeat_by_type), (parse_fairness, fairness_by_type)):
+            try:
+                rule = parse(key, spec)
+            except _RULE_ERRORS as exc:
+                raise InvalidRetryPolicy(exc.field, exc.problem) from None
+            if rule is not None:
+                into[(namespace, task_type)] = rule
     return RetryPolicies(server_default=default, by_type=by_type, unique_by_type=unique_by_type,
                          limits_by_type=limits_by_type, heartbeat_by_type=heartbeat_by_type,
                          fairness_by_type=fairness_by_type)
