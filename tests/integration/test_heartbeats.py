@@ -75,6 +75,8 @@ def test_a_frozen_executor_loses_its_attempt_within_the_heartbeat_timeout_and_th
         first_end = _attempt_ends(info, 1)
         assert first_end and "no heartbeat within" in first_end[0].detail, info.history
         given_up_after = first_end[0].at.timestamp() - paused_at
+        print(f"heartbeats: a frozen executor's attempt given up {given_up_after:.2f} s after SIGSTOP"
+              f" (heartbeat timeout {HEARTBEAT_MS / 1000:.1f} s, task timeout 60 s)")
         assert given_up_after <= HEARTBEAT_MS / 1000 + 1.0, \
             f"attempt 1 given up {given_up_after:.2f} s after its executor froze (heartbeat timeout 1.5 s)"
         resumed = [e for e in standby.snapshot() if e.task_id == task_id]
@@ -122,6 +124,8 @@ def test_a_cancel_reaches_a_running_task_at_its_next_heartbeat(node, taskring_en
             assert listening.done.wait(10), "the handler to be stopped"
             assert listening.stopped_as == "cancelled"
             assert listening.stopped_at is not None and listening.stopped_at - cancelled_at < 2.0
+            print(f"heartbeats: a cancel stopped the running handler {listening.stopped_at - cancelled_at:.3f} s"
+                  " after the Cancel call (heartbeat every 0.1 s)")
             info = client.get(task_id)
             assert info.state == TaskState.CANCELLED
             # Its STOPPED outcome changed nothing: the history ends at the cancel.
