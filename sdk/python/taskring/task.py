@@ -259,10 +259,10 @@ class TaskInfo:
     last_error: str
     last_stack_trace: str
     history: list[TaskEvent] = field(default_factory=list)
+    """Transitions, oldest first."""
     waiting: str = ""
     """Why a due task has not started, when its owner holds it at a limit of its type
     ("concurrency limit per_type (at most 20 running)", a retry cap, a rate); "" otherwise."""
-    """Transitions, oldest first."""
     created_at: datetime | None = None
     schedule_time: datetime | None = None
     timeout: timedelta | None = None
