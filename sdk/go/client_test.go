@@ -78,6 +78,7 @@ func (f *fakeNode) GetTask(_ context.Context, r *pb.GetTaskRequest) (*pb.GetTask
 	return &pb.GetTaskResponse{
 		Task:  &pb.Task{TaskId: r.GetTaskId(), Namespace: "shop", TaskType: "t", PayloadJson: `{"a":1}`},
 		State: pb.TaskState_TASK_STATE_RETRY_WAIT, Attempts: 1, LastError: "boom",
+		Waiting: "concurrency limit per_type (at most 20 running)",
 		History: []*pb.TaskEvent{{State: pb.TaskState_TASK_STATE_ACCEPTED, At: "2030-01-02T03:04:05.678Z", Node: f.name}},
 	}, nil
 }
@@ -211,7 +212,8 @@ func TestClientEncodesAndDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State != StateRetryWait || string(info.Payload) != `{"a":1}` || len(info.History) != 1 || info.History[0].Node != "a" {
+	if info.State != StateRetryWait || string(info.Payload) != `{"a":1}` || len(info.History) != 1 || info.History[0].Node != "a" ||
+		info.LastError != "boom" || info.Waiting != "concurrency limit per_type (at most 20 running)" {
 		t.Errorf("info: %+v", info)
 	}
 	res, err := c.SubmitBatch(ctx, []TaskSpec{{Namespace: "shop", TaskType: "t", TaskID: "1"}, {Namespace: "shop", TaskType: "t", TaskID: "2"}})

@@ -90,7 +90,7 @@ func taskInfoFromPB(m *pb.GetTaskResponse) (*TaskInfo, error) {
 		TaskID: t.GetTaskId(), Namespace: t.GetNamespace(), TaskType: t.GetTaskType(),
 		State: state, Attempts: m.GetAttempts(), Slot: m.GetSlot(),
 		Payload: payload, PayloadVersion: t.GetPayloadVersion(), Priority: priorityFromPB(t.GetPriority()),
-		LastError: m.GetLastError(), LastStackTrace: m.GetLastStackTrace(),
+		LastError: m.GetLastError(), LastStackTrace: m.GetLastStackTrace(), Waiting: m.GetWaiting(),
 		UniqueKey: t.GetUniqueKey(), TraceID: t.GetTraceId(),
 	}
 	for _, f := range []struct {

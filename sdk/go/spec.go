@@ -92,6 +92,7 @@ type TaskInfo struct {
 	LastError      string
 	LastStackTrace string
 	History        []TaskEvent // oldest first
+	Waiting        string      // why a due task has not started: its owner holds it at a limit of its type ("" otherwise)
 	CreatedAt      time.Time
 	ScheduleTime   time.Time
 	Timeout        time.Duration // 0 when the server sent none

@@ -243,6 +243,7 @@ export function taskInfoFromWire(msg: GetTaskResponse__Output): TaskInfo {
       attempt: ev.attempt,
       detail: ev.detail,
     })),
+    waiting: msg.waiting,
     createdAt: instantOrNull(task.created_at, 'task.created_at'),
     scheduleTime: instantOrNull(task.schedule_time, 'task.schedule_time'),
     timeoutMs: task.timeout_ms ?? null,

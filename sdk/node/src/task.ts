@@ -113,6 +113,8 @@ export interface TaskInfo {
   lastStackTrace: string;
   /** Transitions, oldest first. */
   history: TaskEvent[];
+  /** Why a due task has not started when its owner holds it at a limit of its type, e.g. "concurrency limit per_type (at most 20 running)"; "" otherwise. */
+  waiting: string;
   createdAt: Date | null;
   scheduleTime: Date | null;
   /** null when the task carries none (the server's default applies). */

@@ -187,8 +187,27 @@ test('get: state and history', async () => {
     assert.deepEqual(info.payload, { order_id: 42 });
     assert.equal(info.timeoutMs, 0); // present even when 0: proto3 optional
     assert.equal(info.maxRetries, null);
+    assert.equal(info.waiting, ''); // absent on the wire
     assert.deepEqual(info.history.map((h) => [h.state, h.at.toISOString(), h.attempt]), [
       ['accepted', '2030-01-02T03:04:05.678Z', 0], ['succeeded', '2030-01-02T03:34:06.001Z', 2]]);
+  } finally {
+    await close();
+  }
+});
+
+test('get: last error and why a due task waits', async () => {
+  const waiting = 'concurrency limit per_type (at most 20 running)';
+  const { client, close } = await cluster(1, {
+    GetTask: (req) => ({
+      task: { task_id: req.task_id, namespace: 'shop', task_type: 'cancel_order' },
+      state: 'TASK_STATE_QUEUED', attempts: 1, last_error: 'boom', waiting,
+    }),
+  });
+  try {
+    const info = await client.get('order-42');
+    assert.equal(info.state, 'queued');
+    assert.equal(info.lastError, 'boom');
+    assert.equal(info.waiting, waiting);
   } finally {
     await close();
   }

@@ -96,6 +96,7 @@ public final class Envelope {
                 r.getLastError(),
                 r.getLastStackTrace(),
                 List.copyOf(history),
+                r.getWaiting(),
                 Instants.parseOrNull(task.getCreatedAt()),
                 Instants.parseOrNull(task.getScheduleTime()),
                 task.hasTimeoutMs() ? Duration.ofMillis(Integer.toUnsignedLong(task.getTimeoutMs())) : null,

@@ -10,6 +10,9 @@ import java.util.List;
 /**
  * A task as stored, with its state and history oldest first ({@link TaskringClient#get}).
  * Nullable: dueAt, createdAt, scheduleTime, timeout, maxRetries (unset on the wire).
+ *
+ * @param waiting why a due task has not started when its owner holds it at a limit of its type,
+ *     e.g. {@code "concurrency limit per_type (at most 20 running)"}; {@code ""} otherwise
  */
 public record TaskInfo(
         String taskId,
@@ -25,6 +28,7 @@ public record TaskInfo(
         String lastError,
         String lastStackTrace,
         List<TaskEvent> history,
+        String waiting,
         OffsetDateTime createdAt,
         OffsetDateTime scheduleTime,
         Duration timeout,

@@ -76,6 +76,7 @@ final class FakeTaskService extends TaskServiceGrpc.TaskServiceImplBase {
                         .setTaskType("cancel_order").setPayloadJson("{\"order\":42}"))
                 .setState(Taskring.TaskState.TASK_STATE_SUCCEEDED)
                 .setAttempts(1)
+                .setWaiting("concurrency limit per_type (at most 20 running)")
                 .addHistory(Taskring.TaskEvent.newBuilder().setState(Taskring.TaskState.TASK_STATE_ACCEPTED)
                         .setAt("2030-01-02T03:04:05.678Z").setNode(name))
                 .addHistory(Taskring.TaskEvent.newBuilder().setState(Taskring.TaskState.TASK_STATE_SUCCEEDED)

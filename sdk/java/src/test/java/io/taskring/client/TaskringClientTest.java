@@ -95,6 +95,8 @@ class TaskringClientTest {
         TaskInfo info = client.blocking().get("abc");
         assertEquals(TaskState.SUCCEEDED, info.state());
         assertEquals(42, info.payload().get("order").asInt());
+        assertEquals("", info.lastError());
+        assertEquals("concurrency limit per_type (at most 20 running)", info.waiting());
         assertEquals(List.of(TaskState.ACCEPTED, TaskState.SUCCEEDED), info.history().stream().map(TaskEvent::state).toList());
     }
 
