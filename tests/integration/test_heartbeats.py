@@ -137,6 +137,7 @@ def test_a_cancel_reaches_a_running_task_at_its_next_heartbeat(node, taskring_en
 
 
 @pytest.mark.skipif(SOAK_S <= 0, reason="a long run: TASKRING_HEARTBEAT_SOAK_S=600")
+@pytest.mark.timeout(SOAK_S + 300)
 def test_soak_a_task_of_many_minutes_with_a_30_s_heartbeat_timeout_survives(node, taskring_env):
     executor = Executor(NS, zk_hosts=taskring_env.zk_hosts, max_in_flight=1)
     beats: list[float] = []
