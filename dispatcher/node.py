@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
+import datetime as dt
 import faulthandler
 import gc
 import inspect
@@ -43,8 +45,10 @@ from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.params import api_params, engine_params, plan_params
-from dispatcher.policy.retry import parse_retry_policies
+from dispatcher.policy.follow import PolicyFile, changed_types
+from dispatcher.policy.retry import RetryPolicies, parse_retry_policies
 from dispatcher.store.cron import CronStore
+from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.sharded import store_of
 from dispatcher.store.shards import shards_of
 from dispatcher.store.task_stats import TaskStatsStore
@@ -82,7 +86,7 @@ class Node:
         # before it joins, naming the variable, rather than failing every delivery.
         executor_credentials = (executor_channel_credentials(config.executor_tls)
                                 if config.executor_tls is not None else None)
-        limits = limits or _limits(config)
+        limits = self.limits = limits or _limits(config)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, closed_topics: KafkaIntake(
@@ -112,6 +116,13 @@ class Node:
                 on_reload=lambda result: self.metrics.tokens_reloads.labels(result).inc(),
                 on_change=lambda: log.info("tokens changed: %d console sessions ended", self.admin.sessions.clear()))
         self.auth = Authorizer(self.tokens, self.metrics)
+        # Limits, rates, fair shares, heartbeat timeouts and retry policies follow their file.
+        self.policies: PolicyFile | None = None
+        if config.retry_policies_file:
+            self.policies = PolicyFile(config.retry_policies_file, limits.retry_policies,
+                                       interval_s=config.policies_reload_ms / 1000, on_change=self._policies_changed,
+                                       on_reload=lambda result: self.metrics.policies_reloads.labels(result).inc())
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
                            stats=self.stats)
@@ -141,6 +152,20 @@ class Node:
         self.grpc_port: int | None = None
         self._started = False
         self._serving = False
+
+    def _policies_changed(self, policies: RetryPolicies) -> None:
+        """From the policies file's thread: applied on the event loop, between its turns."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._apply_policies, policies)
+
+    def _apply_policies(self, policies: RetryPolicies) -> None:
+        changed = changed_types(self.limits.retry_policies, policies)
+        self.limits = dataclasses.replace(self.limits, retry_policies=policies)
+        for consumer in (self.api, self.cron_api, self.materializer, self.operations.dead_letters):
+            consumer.set_limits(self.limits)
+        self.engine.set_policies(policies)
+        asyncio.ensure_future(asyncio.to_thread(_audit_reload, self.operations.audit, changed)).add_done_callback(
+            _log_audit_failure)
 
     def _build_ownership(self) -> Ownership:
         config = self.config
@@ -251,6 +276,9 @@ class Node:
         self.stats.start()
         if self.tokens is not None:
             self.tokens.start()
+        self._loop = asyncio.get_running_loop()
+        if self.policies is not None:
+            self.policies.start()
         self._observer.start()
         if self.auth.open:
             log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
@@ -299,6 +327,8 @@ class Node:
         await step("task stats", self.stats.stop)
         if self.tokens is not None:
             await step("tokens reload", lambda: asyncio.to_thread(self.tokens.stop))
+        if self.policies is not None:
+            await step("policies reload", lambda: asyncio.to_thread(self.policies.stop))
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))
@@ -310,6 +340,17 @@ class Node:
         await step("store", lambda: asyncio.to_thread(self.store.stop))
         if failures and was_serving:
             raise failures[0]
+
+
+def _audit_reload(audit, changed: list[str]) -> None:
+    """The reload in the audit trail, as the manual action it is (an operator edited the file)."""
+    audit.append(AuditRecord(at=dt.datetime.now(dt.UTC).replace(tzinfo=None), actor="policies file", address="",
+                             action="policies.reload", target="policies", after={"changed": changed}))
+
+
+def _log_audit_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("the policies reload was applied but not written to the audit trail: %s", task.exception())
 
 
 def _limits(config: NodeConfig) -> Limits:

@@ -247,6 +247,10 @@ class TaskApi(pb_grpc.TaskServiceServicer):
                                                datetime_to_ms(row.trigger_at)))
         return messages
 
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (the policies file changed): the next request reads them."""
+        self._limits = limits
+
     @_guarded
     async def Cancel(self, request: pb.CancelRequest, context) -> pb.CancelResponse:
         token = self._auth.token(context, calls.CANCEL)

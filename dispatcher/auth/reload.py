@@ -15,21 +15,16 @@ Lookups are a read of one attribute holding an immutable TokenSet: the hot path 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 
 from dispatcher.auth.tokens import Token, TokenSet, TokensFileError, load_tokens
+from dispatcher.base.file_stamp import file_stamp
 from dispatcher.base.periodic_thread import PeriodicThread
 
 log = logging.getLogger(__name__)
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+_stamp = file_stamp
 
 
 class ReloadingTokens:

@@ -245,6 +245,8 @@ class NodeConfig:
     dispatcher/auth/tokens.py); None: the task API is open (local use only)."""
     tokens_reload_ms: int = 5_000
     """How often the tokens file is checked for a change and read again (TASKRING_TOKENS_RELOAD_MS)."""
+    policies_reload_ms: int = 5_000
+    """How often the policies file is checked for a change and read again (TASKRING_POLICIES_RELOAD_MS)."""
     tls: TlsConfig | None = None
     """TLS of the gRPC API and the admin endpoint; None: plain text."""
     executor_tls: ExecutorTlsConfig | None = None
@@ -359,8 +361,8 @@ class NodeConfig:
     """False: a single node owns every slot without ZooKeeper claims."""
 
     def __post_init__(self) -> None:
-        positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "heap_capacity", "poll_interval_ms",
-                  "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
+        positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "policies_reload_ms", "heap_capacity",
+                  "poll_interval_ms", "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
                   "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
                   "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",
                   "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
@@ -447,6 +449,7 @@ class NodeConfig:
                           ("slot_count", "TASKRING_PARTITIONS"), ("route_threshold_ms", "TASKRING_ROUTE_THRESHOLD_MS"),
                           ("enqueued_grace_ms", "TASKRING_ENQUEUED_GRACE_MS"),
                           ("tokens_reload_ms", "TASKRING_TOKENS_RELOAD_MS"),
+                          ("policies_reload_ms", "TASKRING_POLICIES_RELOAD_MS"),
                           ("recovery_grace_ms", "TASKRING_RECOVERY_GRACE_MS"),
                           ("recovery_interval_ms", "TASKRING_RECOVERY_INTERVAL_MS"),
                           ("heap_capacity", "TASKRING_HEAP_CAPACITY"),

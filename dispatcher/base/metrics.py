@@ -30,6 +30,10 @@ class NodeMetrics:
         self.auth_denied = Counter("taskring_auth_denied", "Task API calls refused by the access check"
                                    " (reason: no_token, unknown_token, call, namespace)", ["reason", "call"],
                                    registry=r)
+        self.policies_reloads = Counter("taskring_policies_reloads", "Reads of the policies file after it changed",
+                                        ["result"], registry=r)
+        for result in ("loaded", "failed"):   # both series from the start: a failure is a rise from 0
+            self.policies_reloads.labels(result)
         self.tokens_reloads = Counter("taskring_tokens_reloads", "Reads of the tokens file after it changed"
                                       " (result: loaded, failed: the tokens in use were kept)", ["result"],
                                       registry=r)

@@ -39,6 +39,10 @@ class CronApi(pb_grpc.CronServiceServicer):
     async def _abort(self, exc: TaskringError, context) -> None:
         await context.abort(status_code(exc), bounded(str(exc)))
 
+
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (the policies file changed): what comes next reads them."""
+        self._limits = limits
     def _now(self) -> dt.datetime:
         return ms_to_datetime(self._clock.now_ms())
 

@@ -62,6 +62,10 @@ class Materializer:
         self.materialized = 0
         """Fire tasks this node wrote (a second materialization of a fire does not count)."""
 
+
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (the policies file changed): what comes next reads them."""
+        self._limits = limits
     def start(self) -> None:
         self._loop.start()
 

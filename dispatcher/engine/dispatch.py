@@ -32,6 +32,7 @@ from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, Concurrenc
 from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
+from dispatcher.policy.fairness import FairPolicy
 from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.interface import TaskStoreProtocol
@@ -167,6 +168,16 @@ class Dispatch:
         self.dispatched_total = 0
         self._paused_since: float | None = None   # monotonic, while the engine may not act
         self._no_executor_logged: dict[tuple[str, str], float] = {}   # (namespace, type) -> monotonic
+
+    def set_policies(self, limits: Mapping[TypeKey, TypeLimits], fairness: Mapping[TypeKey, FairPolicy],
+                     heartbeat_timeouts: Mapping[TypeKey, int]) -> None:
+        """New policies (the policies file changed), from the next turn of the loop on: what
+        waits at a limit that is gone, or raised, goes as _unpark finds room for it."""
+        self._gate.set_limits(limits)
+        self._rates.set_limits(limits)
+        self._fair.set_policies(fairness)
+        self._heartbeat_ms = dict(heartbeat_timeouts)
+        self._due.wake()
 
     async def stop(self) -> None:
         """After the loop is cancelled: wait for the batches in flight."""

@@ -49,6 +49,7 @@ from dispatcher.engine.sweeper import Sweeper, SweepParams
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.interface import InMessage, LogIntake, LogProducer
 from dispatcher.policy.fairness import FairPolicy
+from dispatcher.policy.retry import RetryPolicies
 from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store.interface import TaskStoreProtocol
 from taskring.wire import pb
@@ -326,6 +327,11 @@ class Engine:
         self._due.push_many(dues)
 
     # ---- what the recovery guard (recovery.py) and the sweeper (sweeper.py) act through ----
+
+    def set_policies(self, policies: RetryPolicies) -> None:
+        """The policies file changed: limits, rates, fair shares and heartbeat timeouts apply
+        from the dispatch loop's next turn (on the event loop's thread)."""
+        self._dispatch.set_policies(policies.limits_by_type, policies.fairness_by_type, policies.heartbeat_by_type)
 
     def may_act(self) -> bool:
         return not self._held and self._may_send()

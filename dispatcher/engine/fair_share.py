@@ -60,6 +60,12 @@ class FairShare:
     def __init__(self, policies: Mapping[TypeKey, FairPolicy] | None = None):
         self._types = {key: _TypeShare(policy) for key, policy in (policies or {}).items()}
 
+    def set_policies(self, policies: Mapping[TypeKey, FairPolicy]) -> None:
+        """New fair shares (the policies file changed): a type whose policy is unchanged keeps
+        its round and estimates; a changed one starts afresh."""
+        self._types = {key: share if (share := self._types.get(key)) is not None and share.policy == policy
+                       else _TypeShare(policy) for key, policy in policies.items()}
+
     def fair(self, key: TypeKey) -> bool:
         return key in self._types
 

@@ -51,6 +51,11 @@ class ConcurrencyGate:
         self._running_key: dict[tuple[TypeKey, str], int] = {}
         self._key_ghosts: dict[tuple[TypeKey, str], list[tuple[int, int]]] = {}
 
+    def set_limits(self, limits: Mapping[TypeKey, TypeLimits]) -> None:
+        """New limits (the policies file changed). The places held stay held and are released
+        as before; a type without limits now lets what waited at them go (dispatch.py)."""
+        self._limits = dict(limits)
+
     def limits_of(self, key: TypeKey) -> TypeLimits | None:
         """The type's limits, or None (the common case: one dict lookup per type per batch)."""
         return self._limits.get(key)

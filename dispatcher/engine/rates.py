@@ -67,8 +67,20 @@ class RateGate:
     def rated(self, key: TypeKey) -> bool:
         return key in self._rates
 
+    def set_limits(self, limits: Mapping[TypeKey, TypeLimits]) -> None:
+        """New rates (the policies file changed): the buckets of a rate that changed start
+        again, full; those of an unchanged one go on."""
+        before = self._rates
+        self._rates = {key: (lim.rate, lim.rate_per_key) for key, lim in limits.items()
+                       if lim.rate is not None or lim.rate_per_key is not None}
+        changed = {key for key in set(before) | set(self._rates) if before.get(key) != self._rates.get(key)}
+        for key in [k for k in self._types if k in changed]:
+            del self._types[key]
+        for both in [b for b in self._keys if b[0] in changed]:
+            del self._keys[both]
+
     def _type_bucket(self, key: TypeKey, now_ms: int) -> TokenBucket | None:
-        rate = self._rates[key][0]
+        rate = self._rates.get(key, (None, None))[0]   # a type whose rate is gone: no bucket
         if rate is None:
             return None
         bucket = self._types.get(key)
@@ -77,7 +89,7 @@ class RateGate:
         return bucket
 
     def _key_bucket(self, key: TypeKey, limit_key: str | None, now_ms: int) -> TokenBucket | None:
-        rate = self._rates[key][1]
+        rate = self._rates.get(key, (None, None))[1]
         if rate is None or limit_key is None:
             return None
         bucket = self._keys.get((key, limit_key))

@@ -101,6 +101,10 @@ class DeadLetterOps:
         self._node = node
         self._clock = clock
 
+
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (the policies file changed): what comes next reads them."""
+        self._limits = limits
     def _now(self) -> dt.datetime:
         return self._clock.now()
 

@@ -30,6 +30,7 @@ from dispatcher.log.codec import queued_message
 from dispatcher.log.memory import MemoryIntake, MemoryLog, MemoryProducer
 from dispatcher.params import engine_params
 from dispatcher.policy.fairness import FairPolicy
+from dispatcher.policy.retry import RetryPolicies
 from dispatcher.policy.scheduling import Rate, TypeLimits
 from dispatcher.store import records as r
 from dispatcher.store.memory import MemoryTaskStore
@@ -627,6 +628,24 @@ async def test_a_key_at_its_limit_waits_and_other_keys_go_on():
         await eventually(lambda: all(w.status(f"{s}{i}") == (r.SUCCEEDED, 1) for s in "ab" for i in range(3)),
                          "every task to run, a key at a time")
         assert w.engine._gate.held() == {} and not w.engine._due.has_parked()
+
+
+@scenario
+async def test_new_policies_let_what_waited_at_a_removed_limit_or_rate_go():
+    limits = {("ns", "send"): TypeLimits(1), ("ns", "rated"): TypeLimits(rate=Rate(1, 60_000, 1))}
+    async with World(type_limits=limits) as w:
+        w.directory.add("ns", "send", "rated")
+        await w.own()
+        for i in range(3):
+            w.executor.gates[f"t{i}"] = asyncio.Event()
+            await w.submit(f"t{i}")
+            await w.submit(f"r{i}", task_type="rated")
+        waiting = {("ns", "send", "concurrency"): 2, ("ns", "rated", "rate"): 2}
+        await eventually(lambda: w.engine._due.parked() == waiting, "two of each to wait")
+        w.engine.set_policies(RetryPolicies())   # the file no longer limits either type
+        await eventually(lambda: _started(w) == 6, "everything to start once the limits are gone")
+        assert not w.engine._due.has_parked()
+        w.executor.open_gates()
 
 
 # ---------------------------------------------------------------- rate limits
