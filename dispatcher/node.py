@@ -138,7 +138,7 @@ class Node:
                                   node_status=self._status)
         tls = config.tls
         self._grpc_credentials = grpc_server_credentials(tls) if tls is not None else None
-        self.admin = AdminServer(host=config.grpc_host, port=config.admin_port,
+        self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, node_id=config.node_id,
                                  authenticate=admin_authenticator(self.tokens, config.admin_token),
                                  ring=self.ring_view.snapshot, ready=self._ready, alive=self._alive,
                                  registry=self.metrics.registry,

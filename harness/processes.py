@@ -33,6 +33,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _lost_port_race(log: str) -> bool:
+    """The node's log says a port it was given was taken (by the time it bound it)."""
+    return "Address already in use" in log or "Failed to bind" in log or "address already in use" in log
+
+
 def port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=1.0):
@@ -176,6 +181,10 @@ class NodeProcess(ChildProcess):
         self.single = single
         self.grpc_port = grpc_port or free_port()
         self.admin_port = admin_port or free_port()
+        # Ports chosen here may be taken by another process between free_port() and the node's
+        # bind (parallel test workers start nodes at once): such a node is started again on new ones.
+        self._ports_ours = grpc_port is None and admin_port is None
+        self._port_retries = 0
         self.admin_token = admin_token
         args = [sys.executable, *python_args, "-m", "taskring_cli.main", "node", "--node-id", node_id,
                 "--grpc-port", str(self.grpc_port), "--admin-port", str(self.admin_port)]
@@ -213,6 +222,18 @@ class NodeProcess(ChildProcess):
         except Exception:
             return False
 
+    def _answers_as_itself(self) -> bool:
+        """/readyz names the node that answers: ours, not another process that has our port."""
+        try:
+            return self.get("/readyz").get("node") == self.node_id
+        except Exception:
+            return False
+
+    def _new_ports(self) -> None:
+        self.grpc_port, self.admin_port = free_port(), free_port()
+        for flag, port in (("--grpc-port", self.grpc_port), ("--admin-port", self.admin_port)):
+            self.args[self.args.index(flag) + 1] = str(port)
+
     def metric(self, name: str) -> float:
         """One unlabelled sample from the node's /metrics."""
         for line in self.get_bytes("/metrics").decode().splitlines():
@@ -224,13 +245,21 @@ class NodeProcess(ChildProcess):
         return self.get("/ring")["node_status"]
 
     def wait_ready(self, timeout_s: float = 30.0) -> NodeProcess:
-        """Until /readyz answers 200; NotReady (with the log's tail) if it exits or the deadline passes."""
+        """Until /readyz answers 200 from this node; NotReady (with the log's tail) if it exits or
+        the deadline passes. A node that lost the race for a port chosen here starts again on new
+        ports (at most three times); a /readyz answered by another process on our admin port (one
+        that took it before our node could) does not count."""
         def ready() -> bool:
             if not self.alive():
+                if self._ports_ours and self._port_retries < 3 and _lost_port_race(self.log_tail(60)):
+                    self._port_retries += 1
+                    self._new_ports()
+                    self.start()
+                    return False
                 code = self.proc.returncode if self.proc else None
                 raise NotReady(f"node {self.node_id} exited ({code}) before it was ready;"
                                f" log {self.log_path}:\n{self.log_tail()}")
-            return self.probe("/readyz")
+            return self._answers_as_itself()
         try:
             wait_until(ready, timeout_s, f"node {self.node_id} to be ready (log {self.log_path})", 0.1)
         except NotReady:

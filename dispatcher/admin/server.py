@@ -88,11 +88,12 @@ class AdminServer:
                  ready: Callable[[], tuple[bool, str]], alive: Callable[[], tuple[bool, str]],
                  registry: CollectorRegistry, routes: Sequence[rt.Route] = (),
                  authenticate: Authenticate | None = None, ssl_context: ssl.SSLContext | None = None,
-                 require_client_cert: bool = False, sessions: ss.Sessions | None = None):
+                 require_client_cert: bool = False, sessions: ss.Sessions | None = None, node_id: str = ""):
         """require_client_cert (mutual TLS): every route but the probes wants a client
         certificate that `ssl_context` verified; the probes stay open to a caller without
         one (a Kubernetes HTTPS probe shows none)."""
         self._host, self._port = host, port
+        self._node_id = node_id   # said by the probes: a caller can tell this node from another on the port
         self.sessions = sessions or ss.Sessions()
         self._cookie: str | None = None   # named after the bound port (start)
         self._ring, self._ready, self._alive, self._registry = ring, ready, alive, registry
@@ -141,7 +142,7 @@ class AdminServer:
         query = urllib.parse.parse_qs(url.query)
         if url.path in ("/healthz", "/readyz") and method == "GET":
             ok, why = (self._alive if url.path == "/healthz" else self._ready)()
-            return rt.Response.of_json({"ok": ok, "reason": why}, 200 if ok else 503)
+            return rt.Response.of_json({"ok": ok, "reason": why, "node": self._node_id}, 200 if ok else 503)
         if self._require_client_cert and not client_cert:
             return rt.Response.of_json({"error": "a client certificate is required (mutual TLS)"}, 401)
         if url.path == "/api/session":
