@@ -318,6 +318,11 @@ class ExecutorCliTest {
         o = outcomes.poll(10, TimeUnit.SECONDS);
         assertNotNull(o, "no outcome within 10 s");
         assertEquals(OutcomeKind.OUTCOME_KIND_STOPPED, o.getKind(), o.getError());
+        // The STOPPED outcome goes as the answer comes; the line, once the interrupted handler ends.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (printed.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
         assertEquals(List.of("stopped long cancelled: the task was cancelled"), printed);
         synchronized (down) {
             down.get().onCompleted();
