@@ -1513,6 +1513,394 @@ func (x *ListCronRulesResponse) GetRules() []*CronRule {
 	return nil
 }
 
+// One task type's entry, in the shape of a key of the policies file (TASKRING_RETRY_POLICIES):
+// its retry policy, unique key, concurrency limits, retry cap, rate limits, fair shares and
+// heartbeat timeout, as JSON. An entry set through the API replaces the file's entry for that
+// type whole; deleting it gives the type back to the file.
+type TypePolicy struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Namespace      string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	TaskType       string                 `protobuf:"bytes,2,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
+	PolicyJson     string                 `protobuf:"bytes,3,opt,name=policy_json,json=policyJson,proto3" json:"policy_json,omitempty"`               // the entry in effect ("{}" when nothing is declared)
+	Source         string                 `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`                                         // "api", "file" or "none"
+	Revision       int64                  `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`                                    // the API entry's revision (0 when none); see if_revision
+	UpdatedBy      string                 `protobuf:"bytes,6,opt,name=updated_by,json=updatedBy,proto3" json:"updated_by,omitempty"`                  // who set the API entry (its token's name)
+	UpdatedAt      string                 `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`                  // when (RFC 3339 UTC)
+	FilePolicyJson string                 `protobuf:"bytes,8,opt,name=file_policy_json,json=filePolicyJson,proto3" json:"file_policy_json,omitempty"` // the file's entry for the type ("" when it has none)
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TypePolicy) Reset() {
+	*x = TypePolicy{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypePolicy) ProtoMessage() {}
+
+func (x *TypePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypePolicy.ProtoReflect.Descriptor instead.
+func (*TypePolicy) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *TypePolicy) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetTaskType() string {
+	if x != nil {
+		return x.TaskType
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetPolicyJson() string {
+	if x != nil {
+		return x.PolicyJson
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *TypePolicy) GetUpdatedBy() string {
+	if x != nil {
+		return x.UpdatedBy
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
+func (x *TypePolicy) GetFilePolicyJson() string {
+	if x != nil {
+		return x.FilePolicyJson
+	}
+	return ""
+}
+
+type TypePolicyRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	TaskType      string                 `protobuf:"bytes,2,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypePolicyRef) Reset() {
+	*x = TypePolicyRef{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypePolicyRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypePolicyRef) ProtoMessage() {}
+
+func (x *TypePolicyRef) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypePolicyRef.ProtoReflect.Descriptor instead.
+func (*TypePolicyRef) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TypePolicyRef) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *TypePolicyRef) GetTaskType() string {
+	if x != nil {
+		return x.TaskType
+	}
+	return ""
+}
+
+type PutTypePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	TaskType      string                 `protobuf:"bytes,2,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
+	PolicyJson    string                 `protobuf:"bytes,3,opt,name=policy_json,json=policyJson,proto3" json:"policy_json,omitempty"`        // a JSON object, validated whole as the file's entries are
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`                                  // required: it goes in the audit trail
+	IfRevision    *int64                 `protobuf:"varint,5,opt,name=if_revision,json=ifRevision,proto3,oneof" json:"if_revision,omitempty"` // refuse (FAILED_PRECONDITION) unless the API entry is at this revision (0 = none yet)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutTypePolicyRequest) Reset() {
+	*x = PutTypePolicyRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutTypePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutTypePolicyRequest) ProtoMessage() {}
+
+func (x *PutTypePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutTypePolicyRequest.ProtoReflect.Descriptor instead.
+func (*PutTypePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PutTypePolicyRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PutTypePolicyRequest) GetTaskType() string {
+	if x != nil {
+		return x.TaskType
+	}
+	return ""
+}
+
+func (x *PutTypePolicyRequest) GetPolicyJson() string {
+	if x != nil {
+		return x.PolicyJson
+	}
+	return ""
+}
+
+func (x *PutTypePolicyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PutTypePolicyRequest) GetIfRevision() int64 {
+	if x != nil && x.IfRevision != nil {
+		return *x.IfRevision
+	}
+	return 0
+}
+
+type DeleteTypePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	TaskType      string                 `protobuf:"bytes,2,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"` // required
+	IfRevision    *int64                 `protobuf:"varint,4,opt,name=if_revision,json=ifRevision,proto3,oneof" json:"if_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTypePolicyRequest) Reset() {
+	*x = DeleteTypePolicyRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTypePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTypePolicyRequest) ProtoMessage() {}
+
+func (x *DeleteTypePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTypePolicyRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTypePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DeleteTypePolicyRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeleteTypePolicyRequest) GetTaskType() string {
+	if x != nil {
+		return x.TaskType
+	}
+	return ""
+}
+
+func (x *DeleteTypePolicyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeleteTypePolicyRequest) GetIfRevision() int64 {
+	if x != nil && x.IfRevision != nil {
+		return *x.IfRevision
+	}
+	return 0
+}
+
+type ListTypePoliciesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"` // "" = every namespace
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTypePoliciesRequest) Reset() {
+	*x = ListTypePoliciesRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTypePoliciesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTypePoliciesRequest) ProtoMessage() {}
+
+func (x *ListTypePoliciesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTypePoliciesRequest.ProtoReflect.Descriptor instead.
+func (*ListTypePoliciesRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListTypePoliciesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+type ListTypePoliciesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policies      []*TypePolicy          `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"` // every type with an entry (file or API), by namespace then type
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTypePoliciesResponse) Reset() {
+	*x = ListTypePoliciesResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTypePoliciesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTypePoliciesResponse) ProtoMessage() {}
+
+func (x *ListTypePoliciesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTypePoliciesResponse.ProtoReflect.Descriptor instead.
+func (*ListTypePoliciesResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListTypePoliciesResponse) GetPolicies() []*TypePolicy {
+	if x != nil {
+		return x.Policies
+	}
+	return nil
+}
+
 type Delivery struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Task      *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -1546,7 +1934,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1946,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1959,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{17}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Delivery) GetTask() *Task {
@@ -1642,7 +2030,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +2042,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +2055,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{18}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -1709,7 +2097,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +2109,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +2122,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Heartbeat) GetTaskId() string {
@@ -1778,7 +2166,7 @@ type HeartbeatAnswer struct {
 
 func (x *HeartbeatAnswer) Reset() {
 	*x = HeartbeatAnswer{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +2178,7 @@ func (x *HeartbeatAnswer) String() string {
 func (*HeartbeatAnswer) ProtoMessage() {}
 
 func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +2191,7 @@ func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
 func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HeartbeatAnswer) GetSequence() uint64 {
@@ -1856,7 +2244,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2256,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2269,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -1944,7 +2332,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2344,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2357,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{22}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -2001,7 +2389,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2401,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2414,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{23}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -2168,7 +2556,43 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14ListCronRulesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"D\n" +
 	"\x15ListCronRulesResponse\x12+\n" +
-	"\x05rules\x18\x01 \x03(\v2\x15.taskring.v1.CronRuleR\x05rules\"\xb9\x02\n" +
+	"\x05rules\x18\x01 \x03(\v2\x15.taskring.v1.CronRuleR\x05rules\"\x84\x02\n" +
+	"\n" +
+	"TypePolicy\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
+	"\ttask_type\x18\x02 \x01(\tR\btaskType\x12\x1f\n" +
+	"\vpolicy_json\x18\x03 \x01(\tR\n" +
+	"policyJson\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x03R\brevision\x12\x1d\n" +
+	"\n" +
+	"updated_by\x18\x06 \x01(\tR\tupdatedBy\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\tR\tupdatedAt\x12(\n" +
+	"\x10file_policy_json\x18\b \x01(\tR\x0efilePolicyJson\"J\n" +
+	"\rTypePolicyRef\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
+	"\ttask_type\x18\x02 \x01(\tR\btaskType\"\xc0\x01\n" +
+	"\x14PutTypePolicyRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
+	"\ttask_type\x18\x02 \x01(\tR\btaskType\x12\x1f\n" +
+	"\vpolicy_json\x18\x03 \x01(\tR\n" +
+	"policyJson\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12$\n" +
+	"\vif_revision\x18\x05 \x01(\x03H\x00R\n" +
+	"ifRevision\x88\x01\x01B\x0e\n" +
+	"\f_if_revision\"\xa2\x01\n" +
+	"\x17DeleteTypePolicyRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
+	"\ttask_type\x18\x02 \x01(\tR\btaskType\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12$\n" +
+	"\vif_revision\x18\x04 \x01(\x03H\x00R\n" +
+	"ifRevision\x88\x01\x01B\x0e\n" +
+	"\f_if_revision\"7\n" +
+	"\x17ListTypePoliciesRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"O\n" +
+	"\x18ListTypePoliciesResponse\x123\n" +
+	"\bpolicies\x18\x01 \x03(\v2\x17.taskring.v1.TypePolicyR\bpolicies\"\xb9\x02\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -2258,7 +2682,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rListCronRules\x12!.taskring.v1.ListCronRulesRequest\x1a\".taskring.v1.ListCronRulesResponse\x12@\n" +
 	"\rPauseCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
 	"\x0eResumeCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule\x12A\n" +
-	"\x0eDeleteCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule2\x9e\x01\n" +
+	"\x0eDeleteCronRule\x12\x18.taskring.v1.CronRuleRef\x1a\x15.taskring.v1.CronRule2\xd6\x02\n" +
+	"\rPolicyService\x12D\n" +
+	"\rGetTypePolicy\x12\x1a.taskring.v1.TypePolicyRef\x1a\x17.taskring.v1.TypePolicy\x12_\n" +
+	"\x10ListTypePolicies\x12$.taskring.v1.ListTypePoliciesRequest\x1a%.taskring.v1.ListTypePoliciesResponse\x12K\n" +
+	"\rPutTypePolicy\x12!.taskring.v1.PutTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy\x12Q\n" +
+	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\x9e\x01\n" +
 	"\x0fExecutorService\x12D\n" +
 	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse\x12E\n" +
 	"\x04Work\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse(\x010\x01b\x06proto3"
@@ -2276,36 +2705,42 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 }
 
 var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_taskring_v1_taskring_proto_goTypes = []any{
-	(Priority)(0),                 // 0: taskring.v1.Priority
-	(TaskState)(0),                // 1: taskring.v1.TaskState
-	(HeartbeatVerdict)(0),         // 2: taskring.v1.HeartbeatVerdict
-	(OutcomeKind)(0),              // 3: taskring.v1.OutcomeKind
-	(*RetryPolicy)(nil),           // 4: taskring.v1.RetryPolicy
-	(*Task)(nil),                  // 5: taskring.v1.Task
-	(*SubmitRequest)(nil),         // 6: taskring.v1.SubmitRequest
-	(*SubmitResponse)(nil),        // 7: taskring.v1.SubmitResponse
-	(*SubmitBatchRequest)(nil),    // 8: taskring.v1.SubmitBatchRequest
-	(*SubmitBatchResponse)(nil),   // 9: taskring.v1.SubmitBatchResponse
-	(*CancelRequest)(nil),         // 10: taskring.v1.CancelRequest
-	(*CancelResponse)(nil),        // 11: taskring.v1.CancelResponse
-	(*GetTaskRequest)(nil),        // 12: taskring.v1.GetTaskRequest
-	(*TaskEvent)(nil),             // 13: taskring.v1.TaskEvent
-	(*GetTaskResponse)(nil),       // 14: taskring.v1.GetTaskResponse
-	(*CronRule)(nil),              // 15: taskring.v1.CronRule
-	(*CronRuleRef)(nil),           // 16: taskring.v1.CronRuleRef
-	(*PutCronRuleRequest)(nil),    // 17: taskring.v1.PutCronRuleRequest
-	(*PutCronRuleResponse)(nil),   // 18: taskring.v1.PutCronRuleResponse
-	(*ListCronRulesRequest)(nil),  // 19: taskring.v1.ListCronRulesRequest
-	(*ListCronRulesResponse)(nil), // 20: taskring.v1.ListCronRulesResponse
-	(*Delivery)(nil),              // 21: taskring.v1.Delivery
-	(*ExecuteRequest)(nil),        // 22: taskring.v1.ExecuteRequest
-	(*Heartbeat)(nil),             // 23: taskring.v1.Heartbeat
-	(*HeartbeatAnswer)(nil),       // 24: taskring.v1.HeartbeatAnswer
-	(*Outcome)(nil),               // 25: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),       // 26: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),            // 27: taskring.v1.QueuedTask
+	(Priority)(0),                    // 0: taskring.v1.Priority
+	(TaskState)(0),                   // 1: taskring.v1.TaskState
+	(HeartbeatVerdict)(0),            // 2: taskring.v1.HeartbeatVerdict
+	(OutcomeKind)(0),                 // 3: taskring.v1.OutcomeKind
+	(*RetryPolicy)(nil),              // 4: taskring.v1.RetryPolicy
+	(*Task)(nil),                     // 5: taskring.v1.Task
+	(*SubmitRequest)(nil),            // 6: taskring.v1.SubmitRequest
+	(*SubmitResponse)(nil),           // 7: taskring.v1.SubmitResponse
+	(*SubmitBatchRequest)(nil),       // 8: taskring.v1.SubmitBatchRequest
+	(*SubmitBatchResponse)(nil),      // 9: taskring.v1.SubmitBatchResponse
+	(*CancelRequest)(nil),            // 10: taskring.v1.CancelRequest
+	(*CancelResponse)(nil),           // 11: taskring.v1.CancelResponse
+	(*GetTaskRequest)(nil),           // 12: taskring.v1.GetTaskRequest
+	(*TaskEvent)(nil),                // 13: taskring.v1.TaskEvent
+	(*GetTaskResponse)(nil),          // 14: taskring.v1.GetTaskResponse
+	(*CronRule)(nil),                 // 15: taskring.v1.CronRule
+	(*CronRuleRef)(nil),              // 16: taskring.v1.CronRuleRef
+	(*PutCronRuleRequest)(nil),       // 17: taskring.v1.PutCronRuleRequest
+	(*PutCronRuleResponse)(nil),      // 18: taskring.v1.PutCronRuleResponse
+	(*ListCronRulesRequest)(nil),     // 19: taskring.v1.ListCronRulesRequest
+	(*ListCronRulesResponse)(nil),    // 20: taskring.v1.ListCronRulesResponse
+	(*TypePolicy)(nil),               // 21: taskring.v1.TypePolicy
+	(*TypePolicyRef)(nil),            // 22: taskring.v1.TypePolicyRef
+	(*PutTypePolicyRequest)(nil),     // 23: taskring.v1.PutTypePolicyRequest
+	(*DeleteTypePolicyRequest)(nil),  // 24: taskring.v1.DeleteTypePolicyRequest
+	(*ListTypePoliciesRequest)(nil),  // 25: taskring.v1.ListTypePoliciesRequest
+	(*ListTypePoliciesResponse)(nil), // 26: taskring.v1.ListTypePoliciesResponse
+	(*Delivery)(nil),                 // 27: taskring.v1.Delivery
+	(*ExecuteRequest)(nil),           // 28: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),                // 29: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),          // 30: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),                  // 31: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),          // 32: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),               // 33: taskring.v1.QueuedTask
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	4,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
@@ -2323,45 +2758,54 @@ var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	15, // 12: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
 	15, // 13: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
 	15, // 14: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
-	5,  // 15: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	21, // 16: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	24, // 17: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
-	2,  // 18: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
-	3,  // 19: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	25, // 20: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	23, // 21: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
-	5,  // 22: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	6,  // 23: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	8,  // 24: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	10, // 25: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	12, // 26: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	17, // 27: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	17, // 28: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	16, // 29: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 30: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	16, // 31: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	16, // 32: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	16, // 33: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	22, // 34: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	22, // 35: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	7,  // 36: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	9,  // 37: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	11, // 38: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	14, // 39: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	18, // 40: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	18, // 41: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	15, // 42: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	20, // 43: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	15, // 44: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	15, // 45: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	15, // 46: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	26, // 47: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	26, // 48: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	21, // 15: taskring.v1.ListTypePoliciesResponse.policies:type_name -> taskring.v1.TypePolicy
+	5,  // 16: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	27, // 17: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	30, // 18: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	2,  // 19: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	3,  // 20: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	31, // 21: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	29, // 22: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	5,  // 23: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	6,  // 24: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	8,  // 25: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	10, // 26: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	12, // 27: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	17, // 28: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	17, // 29: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	16, // 30: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 31: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	16, // 32: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	16, // 33: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	16, // 34: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	22, // 35: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
+	25, // 36: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
+	23, // 37: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
+	24, // 38: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
+	28, // 39: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	28, // 40: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	7,  // 41: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	9,  // 42: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	11, // 43: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	14, // 44: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	18, // 45: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	18, // 46: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	15, // 47: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	20, // 48: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	15, // 49: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	15, // 50: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	15, // 51: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	21, // 52: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
+	26, // 53: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
+	21, // 54: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
+	21, // 55: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
+	32, // 56: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	32, // 57: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	41, // [41:58] is the sub-list for method output_type
+	24, // [24:41] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -2371,15 +2815,17 @@ func file_taskring_v1_taskring_proto_init() {
 	}
 	file_taskring_v1_taskring_proto_msgTypes[1].OneofWrappers = []any{}
 	file_taskring_v1_taskring_proto_msgTypes[11].OneofWrappers = []any{}
+	file_taskring_v1_taskring_proto_msgTypes[19].OneofWrappers = []any{}
+	file_taskring_v1_taskring_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   24,
+			NumMessages:   30,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_taskring_v1_taskring_proto_goTypes,
 		DependencyIndexes: file_taskring_v1_taskring_proto_depIdxs,

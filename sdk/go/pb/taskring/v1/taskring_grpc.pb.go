@@ -577,6 +577,226 @@ var CronService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	PolicyService_GetTypePolicy_FullMethodName    = "/taskring.v1.PolicyService/GetTypePolicy"
+	PolicyService_ListTypePolicies_FullMethodName = "/taskring.v1.PolicyService/ListTypePolicies"
+	PolicyService_PutTypePolicy_FullMethodName    = "/taskring.v1.PolicyService/PutTypePolicy"
+	PolicyService_DeleteTypePolicy_FullMethodName = "/taskring.v1.PolicyService/DeleteTypePolicy"
+)
+
+// PolicyServiceClient is the client API for PolicyService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type PolicyServiceClient interface {
+	// Put and Delete are audited (policies.put, policies.delete) and apply on every node within
+	// TASKRING_POLICIES_RELOAD_MS (at once on the node that took the call).
+	GetTypePolicy(ctx context.Context, in *TypePolicyRef, opts ...grpc.CallOption) (*TypePolicy, error)
+	ListTypePolicies(ctx context.Context, in *ListTypePoliciesRequest, opts ...grpc.CallOption) (*ListTypePoliciesResponse, error)
+	PutTypePolicy(ctx context.Context, in *PutTypePolicyRequest, opts ...grpc.CallOption) (*TypePolicy, error)
+	DeleteTypePolicy(ctx context.Context, in *DeleteTypePolicyRequest, opts ...grpc.CallOption) (*TypePolicy, error)
+}
+
+type policyServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewPolicyServiceClient(cc grpc.ClientConnInterface) PolicyServiceClient {
+	return &policyServiceClient{cc}
+}
+
+func (c *policyServiceClient) GetTypePolicy(ctx context.Context, in *TypePolicyRef, opts ...grpc.CallOption) (*TypePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TypePolicy)
+	err := c.cc.Invoke(ctx, PolicyService_GetTypePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *policyServiceClient) ListTypePolicies(ctx context.Context, in *ListTypePoliciesRequest, opts ...grpc.CallOption) (*ListTypePoliciesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTypePoliciesResponse)
+	err := c.cc.Invoke(ctx, PolicyService_ListTypePolicies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *policyServiceClient) PutTypePolicy(ctx context.Context, in *PutTypePolicyRequest, opts ...grpc.CallOption) (*TypePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TypePolicy)
+	err := c.cc.Invoke(ctx, PolicyService_PutTypePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *policyServiceClient) DeleteTypePolicy(ctx context.Context, in *DeleteTypePolicyRequest, opts ...grpc.CallOption) (*TypePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TypePolicy)
+	err := c.cc.Invoke(ctx, PolicyService_DeleteTypePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PolicyServiceServer is the server API for PolicyService service.
+// All implementations must embed UnimplementedPolicyServiceServer
+// for forward compatibility.
+type PolicyServiceServer interface {
+	// Put and Delete are audited (policies.put, policies.delete) and apply on every node within
+	// TASKRING_POLICIES_RELOAD_MS (at once on the node that took the call).
+	GetTypePolicy(context.Context, *TypePolicyRef) (*TypePolicy, error)
+	ListTypePolicies(context.Context, *ListTypePoliciesRequest) (*ListTypePoliciesResponse, error)
+	PutTypePolicy(context.Context, *PutTypePolicyRequest) (*TypePolicy, error)
+	DeleteTypePolicy(context.Context, *DeleteTypePolicyRequest) (*TypePolicy, error)
+	mustEmbedUnimplementedPolicyServiceServer()
+}
+
+// UnimplementedPolicyServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedPolicyServiceServer struct{}
+
+func (UnimplementedPolicyServiceServer) GetTypePolicy(context.Context, *TypePolicyRef) (*TypePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetTypePolicy not implemented")
+}
+func (UnimplementedPolicyServiceServer) ListTypePolicies(context.Context, *ListTypePoliciesRequest) (*ListTypePoliciesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListTypePolicies not implemented")
+}
+func (UnimplementedPolicyServiceServer) PutTypePolicy(context.Context, *PutTypePolicyRequest) (*TypePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PutTypePolicy not implemented")
+}
+func (UnimplementedPolicyServiceServer) DeleteTypePolicy(context.Context, *DeleteTypePolicyRequest) (*TypePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteTypePolicy not implemented")
+}
+func (UnimplementedPolicyServiceServer) mustEmbedUnimplementedPolicyServiceServer() {}
+func (UnimplementedPolicyServiceServer) testEmbeddedByValue()                       {}
+
+// UnsafePolicyServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to PolicyServiceServer will
+// result in compilation errors.
+type UnsafePolicyServiceServer interface {
+	mustEmbedUnimplementedPolicyServiceServer()
+}
+
+func RegisterPolicyServiceServer(s grpc.ServiceRegistrar, srv PolicyServiceServer) {
+	// If the following call pancis, it indicates UnimplementedPolicyServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&PolicyService_ServiceDesc, srv)
+}
+
+func _PolicyService_GetTypePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TypePolicyRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).GetTypePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_GetTypePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).GetTypePolicy(ctx, req.(*TypePolicyRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PolicyService_ListTypePolicies_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTypePoliciesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).ListTypePolicies(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_ListTypePolicies_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).ListTypePolicies(ctx, req.(*ListTypePoliciesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PolicyService_PutTypePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutTypePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).PutTypePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_PutTypePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).PutTypePolicy(ctx, req.(*PutTypePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PolicyService_DeleteTypePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTypePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PolicyServiceServer).DeleteTypePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PolicyService_DeleteTypePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PolicyServiceServer).DeleteTypePolicy(ctx, req.(*DeleteTypePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// PolicyService_ServiceDesc is the grpc.ServiceDesc for PolicyService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var PolicyService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "taskring.v1.PolicyService",
+	HandlerType: (*PolicyServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetTypePolicy",
+			Handler:    _PolicyService_GetTypePolicy_Handler,
+		},
+		{
+			MethodName: "ListTypePolicies",
+			Handler:    _PolicyService_ListTypePolicies_Handler,
+		},
+		{
+			MethodName: "PutTypePolicy",
+			Handler:    _PolicyService_PutTypePolicy_Handler,
+		},
+		{
+			MethodName: "DeleteTypePolicy",
+			Handler:    _PolicyService_DeleteTypePolicy_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "taskring/v1/taskring.proto",
+}
+
+const (
 	ExecutorService_Execute_FullMethodName = "/taskring.v1.ExecutorService/Execute"
 	ExecutorService_Work_FullMethodName    = "/taskring.v1.ExecutorService/Work"
 )

@@ -293,6 +293,72 @@ class ListCronRulesResponse(_message.Message):
     rules: _containers.RepeatedCompositeFieldContainer[CronRule]
     def __init__(self, rules: _Optional[_Iterable[_Union[CronRule, _Mapping]]] = ...) -> None: ...
 
+class TypePolicy(_message.Message):
+    __slots__ = ("namespace", "task_type", "policy_json", "source", "revision", "updated_by", "updated_at", "file_policy_json")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_JSON_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    FILE_POLICY_JSON_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_type: str
+    policy_json: str
+    source: str
+    revision: int
+    updated_by: str
+    updated_at: str
+    file_policy_json: str
+    def __init__(self, namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., policy_json: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ..., updated_by: _Optional[str] = ..., updated_at: _Optional[str] = ..., file_policy_json: _Optional[str] = ...) -> None: ...
+
+class TypePolicyRef(_message.Message):
+    __slots__ = ("namespace", "task_type")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_type: str
+    def __init__(self, namespace: _Optional[str] = ..., task_type: _Optional[str] = ...) -> None: ...
+
+class PutTypePolicyRequest(_message.Message):
+    __slots__ = ("namespace", "task_type", "policy_json", "reason", "if_revision")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_JSON_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IF_REVISION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_type: str
+    policy_json: str
+    reason: str
+    if_revision: int
+    def __init__(self, namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., policy_json: _Optional[str] = ..., reason: _Optional[str] = ..., if_revision: _Optional[int] = ...) -> None: ...
+
+class DeleteTypePolicyRequest(_message.Message):
+    __slots__ = ("namespace", "task_type", "reason", "if_revision")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    IF_REVISION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    task_type: str
+    reason: str
+    if_revision: int
+    def __init__(self, namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., reason: _Optional[str] = ..., if_revision: _Optional[int] = ...) -> None: ...
+
+class ListTypePoliciesRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class ListTypePoliciesResponse(_message.Message):
+    __slots__ = ("policies",)
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    policies: _containers.RepeatedCompositeFieldContainer[TypePolicy]
+    def __init__(self, policies: _Optional[_Iterable[_Union[TypePolicy, _Mapping]]] = ...) -> None: ...
+
 class Delivery(_message.Message):
     __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json")
     TASK_FIELD_NUMBER: _ClassVar[int]

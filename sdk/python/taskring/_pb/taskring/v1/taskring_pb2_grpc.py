@@ -559,6 +559,209 @@ class CronService:
             _registered_method=True)
 
 
+class PolicyServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetTypePolicy = channel.unary_unary(
+                '/taskring.v1.PolicyService/GetTypePolicy',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.TypePolicyRef.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+                _registered_method=True)
+        self.ListTypePolicies = channel.unary_unary(
+                '/taskring.v1.PolicyService/ListTypePolicies',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesResponse.FromString,
+                _registered_method=True)
+        self.PutTypePolicy = channel.unary_unary(
+                '/taskring.v1.PolicyService/PutTypePolicy',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.PutTypePolicyRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+                _registered_method=True)
+        self.DeleteTypePolicy = channel.unary_unary(
+                '/taskring.v1.PolicyService/DeleteTypePolicy',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.DeleteTypePolicyRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+                _registered_method=True)
+
+
+class PolicyServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def GetTypePolicy(self, request, context):
+        """Put and Delete are audited (policies.put, policies.delete) and apply on every node within
+        TASKRING_POLICIES_RELOAD_MS (at once on the node that took the call).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTypePolicies(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutTypePolicy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTypePolicy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PolicyServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetTypePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTypePolicy,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.TypePolicyRef.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.SerializeToString,
+            ),
+            'ListTypePolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTypePolicies,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesResponse.SerializeToString,
+            ),
+            'PutTypePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutTypePolicy,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.PutTypePolicyRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.SerializeToString,
+            ),
+            'DeleteTypePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTypePolicy,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.DeleteTypePolicyRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.TypePolicy.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'taskring.v1.PolicyService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('taskring.v1.PolicyService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class PolicyService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def GetTypePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.PolicyService/GetTypePolicy',
+            taskring_dot_v1_dot_taskring__pb2.TypePolicyRef.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTypePolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.PolicyService/ListTypePolicies',
+            taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.ListTypePoliciesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutTypePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.PolicyService/PutTypePolicy',
+            taskring_dot_v1_dot_taskring__pb2.PutTypePolicyRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTypePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.PolicyService/DeleteTypePolicy',
+            taskring_dot_v1_dot_taskring__pb2.DeleteTypePolicyRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.TypePolicy.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ExecutorServiceStub:
     """Missing associated documentation comment in .proto file."""
 
