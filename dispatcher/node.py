@@ -25,6 +25,7 @@ from dispatcher.admin.ops_wiring import Operations
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.api.admission import Admission
+from dispatcher.api.policies import PolicyApi
 from dispatcher.api.service import TaskApi, serve_api
 from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
@@ -45,10 +46,11 @@ from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.params import api_params, engine_params, plan_params
-from dispatcher.policy.follow import PolicyFile, changed_types
-from dispatcher.policy.retry import RetryPolicies, parse_retry_policies
+from dispatcher.policy.follow import PolicyChange, PolicyFollower, read_layers
+from dispatcher.policy.layers import PolicyLayers
 from dispatcher.store.cron import CronStore
 from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.policies import PolicyStore
 from dispatcher.store.sharded import store_of
 from dispatcher.store.shards import shards_of
 from dispatcher.store.task_stats import TaskStatsStore
@@ -86,7 +88,9 @@ class Node:
         # before it joins, naming the variable, rather than failing every delivery.
         executor_credentials = (executor_channel_credentials(config.executor_tls)
                                 if config.executor_tls is not None else None)
-        limits = self.limits = limits or _limits(config)
+        # The policies file now; the entries set through the API are laid over it at start.
+        layers = read_layers(config.retry_policies_file, None)
+        limits = self.limits = limits or _limits(config, layers)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, closed_topics: KafkaIntake(
@@ -116,10 +120,10 @@ class Node:
                 on_reload=lambda result: self.metrics.tokens_reloads.labels(result).inc(),
                 on_change=lambda: log.info("tokens changed: %d console sessions ended", self.admin.sessions.clear()))
         self.auth = Authorizer(self.tokens, self.metrics)
-        # Limits, rates, fair shares, heartbeat timeouts and retry policies follow their file.
-        self.policies: PolicyFile | None = None
-        if config.retry_policies_file:
-            self.policies = PolicyFile(config.retry_policies_file, limits.retry_policies,
+        # Limits, rates, fair shares, heartbeat timeouts and retry policies follow their file and
+        # the entries set through the API (PolicyService).
+        policy_store = PolicyStore(shards_of(self.store))
+        self.policies = PolicyFollower(config.retry_policies_file, policy_store, layers, limits.retry_policies,
                                        interval_s=config.policies_reload_ms / 1000, on_change=self._policies_changed,
                                        on_reload=lambda result: self.metrics.policies_reloads.labels(result).inc())
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -131,6 +135,8 @@ class Node:
                                          slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
         self.cron_api = CronApi(node_id=config.node_id, slot_count=config.slot_count, store=self.cron_store,
                                 limits=limits, clock=self.clock, auth=self.auth)
+        self.policy_api = PolicyApi(store=policy_store, layers=lambda: self.policies.layers,
+                                    apply_now=self.policies.check, clock=self.clock, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
                                      stats=self.stats, loops=self.loops)
         self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, kafka=config.kafka,
@@ -153,19 +159,21 @@ class Node:
         self._started = False
         self._serving = False
 
-    def _policies_changed(self, policies: RetryPolicies) -> None:
-        """From the policies file's thread: applied on the event loop, between its turns."""
+    def _policies_changed(self, change: PolicyChange) -> None:
+        """From the follower's thread (or an API call's): applied on the event loop, between its turns."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._apply_policies, policies)
+            self._loop.call_soon_threadsafe(self._apply_policies, change)
 
-    def _apply_policies(self, policies: RetryPolicies) -> None:
-        changed = changed_types(self.limits.retry_policies, policies)
-        self.limits = dataclasses.replace(self.limits, retry_policies=policies)
+    def _apply_policies(self, change: PolicyChange) -> None:
+        self.limits = dataclasses.replace(self.limits, retry_policies=change.policies)
         for consumer in (self.api, self.cron_api, self.materializer, self.operations.dead_letters):
             consumer.set_limits(self.limits)
-        self.engine.set_policies(policies)
-        asyncio.ensure_future(asyncio.to_thread(_audit_reload, self.operations.audit, changed)).add_done_callback(
-            _log_audit_failure)
+        self.engine.set_policies(change.policies)
+        if change.source == "file":
+            # A change through the API was audited with its write, once; an edit of the file is
+            # audited by each node that reads it (each applies it).
+            asyncio.ensure_future(asyncio.to_thread(_audit_reload, self.operations.audit, change.changed)
+                                  ).add_done_callback(_log_audit_failure)
 
     def _build_ownership(self) -> Ownership:
         config = self.config
@@ -262,7 +270,11 @@ class Node:
             raise
 
     async def _start_parts(self) -> None:
+        self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self.store.start)
+        # The entries set through the API, laid over the file before anything is dispatched or
+        # accepted (the change is applied on the loop before this coroutine goes on).
+        await asyncio.to_thread(self.policies.check)
         if self.clock_sync is not None:
             await asyncio.to_thread(self.clock_sync.start)
         await asyncio.to_thread(self.store.ensure_slots, self.config.slot_count)
@@ -276,9 +288,7 @@ class Node:
         self.stats.start()
         if self.tokens is not None:
             self.tokens.start()
-        self._loop = asyncio.get_running_loop()
-        if self.policies is not None:
-            self.policies.start()
+        self.policies.start()
         self._observer.start()
         if self.auth.open:
             log.warning("no TASKRING_TOKENS_FILE: the task API takes calls from anyone (local use only)")
@@ -293,6 +303,7 @@ class Node:
                      executor_tls.server_name or "each executor's registered host")
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"),
+                                                     (self.policy_api, "PolicyService"),
                                                      credentials=self._grpc_credentials)
         self.admin.start()
         self._serving = True
@@ -327,8 +338,7 @@ class Node:
         await step("task stats", self.stats.stop)
         if self.tokens is not None:
             await step("tokens reload", lambda: asyncio.to_thread(self.tokens.stop))
-        if self.policies is not None:
-            await step("policies reload", lambda: asyncio.to_thread(self.policies.stop))
+        await step("policies reload", lambda: asyncio.to_thread(self.policies.stop))
         await step("ownership", self.ownership.stop)
         await step("engine", self.engine.stop)
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))
@@ -353,12 +363,8 @@ def _log_audit_failure(task: asyncio.Future) -> None:
         log.warning("the policies reload was applied but not written to the audit trail: %s", task.exception())
 
 
-def _limits(config: NodeConfig) -> Limits:
-    if config.retry_policies_file is None:
-        return Limits(max_batch=config.max_submit_batch)
-    with open(config.retry_policies_file, encoding="utf-8") as f:
-        policies = parse_retry_policies(f.read())
-    return Limits(max_batch=config.max_submit_batch, retry_policies=policies)
+def _limits(config: NodeConfig, layers: PolicyLayers) -> Limits:
+    return Limits(max_batch=config.max_submit_batch, retry_policies=layers.policies())
 
 
 async def run_node(config: NodeConfig) -> None:

@@ -5,6 +5,7 @@
     taskring demo [--nodes 3]            a local cluster doing real work
     taskring stack up|down|status        the local stack (deploy/local/stack.sh)
     taskring cron create|update|get|list|pause|resume|delete ...   cron rules (cron.py)
+    taskring policies put|get|list|delete ...   a task type's limits and retries (policies.py)
     taskring submit NAMESPACE TYPE [--unique-key K] ... | taskring get ID   one task (submit.py)
     taskring task|dlq|audit|stats ...    operations: search, dead letters, replays, audit (ops.py)
 """
@@ -96,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from taskring_cli.cron import add_parser as add_cron
     from taskring_cli.ops import add_parsers as add_ops
+    from taskring_cli.policies import add_parser as add_policies
     from taskring_cli.submit import add_parsers as add_submit
     add_cron(sub)
+    add_policies(sub)
     add_submit(sub)
     add_ops(sub)
 

@@ -60,6 +60,8 @@ STORE_ERROR_CODES: tuple[tuple[type[TaskringError], grpc.StatusCode], ...] = (
     (store_errors.ChangedSinceRead, grpc.StatusCode.ABORTED),
     (store_errors.JobNotFound, grpc.StatusCode.NOT_FOUND),
     (store_errors.JobStateConflict, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.PolicyNotFound, grpc.StatusCode.NOT_FOUND),
+    (store_errors.PolicyRevisionMismatch, grpc.StatusCode.FAILED_PRECONDITION),
 )
 """The gRPC status of each refusal of the stores beside the task store (store/errors.py),
 which carry none themselves."""
@@ -337,3 +339,14 @@ def _decoding(servicer: Any, call, request_type):
         return await call(request, context)
     handle.__name__ = call.__name__
     return handle
+
+
+def peer_address(peer: str) -> str:
+    """A gRPC peer (`ipv4:127.0.0.1:5431`, `ipv6:[::1]:5431`) as the caller's address, for the
+    audit trail."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]")
+    return peer

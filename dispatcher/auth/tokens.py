@@ -31,19 +31,20 @@ from typing import Protocol
 
 from dispatcher.auth.identity import Role
 
-SUBMIT, CANCEL, READ, CRON_WRITE = "submit", "cancel", "read", "cron_write"
-CALLS = (SUBMIT, CANCEL, READ, CRON_WRITE)
+SUBMIT, CANCEL, READ, CRON_WRITE, POLICY_WRITE = "submit", "cancel", "read", "cron_write", "policy_write"
+CALLS = (SUBMIT, CANCEL, READ, CRON_WRITE, POLICY_WRITE)
 """What a token may be allowed, each a set of RPCs: submit = Submit, SubmitBatch; cancel =
-Cancel; read = GetTask, GetCronRule, ListCronRules; cron_write = Create/Update/Delete/
-Pause/ResumeCronRule."""
+Cancel; read = GetTask, GetCronRule, ListCronRules, GetTypePolicy, ListTypePolicies;
+cron_write = Create/Update/Delete/Pause/ResumeCronRule; policy_write = Put/DeleteTypePolicy."""
 
 CALL_OF_RPC = {
     "Submit": SUBMIT, "SubmitBatch": SUBMIT, "Cancel": CANCEL, "GetTask": READ,
     "GetCronRule": READ, "ListCronRules": READ,
     "CreateCronRule": CRON_WRITE, "UpdateCronRule": CRON_WRITE, "DeleteCronRule": CRON_WRITE,
     "PauseCronRule": CRON_WRITE, "ResumeCronRule": CRON_WRITE,
+    "GetTypePolicy": READ, "ListTypePolicies": READ, "PutTypePolicy": POLICY_WRITE, "DeleteTypePolicy": POLICY_WRITE,
 }
-"""The call each RPC of TaskService and CronService needs."""
+"""The call each RPC of TaskService, CronService and PolicyService needs."""
 
 ANY = "*"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}")

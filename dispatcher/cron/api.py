@@ -13,7 +13,7 @@ import uuid
 from google.protobuf import json_format
 
 from cluster.slots import slot_of
-from dispatcher.api.service import _guarded, api_state, status_code
+from dispatcher.api.service import _guarded, api_state, peer_address, status_code
 from dispatcher.api.validation import Limits, validate_task
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
@@ -90,7 +90,7 @@ class CronApi(pb_grpc.CronServiceServicer):
 
         def record(before: StoredRule | None, after: StoredRule | None) -> AuditRecord:
             return AuditRecord(at=at, actor=token.name if token is not None else "anonymous",
-                                     address=_address(peer), action=f"cron.{action}",
+                                     address=peer_address(peer), action=f"cron.{action}",
                                      target=f"cron:{namespace}/{name}", namespace=namespace,
                                      before=_shown_rule(before), after=_shown_rule(after))
         return record
@@ -187,19 +187,6 @@ def _ref(request: pb.CronRuleRef) -> tuple[str, str]:
         if not getattr(request, field):
             raise InvalidArgument(field, "is required")
     return request.namespace, request.name
-
-
-
-def _address(peer: str) -> str:
-    """A gRPC peer (`ipv4:127.0.0.1:5431`, `ipv6:[::1]:5431`) as the caller's address."""
-    kind, _, rest = peer.partition(":")
-    if kind == "ipv4":
-        return rest.rpartition(":")[0]
-    if kind == "ipv6":
-        return rest.rpartition(":")[0].strip("[]")
-    return peer
-
-
 def _shown_rule(rule: StoredRule | None) -> dict | None:
     if rule is None:
         return None

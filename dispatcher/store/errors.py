@@ -48,3 +48,18 @@ class JobNotFound(TaskringError):
 class JobStateConflict(TaskringError):
     def __init__(self, job_id: int, state: str, action: str):
         super().__init__(f"bulk replay {job_id} is {state}: it cannot {action}")
+
+
+class PolicyNotFound(TaskringError):
+    def __init__(self, key: str):
+        super().__init__(f"no policy set through the API for {quote(key)} (the policies file's entry, if any,"
+                         " is not deleted through the API)")
+
+
+class PolicyRevisionMismatch(TaskringError):
+    """A change made against a revision that is no longer the entry's (someone changed it since)."""
+
+    def __init__(self, key: str, expected: int, actual: int):
+        self.expected, self.actual = expected, actual
+        super().__init__(f"policy {quote(key)} is at revision {actual}, not {expected}: read it again and make the"
+                         " change on what it is now")

@@ -79,6 +79,8 @@ class MemoryTaskStore:
         """task_id -> trace_id, for the tasks submitted with one."""
         self._rules: dict[tuple[str, str], StoredRule] = {}
         self._audit: list[AuditRecord] = []
+        self._policies: dict[tuple[str, str], tuple[object, bool]] = {}
+        """(namespace, task_type) -> (StoredPolicy, deleted): memory_policies.py."""
         self._jobs: dict[int, Job] = {}
         self._task_stats: dict[tuple[dt.datetime, str, str, str], StatsRow] = {}
         self._owners: dict[int, tuple[int, str]] = {}

@@ -9,6 +9,7 @@ per area, each run against every backend, as River's riverdrivertest is per driv
     audit.py               the audit trail (interface_audit.py)
     replays.py             bulk replay jobs (interface_replays.py)
     stats.py               the per-minute task counts (interface_stats.py)
+    policies.py            policies set through the API (interface_policies.py)
 
 world.py holds what they share (the Backend, starting states, the case runner);
 backends.py builds a Backend for the twin and for the MariaDB stores.
@@ -25,6 +26,7 @@ from __future__ import annotations
 from tests.conformance.audit import AuditConformance
 from tests.conformance.cron import CronConformance
 from tests.conformance.dead_letters import DeadLetterConformance
+from tests.conformance.policies import PolicyConformance
 from tests.conformance.replays import ReplayConformance
 from tests.conformance.search import SearchConformance
 from tests.conformance.slots_and_offsets import SlotsAndOffsetsConformance
@@ -33,5 +35,5 @@ from tests.conformance.tasks import TaskConformance
 
 
 class StoreConformance(TaskConformance, SlotsAndOffsetsConformance, CronConformance, DeadLetterConformance,
-                       SearchConformance, AuditConformance, ReplayConformance, StatsConformance):
+                       SearchConformance, AuditConformance, ReplayConformance, StatsConformance, PolicyConformance):
     """Every area."""

@@ -63,6 +63,8 @@ class Backend:
     """ReplayStoreProtocol on `store`'s tables."""
     stats: Any = None
     """TaskStatsProtocol on `store`'s tables."""
+    policies: Any = None
+    """PolicyStoreProtocol on `store`'s tables."""
 
 
 class Area:

@@ -12,6 +12,7 @@ import hashlib
 import grpc
 import pytest
 
+from dispatcher.api.policies import PolicyApi
 from dispatcher.api.service import TaskApi
 from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
@@ -22,7 +23,7 @@ from dispatcher.cron.api import CronApi
 from dispatcher.params import api_params
 from taskring.wire import pb
 
-SERVICES = ("TaskService", "CronService")
+SERVICES = ("TaskService", "CronService", "PolicyService")
 RPCS = [(service, m.name, m.input_type.name) for service in SERVICES
         for m in pb.DESCRIPTOR.services_by_name[service].methods]
 
@@ -64,7 +65,9 @@ def servicers():
     return {"TaskService": TaskApi(params=api_params(config), store=store, producer=store,
                                    metrics=NodeMetrics(), limits=Limits(), auth=auth),
             "CronService": CronApi(node_id=config.node_id, slot_count=config.slot_count,
-                                   store=store, limits=Limits(), auth=auth)}
+                                   store=store, limits=Limits(), auth=auth),
+            "PolicyService": PolicyApi(store=store, layers=lambda: store.layers, apply_now=lambda: store.apply_now,
+                                       auth=auth)}
 
 
 def test_every_rpc_needs_a_known_call():

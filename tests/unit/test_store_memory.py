@@ -14,6 +14,7 @@ from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.store.interface_audit import AuditProtocol
 from dispatcher.store.interface_cron import CronStoreProtocol
 from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol
+from dispatcher.store.interface_policies import PolicyStoreProtocol
 from dispatcher.store.interface_replays import ReplayStoreProtocol
 from dispatcher.store.interface_search import SearchProtocol
 from dispatcher.store.interface_stats import TaskStatsProtocol
@@ -21,7 +22,9 @@ from dispatcher.store.memory import MemoryTaskStore
 from dispatcher.store.memory_cron import MemoryCronStore
 from dispatcher.store.memory_dead_letters import MemoryDeadLetterStore
 from dispatcher.store.memory_ops import MemoryAuditStore, MemoryReplayStore, MemorySearch, MemoryTaskStats
+from dispatcher.store.memory_policies import MemoryPolicyStore
 from dispatcher.store.mysql import TaskStore
+from dispatcher.store.policies import PolicyStore
 from dispatcher.store.search import SearchStore
 from dispatcher.store.task_stats import TaskStatsStore
 from tests.conformance import StoreConformance
@@ -63,6 +66,7 @@ def _keeps(implementation, protocol, methods: list[str]) -> None:
     (AuditProtocol, (AuditStore, MemoryAuditStore)),
     (ReplayStoreProtocol, (BulkReplayStore, MemoryReplayStore)),
     (TaskStatsProtocol, (TaskStatsStore, MemoryTaskStats)),
+    (PolicyStoreProtocol, (PolicyStore, MemoryPolicyStore)),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_stores_beside_the_tasks_have_their_protocols_methods_and_parameters(protocol, implementations):
     methods = sorted(name for name, _ in inspect.getmembers(protocol, inspect.isfunction) if not name.startswith("_"))

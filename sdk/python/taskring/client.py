@@ -31,6 +31,7 @@ from taskring import _envelope
 from taskring._auth import AsyncBearerToken, BearerToken
 from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
+from taskring.policies import Policies
 from taskring.task import (
     Priority,
     RetryPolicy,
@@ -163,6 +164,8 @@ class Client:
         self.cron = CronRules(self._channel, rpc_timeout_s)
         """The cron rules of the cluster (taskring.cron): create, update, get, list, pause,
         resume, delete."""
+        self.policies = Policies(self._channel, rpc_timeout_s)
+        """The task types' policies set through the API (taskring.policies): get, list, put, delete."""
 
     def submit(
         self,
