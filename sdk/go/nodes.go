@@ -17,7 +17,8 @@ type nodes struct {
 	addrs []string
 	conns []*grpc.ClientConn
 	stubs []pb.TaskServiceClient
-	crons []pb.CronServiceClient // on the same connections, so WithToken and WithTLS apply to them too
+	crons []pb.CronServiceClient   // on the same connections, so WithToken and WithTLS apply to them too
+	pols  []pb.PolicyServiceClient // likewise
 	next  atomic.Uint64
 }
 
@@ -32,6 +33,7 @@ func dialNodes(addrs []string, opts []grpc.DialOption) (*nodes, error) {
 		n.conns = append(n.conns, cc)
 		n.stubs = append(n.stubs, pb.NewTaskServiceClient(cc))
 		n.crons = append(n.crons, pb.NewCronServiceClient(cc))
+		n.pols = append(n.pols, pb.NewPolicyServiceClient(cc))
 	}
 	return n, nil
 }
@@ -48,6 +50,11 @@ func (n *nodes) call(ctx context.Context, idempotent bool, fn func(context.Conte
 // callCron is call for the CronService, with the same round-robin and the same single retry.
 func (n *nodes) callCron(ctx context.Context, idempotent bool, fn func(context.Context, pb.CronServiceClient) error) error {
 	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.crons[i]) })
+}
+
+// callPolicies is call for the PolicyService, with the same round-robin and the same single retry.
+func (n *nodes) callPolicies(ctx context.Context, idempotent bool, fn func(context.Context, pb.PolicyServiceClient) error) error {
+	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.pols[i]) })
 }
 
 // try runs fn with the index of the next node, and once more with the one

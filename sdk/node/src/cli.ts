@@ -35,7 +35,14 @@
  *     print one JSON line per rule (`cronRuleJson`; list: one per rule, nothing for none).
  *     create/update send the whole rule, as the Python `taskring cron` does.
  *
- * submit, get and cron read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
+ *   node dist/cli.js policies put --nodes H:P --namespace NS --type T --policy JSON --reason R [--if-revision N]
+ *   node dist/cli.js policies get --nodes H:P --namespace NS --type T
+ *   node dist/cli.js policies delete --nodes H:P --namespace NS --type T --reason R [--if-revision N]
+ *   node dist/cli.js policies list --nodes H:P [--namespace NS]
+ *     print one JSON line per type policy (`typePolicyJson`; list: one per policy, nothing for none),
+ *     the same command and keys as the Go and Java CLIs.
+ *
+ * submit, get, cron and policies read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
  * TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE] from the
  * environment, like the Python commands; never from arguments (which `ps` shows).
  * A refused call prints its error on stderr and exits 1.
@@ -45,6 +52,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, tlsCredentials, type ClientOptions } from './client';
 import type { CronRuleInfo, CronRuleSpec } from './cron';
+import type { TypePolicy } from './policies';
 import { NonRetryableError, TaskringError, TaskStoppedError } from './errors';
 import { Executor, type ExecutorOptions } from './executor';
 import { TLS_ENV_NAMES, checkExecutorTlsFields, executorServerCredentials, type ExecutorTlsNames } from './executor-tls';
@@ -58,6 +66,10 @@ const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--p
   '[--on-repeated-hour P] [--on-skipped-hour P] [--timeout-ms N] [--max-retries N]\n' +
   '       cli.js cron get|pause|resume|delete --nodes H:P,... --namespace NS --name NAME\n' +
   '       cli.js cron list --nodes H:P,... [--namespace NS]\n' +
+  '       cli.js policies put --nodes H:P,... --namespace NS --type T --policy JSON --reason R [--if-revision N]\n' +
+  '       cli.js policies get --nodes H:P,... --namespace NS --type T\n' +
+  '       cli.js policies delete --nodes H:P,... --namespace NS --type T --reason R [--if-revision N]\n' +
+  '       cli.js policies list --nodes H:P,... [--namespace NS]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
   '[--behavior ok|reject-once|fail-once|heartbeat] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
   '[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]';
@@ -323,6 +335,119 @@ async function cronMode(rest: string[]): Promise<number> {
   }
 }
 
+/**
+ * The JSON object `policies` prints for a type policy (the contract of the
+ * Go, Java and Node CLIs): exactly namespace, task_type, policy (an object),
+ * source, revision (a number), updated_by, updated_at (RFC 3339 UTC, null when
+ * none), file_policy (an object, null when the file has no entry).
+ */
+export function typePolicyJson(p: TypePolicy): Record<string, unknown> {
+  return {
+    namespace: p.namespace,
+    task_type: p.taskType,
+    policy: p.policy,
+    source: p.source,
+    revision: p.revision,
+    updated_by: p.updatedBy,
+    updated_at: iso(p.updatedAt),
+    file_policy: p.filePolicy,
+  };
+}
+
+const POLICY_ACTIONS = ['put', 'get', 'delete', 'list'] as const;
+type PolicyAction = (typeof POLICY_ACTIONS)[number];
+
+const POLICY_REF_OPTIONS = { ...LIST_OPTIONS, type: { type: 'string' } } as const;
+const POLICY_DELETE_OPTIONS = { ...POLICY_REF_OPTIONS, reason: { type: 'string' }, 'if-revision': { type: 'string' } } as const;
+const POLICY_PUT_OPTIONS = { ...POLICY_DELETE_OPTIONS, policy: { type: 'string' } } as const;
+
+/** What `policies <action>` calls: the parsed command line, checked (UsageError otherwise). */
+export interface PolicyArgs {
+  action: PolicyAction;
+  nodes: string;
+  rpcTimeoutMs: number;
+  namespace: string;
+  taskType: string;
+  /** put: the parsed --policy (any JSON value: one that is not an object is the SDK's to refuse). */
+  policy: unknown;
+  reason: string;
+  ifRevision: number | undefined;
+}
+
+/**
+ * Parse `policies`' arguments (after the word `policies`). A missing flag, an
+ * option of another action, --policy that is not JSON or --if-revision that
+ * is not an integer throw UsageError (or parseArgs' TypeError): exit 2,
+ * nothing sent. `--reason ''` is passed on, for the server to refuse naming `reason`.
+ */
+export function policyArgs(rest: string[]): PolicyArgs {
+  const [action, ...args] = rest;
+  if (!POLICY_ACTIONS.includes(action as PolicyAction)) {
+    throw new UsageError(`the action must be one of ${POLICY_ACTIONS.join(', ')}, got ${JSON.stringify(action ?? '')}`);
+  }
+  const act = action as PolicyAction;
+  const options: NonNullable<ParseArgsConfig['options']> = act === 'put' ? POLICY_PUT_OPTIONS
+    : act === 'delete' ? POLICY_DELETE_OPTIONS : act === 'get' ? POLICY_REF_OPTIONS : LIST_OPTIONS;
+  const values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as
+    Record<string, string | boolean | undefined>;
+  if (!values.nodes) throw new UsageError('--nodes is required');
+  if (act !== 'list' && (!values.namespace || !values.type)) throw new UsageError('--namespace and --type are required');
+  if ((act === 'put' || act === 'delete') && values.reason === undefined) throw new UsageError('--reason is required');
+  let policy: unknown;
+  if (act === 'put') {
+    if (values.policy === undefined) throw new UsageError('--policy is required');
+    try {
+      policy = JSON.parse(String(values.policy));
+    } catch (e) {
+      throw new UsageError(`--policy: not JSON: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const ifRevision = intOption(values, 'if-revision');
+  return {
+    action: act,
+    nodes: String(values.nodes),
+    rpcTimeoutMs: intOption(values, 'rpc-timeout-ms') ?? 10_000,
+    namespace: String(values.namespace ?? ''),
+    taskType: String(values.type ?? ''),
+    policy,
+    reason: String(values.reason ?? ''),
+    ifRevision,
+  };
+}
+
+async function policiesMode(rest: string[]): Promise<number> {
+  let a: PolicyArgs;
+  try {
+    a = policyArgs(rest);
+  } catch (e) {
+    if (!(e instanceof UsageError) && !(e instanceof TypeError)) throw e; // parseArgs throws TypeErrors
+    console.error(`policies${POLICY_ACTIONS.includes(rest[0] as PolicyAction) ? ` ${rest[0]}` : ''}: ${e.message}\n${USAGE}`);
+    return 2;
+  }
+  const client = new Client({ nodes: a.nodes, rpcTimeoutMs: a.rpcTimeoutMs, ...securityFromEnv(process.env) });
+  try {
+    let policies: TypePolicy[];
+    switch (a.action) {
+      case 'put':
+        // Not an object: the SDK's ValidationError naming policy_json, exit 1, nothing sent.
+        policies = [await client.policies.put(a.namespace, a.taskType, a.policy as Record<string, unknown>, a.reason, a.ifRevision)];
+        break;
+      case 'delete': policies = [await client.policies.delete(a.namespace, a.taskType, a.reason, a.ifRevision)]; break;
+      case 'get': policies = [await client.policies.get(a.namespace, a.taskType)]; break;
+      default: policies = await client.policies.list(a.namespace);
+    }
+    for (const p of policies) process.stdout.write(`${JSON.stringify(typePolicyJson(p))}\n`);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof TaskringError)) throw e;
+    // "<STATUS_NAME>: <server's message>", e.g. "INVALID_ARGUMENT: policy_json.concurrency.per_type: ...".
+    console.error(`policies ${a.action}: ${e.message}`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
 const TLS_FLAGS: ExecutorTlsNames = { certFile: '--tls-cert', keyFile: '--tls-key', clientCaFile: '--tls-client-ca' };
 
 /** What `executor` runs with: the Executor's options (handlers aside) and the --behavior. */
@@ -393,6 +518,7 @@ async function main(argv: string[]): Promise<number> {
   const [mode, ...rest] = argv;
   if (mode === 'submit' || mode === 'get') return clientMode(mode, rest);
   if (mode === 'cron') return cronMode(rest);
+  if (mode === 'policies') return policiesMode(rest);
   if (mode !== 'executor') {
     console.error(USAGE);
     return 2;

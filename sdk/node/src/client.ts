@@ -7,7 +7,7 @@
  * Several dispatcher nodes can be given; calls go round-robin over them, and
  * an idempotent call that meets UNAVAILABLE is tried once on the next node
  * (nodes.ts). Idempotent means: get, cancel, and a submit (or a batch) whose
- * tasks all carry a `taskId` (for `client.cron`, see cron.ts). The Python SDK does not make ids on the client
+ * tasks all carry a `taskId` (for `client.cron`, see cron.ts; for `client.policies`, policies.ts). The Python SDK does not make ids on the client
  * (the server assigns a UUIDv7), so neither does this one: a submit without a
  * taskId is never retried, since the retry could create a second task.
  */
@@ -19,10 +19,12 @@ import { specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } fro
 import type { CancelResponse__Output } from './gen/taskring/v1/CancelResponse';
 import type { CronServiceClient } from './gen/taskring/v1/CronService';
 import type { GetTaskResponse__Output } from './gen/taskring/v1/GetTaskResponse';
+import type { PolicyServiceClient } from './gen/taskring/v1/PolicyService';
 import type { SubmitBatchResponse__Output } from './gen/taskring/v1/SubmitBatchResponse';
 import type { SubmitResponse__Output } from './gen/taskring/v1/SubmitResponse';
 import type { TaskServiceClient } from './gen/taskring/v1/TaskService';
 import { NodeList } from './nodes';
+import { Policies, type PolicyInvoke } from './policies';
 import type { SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
 import { loadWire } from './wire/load';
 
@@ -83,11 +85,14 @@ type Invoke<Stub, Res> = (
 interface NodeStubs {
   task: TaskServiceClient;
   cron: CronServiceClient;
+  policy: PolicyServiceClient;
 }
 
 export class Client {
   /** Cron rules (cron.ts): create, update, get, list, pause, resume, delete; same nodes, token and errors. */
   readonly cron: CronRules;
+  /** Task type policies (policies.ts): get, list, put, delete; same nodes, token and errors. */
+  readonly policies: Policies;
   private readonly nodes: NodeList<NodeStubs>;
   private readonly timeoutMs: number | null;
   /** `authorization: Bearer ...` (a #private field: util.inspect and JSON do not show it). */
@@ -107,12 +112,15 @@ export class Client {
     };
     this.nodes = new NodeList(splitNodes(options.nodes).map((address) => {
       const task = new wire.TaskService(address, credentials, channelOptions);
-      // The CronService rides the TaskService's channel: one connection (and TLS session) per node.
-      const cron = new wire.CronService(address, credentials, { ...channelOptions, channelOverride: task.getChannel() });
-      return { task, cron };
+      // The CronService and PolicyService ride the TaskService's channel: one connection (and TLS session) per node.
+      const shared = { ...channelOptions, channelOverride: task.getChannel() };
+      const cron = new wire.CronService(address, credentials, shared);
+      const policy = new wire.PolicyService(address, credentials, shared);
+      return { task, cron, policy };
     }));
     this.timeoutMs = options.rpcTimeoutMs === undefined ? 10_000 : options.rpcTimeoutMs;
     this.cron = new CronRules(<Res>(idempotent: boolean, invoke: CronInvoke<Res>) => this.rpc(idempotent, (n) => n.cron, invoke));
+    this.policies = new Policies(<Res>(idempotent: boolean, invoke: PolicyInvoke<Res>) => this.rpc(idempotent, (n) => n.policy, invoke));
   }
 
   /** Submit one task. */
@@ -154,7 +162,7 @@ export class Client {
     return taskInfoFromWire(resp);
   }
 
-  /** Close every channel (the cron stubs share them). Safe to call twice. */
+  /** Close every channel (the cron and policy stubs share them). Safe to call twice. */
   close(): void {
     for (const node of this.nodes.all()) node.task.close();
   }

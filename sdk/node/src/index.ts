@@ -28,6 +28,7 @@ export { Executor, type ExecutorOptions } from './executor';
 export { executorTlsFromEnv, type ExecutorTlsOptions } from './executor-tls';
 export { formatInstant, parseInstant } from './instant';
 export { consoleLogger, silentLogger, type Logger } from './log';
+export { Policies, type PolicySource, type TypePolicy } from './policies';
 export { backoffCeilingMs, retryDelayMs, type ResolvedRetryPolicy } from './retry';
 export type { BuiltOutcome as Outcome, Handler } from './runner';
 export {

@@ -205,6 +205,103 @@ function memoryCron(now = '2030-01-02T03:04:05Z') {
   return { handlers, rules };
 }
 
+const POLICY_METHODS = ['GetTypePolicy', 'ListTypePolicies', 'PutTypePolicy', 'DeleteTypePolicy'];
+
+/**
+ * A fake node serving PolicyService (`policy` handlers) and TaskService (`task`
+ * handlers) on one port; every call of either is recorded in `calls`.
+ */
+async function fakePolicyNode(name, policy = {}, task = {}) {
+  const wire = loadWire();
+  const calls = [];
+  const implOf = (methods, handlers) => {
+    const impl = {};
+    for (const method of methods) {
+      impl[method] = (call, callback) => {
+        calls.push({ method, request: call.request, node: name, authorization: call.metadata.get('authorization') });
+        const h = handlers[method];
+        if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
+        Promise.resolve()
+          .then(() => h(call.request, name))
+          .then((resp) => callback(null, resp), (err) => callback(err));
+      };
+    }
+    return impl;
+  };
+  const s = await serve([
+    [wire.PolicyService.service, implOf(POLICY_METHODS, policy)],
+    [wire.TaskService.service, implOf(['Submit', 'SubmitBatch', 'Cancel', 'GetTask'], task)],
+  ]);
+  return { ...s, calls, name };
+}
+
+/**
+ * PolicyService handlers over an in-memory map, with the refusals of the
+ * contract the CLI must pass on: an empty reason (INVALID_ARGUMENT naming
+ * `reason`), a bad entry (INVALID_ARGUMENT naming `policy_json.<field>`; here
+ * only concurrency.per_type is judged), a stale if_revision
+ * (FAILED_PRECONDITION), a delete without an API entry (NOT_FOUND). `file`
+ * holds the policies file's entries, keyed "ns/type".
+ */
+function memoryPolicies({ file = {}, now = '2030-01-02T03:04:05Z', by = 'ops-token' } = {}) {
+  const api = new Map();
+  const revisions = new Map(); // the last revision of each key, kept across deletes
+  const key = (r) => `${r.namespace}/${r.task_type}`;
+  const fail = (code, details) => { throw { code, details }; };
+  const view = (namespace, taskType) => {
+    const k = `${namespace}/${taskType}`;
+    const entry = api.get(k);
+    const fromFile = file[k];
+    return {
+      namespace, task_type: taskType,
+      policy_json: entry ? entry.policy_json : JSON.stringify(fromFile ?? {}),
+      source: entry ? 'api' : fromFile ? 'file' : 'none',
+      revision: entry ? String(entry.revision) : '0',
+      updated_by: entry ? by : '',
+      updated_at: entry ? now : '',
+      file_policy_json: fromFile ? JSON.stringify(fromFile) : '',
+    };
+  };
+  const checkWrite = (req) => {
+    if (!req.reason) fail(grpc.status.INVALID_ARGUMENT, 'reason: required (it goes in the audit trail)');
+    const current = api.get(key(req))?.revision ?? 0;
+    if (req.if_revision !== undefined && String(req.if_revision) !== String(current)) {
+      fail(grpc.status.FAILED_PRECONDITION, `if_revision: the entry is at revision ${current}, not ${req.if_revision}`);
+    }
+  };
+  const handlers = {
+    GetTypePolicy: (req) => view(req.namespace, req.task_type),
+    ListTypePolicies: (req) => {
+      const keys = new Set([...api.keys(), ...Object.keys(file)]);
+      return {
+        policies: [...keys].sort()
+          .map((k) => k.split('/'))
+          .filter(([ns]) => !req.namespace || ns === req.namespace)
+          .map(([ns, t]) => view(ns, t)),
+      };
+    },
+    PutTypePolicy: (req) => {
+      const doc = JSON.parse(req.policy_json);
+      const perType = doc.concurrency?.per_type;
+      if (perType !== undefined && !(Number.isInteger(perType) && perType > 0)) {
+        fail(grpc.status.INVALID_ARGUMENT, `policy_json.concurrency.per_type: must be a positive integer, got ${JSON.stringify(perType)}`);
+      }
+      checkWrite(req);
+      const revision = (revisions.get(key(req)) ?? 0) + 1;
+      revisions.set(key(req), revision);
+      api.set(key(req), { policy_json: req.policy_json, revision });
+      return view(req.namespace, req.task_type);
+    },
+    DeleteTypePolicy: (req) => {
+      if (!api.has(key(req))) fail(grpc.status.NOT_FOUND, `no API policy entry for ${key(req)}`);
+      checkWrite(req);
+      api.delete(key(req));
+      return view(req.namespace, req.task_type);
+    },
+  };
+  return { handlers, api };
+}
+
 /** Call Execute on an executor at `address` (plain text unless `credentials` are given). */
 function execute(address, deliveries, deadlineMs = 30_000, credentials = grpc.credentials.createInsecure()) {
   const wire = loadWire();
@@ -254,5 +351,5 @@ async function until(check, ms = 2_000) {
 
 module.exports = {
   VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, fakeCronNode,
-  memoryCron, execute, delivery, makeCerts, sleep, until,
+  memoryCron, fakePolicyNode, memoryPolicies, execute, delivery, makeCerts, sleep, until,
 };

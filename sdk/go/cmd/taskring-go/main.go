@@ -20,7 +20,19 @@
 //	    a refusal exits 1 with the status code and the server's message on stderr,
 //	    e.g. "INVALID_ARGUMENT: rule.time_zone: ...".
 //
-//	submit, get and cron read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
+//	taskring-go policies put --nodes host:port,... --namespace NS --type T --policy JSON --reason R [--if-revision N]
+//	taskring-go policies get --nodes host:port,... --namespace NS --type T
+//	taskring-go policies delete --nodes host:port,... --namespace NS --type T --reason R [--if-revision N]
+//	taskring-go policies list --nodes host:port,... [--namespace NS]
+//	    prints each type's policy as one JSON line (list: one per policy, nothing
+//	    for none) with the keys namespace, task_type, policy, source, revision,
+//	    updated_by, updated_at (null when none) and file_policy (null when none);
+//	    a refusal exits 1 like cron's, e.g.
+//	    "INVALID_ARGUMENT: policy_json.concurrency.per_type: ...". A --policy
+//	    that is not a JSON object is refused before anything is sent
+//	    ("policy_json: must be a JSON object, ...").
+//
+//	submit, get, cron and policies read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
 //	for TLS, TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE]
 //	from the environment, like the Python commands; never from flags.
 //
@@ -58,7 +70,7 @@ func main() {
 
 func run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|cron|executor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|cron|policies|executor [flags]")
 		return 2
 	}
 	var err error
@@ -69,10 +81,12 @@ func run(args []string) int {
 		err = runGet(args[1:], os.Stdout)
 	case "cron":
 		err = runCron(args[1:], os.Stdout)
+	case "policies":
+		err = runPolicies(args[1:], os.Stdout)
 	case "executor":
 		err = runExecutor(args[1:], os.Stdout)
 	default:
-		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get, cron or executor)\n", args[0])
+		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get, cron, policies or executor)\n", args[0])
 		return 2
 	}
 	if err != nil {

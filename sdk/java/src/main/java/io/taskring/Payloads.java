@@ -24,48 +24,72 @@ public final class Payloads {
 
     /** Compact JSON text of a payload: a Map, a JsonNode object, or a bean; null is {}. */
     public static String encode(Object payload) {
-        if (payload == null) {
-            return "{}";
+        return payload == null ? "{}" : encode(payload, "payload");
+    }
+
+    /**
+     * Compact JSON text of a JSON object given as a Map, a JsonNode object or a bean (not null);
+     * anything else is an {@link InvalidTaskSpecException} naming {@code field}.
+     */
+    public static String encode(Object value, String field) {
+        if (value == null) {
+            throw new InvalidTaskSpecException(field, "must be a JSON object, got null");
         }
         JsonNode node;
         try {
-            node = payload instanceof JsonNode n ? n : MAPPER.valueToTree(payload);
+            node = value instanceof JsonNode n ? n : MAPPER.valueToTree(value);
         } catch (IllegalArgumentException e) {
-            throw new InvalidTaskSpecException("payload", "not encodable as JSON: " + e.getMessage());
+            throw new InvalidTaskSpecException(field, "not encodable as JSON: " + e.getMessage());
         }
         if (!node.isObject()) {
-            throw new InvalidTaskSpecException("payload", "must be a JSON object, got " + node.getNodeType().name().toLowerCase());
+            throw new InvalidTaskSpecException(field, "must be a JSON object, got " + node.getNodeType().name().toLowerCase());
         }
-        requireFinite(node);
-        return write(node);
+        requireFinite(node, field);
+        return write(node, field);
     }
 
     /** NaN and infinities are not JSON (Python's allow_nan=False refuses them too); Jackson would write NaN. */
-    private static void requireFinite(JsonNode node) {
+    private static void requireFinite(JsonNode node, String field) {
         if (node.isFloatingPointNumber() && !Double.isFinite(node.doubleValue())) {
-            throw new InvalidTaskSpecException("payload", "not encodable as JSON: out of range float values are not JSON compliant");
+            throw new InvalidTaskSpecException(field, "not encodable as JSON: out of range float values are not JSON compliant");
         }
         if (node.isContainerNode()) {
-            node.forEach(Payloads::requireFinite);
+            node.forEach(child -> requireFinite(child, field));
         }
     }
 
     /** Compacts JSON text that must hold one JSON object. */
     public static String encodeJsonText(String json) {
+        return encodeJsonText(json, "payload");
+    }
+
+    /** Compacts JSON text that must hold one JSON object; anything else is refused naming {@code field}. */
+    public static String encodeJsonText(String json, String field) {
+        if (json == null) {
+            throw new InvalidTaskSpecException(field, "must be a JSON object, got null");
+        }
         JsonNode node;
         try {
             node = MAPPER.readTree(json);
         } catch (JsonProcessingException e) {
-            throw new InvalidTaskSpecException("payload", "not valid JSON: " + e.getOriginalMessage());
+            throw new InvalidTaskSpecException(field, "not valid JSON: " + e.getOriginalMessage());
         }
         if (node == null || !node.isObject()) {
-            throw new InvalidTaskSpecException("payload", "must be a JSON object");
+            throw new InvalidTaskSpecException(field, "must be a JSON object");
         }
-        return write(node);
+        return write(node, field);
     }
 
     /** The payload object of payload_json; empty text is the empty object. */
     public static ObjectNode decode(String text) {
+        return decodeObject(text, "payload_json");
+    }
+
+    /**
+     * The JSON object the server sent in {@code wireField}; empty text is the empty object. Not an
+     * object: a {@link ProtocolException} (the server's fault, not the caller's).
+     */
+    public static ObjectNode decodeObject(String text, String wireField) {
         if (text == null || text.isEmpty()) {
             return MAPPER.createObjectNode();
         }
@@ -73,10 +97,10 @@ public final class Payloads {
         try {
             node = MAPPER.readTree(text);
         } catch (JsonProcessingException e) {
-            throw new ProtocolException("payload_json is not valid JSON: " + e.getOriginalMessage(), e);
+            throw new ProtocolException(wireField + " is not valid JSON: " + e.getOriginalMessage(), e);
         }
         if (!(node instanceof ObjectNode obj)) {
-            throw new ProtocolException("payload_json is not a JSON object");
+            throw new ProtocolException(wireField + " is not a JSON object");
         }
         return obj;
     }
@@ -90,11 +114,11 @@ public final class Payloads {
         }
     }
 
-    private static String write(JsonNode node) {
+    private static String write(JsonNode node, String field) {
         try {
             return MAPPER.writeValueAsString(node);
         } catch (JsonProcessingException e) {
-            throw new InvalidTaskSpecException("payload", "not encodable as JSON: " + e.getOriginalMessage());
+            throw new InvalidTaskSpecException(field, "not encodable as JSON: " + e.getOriginalMessage());
         }
     }
 }

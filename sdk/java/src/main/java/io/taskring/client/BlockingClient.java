@@ -42,6 +42,11 @@ public final class BlockingClient {
         return new BlockingCronRules(client.cron());
     }
 
+    /** {@link TaskringClient#policies()}, waiting. */
+    public BlockingPolicies policies() {
+        return new BlockingPolicies(client.policies());
+    }
+
     static <T> T join(CompletableFuture<T> f) {
         try {
             return f.join();

@@ -105,6 +105,11 @@ public final class TaskringClient implements AutoCloseable {
         return new CronRules(this);
     }
 
+    /** Task types' policy entries (get, list, put, delete) over this client's nodes. */
+    public Policies policies() {
+        return new Policies(this);
+    }
+
     /** The same calls, blocking; they throw the typed exceptions directly. */
     public BlockingClient blocking() {
         return new BlockingClient(this);
