@@ -22,10 +22,11 @@ from cluster.static import StaticOwnership
 from dispatcher.admin.auth import admin_authenticator
 from dispatcher.admin.console.routes import console_routes
 from dispatcher.admin.ops_wiring import Operations
+from dispatcher.admin.policy_routes import PolicyRoutes, live_limits
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.api.admission import Admission
-from dispatcher.api.policies import PolicyApi
+from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.api.service import TaskApi, serve_api
 from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
@@ -135,8 +136,9 @@ class Node:
                                          slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
         self.cron_api = CronApi(node_id=config.node_id, slot_count=config.slot_count, store=self.cron_store,
                                 limits=limits, clock=self.clock, auth=self.auth)
-        self.policy_api = PolicyApi(store=policy_store, layers=lambda: self.policies.layers,
-                                    apply_now=self.policies.check, clock=self.clock, auth=self.auth)
+        self.type_policies = TypePolicies(store=policy_store, layers=lambda: self.policies.layers,
+                                          apply_now=self.policies.check, clock=self.clock)
+        self.policy_api = PolicyApi(self.type_policies, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
                                      stats=self.stats, loops=self.loops)
         self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, kafka=config.kafka,
@@ -150,7 +152,9 @@ class Node:
                                  registry=self.metrics.registry,
                                  # The console first, so that `/` is the console (the ring page stays at /ring.html).
                                  routes=[*console_routes(self.ring_view.snapshot, self._status),
-                                         *self.operations.routes()],
+                                         *self.operations.routes(),
+                                         *PolicyRoutes(self.type_policies, live_limits(
+                                             self.metrics.limit_waiting, self.metrics.limit_held)).routes()],
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None

@@ -402,3 +402,29 @@ def test_a_viewer_sees_why_an_action_is_refused(stand_in, browser, tmp_path):
     message = page.until_text("message", "needs the operator role")
     assert "vera is a viewer" in message
     assert "error" in (page.find("message").get_attribute("class") or "")
+
+
+def test_the_policies_page_shows_each_type_and_saves_an_entry_for_it(node, browser, tmp_path):
+    with Client(node.target) as client:
+        client.policies.put("shop", "export", {"concurrency": {"per_type": 2}}, reason="set by a script")
+        page = Page(browser, node.admin, tmp_path)
+        page.open("policies")
+        page.until(lambda: "shop/export" in page.attrs("policies-row", "data-key"), "the shop/export row")
+        assert page.attrs("policies-row", "data-source") == ["api"]
+        page.click("policies-row")
+        assert page.until(lambda: page.find("policy-revision").get_attribute("value") == "1", "its revision to edit")
+        page.type("policy-text", '{"concurrency": {"per_type": 0}}')
+        page.type("policy-reason", "more room for exports")
+        page.click("policy-save")
+        page.until(lambda: "policy.concurrency.per_type" in page.text("message")
+                   or "policy_json.concurrency.per_type" in page.text("message"), "the refusal naming the field")
+        assert client.policies.get("shop", "export").revision == 1, "nothing refused was written"
+        page.type("policy-text", '{"concurrency": {"per_type": 5}}')
+        page.click("policy-save")
+        page.until_text("policy-result", "saved: revision 2")
+        saved = client.policies.get("shop", "export")
+        assert (saved.revision, saved.policy) == (2, {"concurrency": {"per_type": 5}})
+        page.shot("policies")
+    records = node.get("/api/audit?target=policy:shop/export")["records"]
+    assert [(r["action"], r["reason"]) for r in records] == [("policies.put", "more room for exports"),
+                                                             ("policies.put", "set by a script")]

@@ -12,7 +12,7 @@ import hashlib
 import grpc
 import pytest
 
-from dispatcher.api.policies import PolicyApi
+from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.api.service import TaskApi
 from dispatcher.api.validation import Limits
 from dispatcher.auth.grpc_auth import Authorizer
@@ -66,8 +66,8 @@ def servicers():
                                    metrics=NodeMetrics(), limits=Limits(), auth=auth),
             "CronService": CronApi(node_id=config.node_id, slot_count=config.slot_count,
                                    store=store, limits=Limits(), auth=auth),
-            "PolicyService": PolicyApi(store=store, layers=lambda: store.layers, apply_now=lambda: store.apply_now,
-                                       auth=auth)}
+            "PolicyService": PolicyApi(TypePolicies(store=store, layers=lambda: store.layers,
+                                                    apply_now=lambda: store.apply_now), auth=auth)}
 
 
 def test_every_rpc_needs_a_known_call():

@@ -9,7 +9,7 @@ import json
 import grpc
 import pytest
 
-from dispatcher.api.policies import PolicyApi
+from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.policy.follow import PolicyChange, PolicyFollower
 from dispatcher.policy.layers import PolicyLayers
 from dispatcher.store.memory import MemoryTaskStore
@@ -48,7 +48,7 @@ def world():
     layers = PolicyLayers(file=FILE)
     applied: list[PolicyChange] = []
     follower = PolicyFollower(None, store, layers, layers.policies(), on_change=applied.append)
-    api = PolicyApi(store=store, layers=lambda: follower.layers, apply_now=follower.check)
+    api = PolicyApi(TypePolicies(store=store, layers=lambda: follower.layers, apply_now=follower.check))
     yield api, follower, applied, MemoryAuditStore(tasks)
     tasks.stop()
 

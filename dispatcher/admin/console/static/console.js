@@ -501,6 +501,61 @@
     },
   };
 
+  // ---------------------------------------------------------------- Policies
+
+  function figures(counts) {
+    return Object.entries(counts || {}).map(([limit, n]) => limit + " " + n).join(", ");
+  }
+
+  const policies = {
+    async refresh() {
+      if (document.activeElement && document.activeElement.closest("#page-policies fieldset")) return;
+      const data = await api("GET", "/api/policies" + query({namespace: $("policies-namespace").value.trim()}));
+      const box = $("policies-list");
+      if (!data.policies.length) { fill(box, el("p", {class: "muted"}, "no task type has an entry")); return; }
+      fill(box, el("table", {testid: "policies-table"},
+        el("thead", {}, el("tr", {}, ["namespace", "task type", "source", "revision", "entry", "waiting", "held",
+                                      "updated"].map(h => el("th", {}, h)))),
+        el("tbody", {}, data.policies.map(p => el("tr", {
+          class: "link", testid: "policies-row", "data-key": p.namespace + "/" + p.task_type, "data-source": p.source,
+          onclick: () => this.edit(p)},
+          td(p.namespace), td(p.task_type), td(p.source), num(p.revision),
+          td(el("code", {}, JSON.stringify(p.policy))), td(figures((p.live || {}).waiting)),
+          td(figures((p.live || {}).held)), td(p.updated_by ? p.updated_by + " " + shortTime(p.updated_at) : "", "time"))))));
+    },
+    edit(p) {
+      $("policy-namespace").value = p.namespace;
+      $("policy-task-type").value = p.task_type;
+      $("policy-revision").value = String(p.revision);
+      $("policy-text").value = JSON.stringify(p.policy, null, 2);
+      $("policy-result").textContent = "";
+    },
+    path(suffix) {
+      const ns = $("policy-namespace").value.trim(), type = $("policy-task-type").value.trim();
+      return "/api/policies/" + encodeURIComponent(ns) + "/" + encodeURIComponent(type) + suffix;
+    },
+    body() {
+      const revision = $("policy-revision").value.trim();
+      return {reason: $("policy-reason").value, if_revision: revision === "" ? null : Number(revision)};
+    },
+    async save() {
+      const saved = await api("POST", this.path(""), {...this.body(), policy: $("policy-text").value});
+      this.edit(saved);
+      say("");
+      $("policy-result").textContent = "saved: revision " + saved.revision;
+      document.activeElement.blur();
+      await this.refresh();
+    },
+    async remove() {
+      const removed = await api("POST", this.path("/delete"), this.body());
+      say("");
+      $("policy-result").textContent = "deleted revision " + removed.revision + "; the file's entry applies";
+      $("policy-revision").value = "0";
+      document.activeElement.blur();
+      await this.refresh();
+    },
+  };
+
   // ---------------------------------------------------------------- Ring
 
   const ring = {
@@ -514,7 +569,7 @@
 
   // ---------------------------------------------------------------- routing and refreshing
 
-  const PAGES = {overview, live, failures, "dead-letter": deadLetter, task, audit, ring};
+  const PAGES = {overview, live, failures, "dead-letter": deadLetter, task, policies, audit, ring};
   let current = null;
   let busy = false;
 
@@ -564,6 +619,9 @@
     });
     on("tasks-form", "submit", () => task.search());
     on("audit-filter", "submit", () => audit.refresh());
+    on("policies-filter", "submit", () => policies.refresh());
+    on("policy-save", "click", () => policies.save());
+    on("policy-delete", "click", () => policies.remove());
     window.addEventListener("hashchange", route);
     setInterval(refresh, REFRESH_MS);
   }
