@@ -590,16 +590,17 @@ class Dispatch:
                 ran_ms = max(0, o.finished_at_ms - o.started_at_ms) if o.started_at_ms else 0
                 self._fair.charge(key, d.fair_flow, abs(d.fair_turn), ran_ms)
 
-    def _releaser(self, items: list[Due]) -> Callable[[pb.Outcome], None]:
+    def _releaser(self, items: list[Due]) -> Callable[[list[pb.Outcome]], None]:
         """For a limited type: free each attempt's place as its outcome comes over the Work
-        stream, not when the slowest of its call is over (the handler has ended either way;
-        the call's end releases whatever is left, once)."""
+        stream (a frame's at once), not when the slowest of its call is over (the handler has
+        ended either way; the call's end releases whatever is left, once)."""
         by_attempt = {(d.task_id, d.attempt): d for d in items}
 
-        def release(outcome: pb.Outcome) -> None:
-            d = by_attempt.get((outcome.task_id, outcome.attempt))
-            if d is not None:
-                self._release([d])
+        def release(outcomes: list[pb.Outcome]) -> None:
+            get = by_attempt.get
+            ended = [d for d in (get((o.task_id, o.attempt)) for o in outcomes) if d is not None]
+            if ended:
+                self._release(ended)
         return release
 
     def _type_metrics(self, key: tuple[str, str]) -> tuple[Gauge, Histogram]:

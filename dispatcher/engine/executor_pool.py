@@ -196,11 +196,11 @@ class ExecutorPool:
         self.on_release()
 
     async def run(self, reservation: Reservation, deliveries: Sequence[pb.Delivery],
-                  on_outcome: Callable[[pb.Outcome], None] | None = None) -> RunResult:
+                  on_outcomes: Callable[[list[pb.Outcome]], None] | None = None) -> RunResult:
         """Deliver (at most reservation.total) tasks; capacity not used is released.
         Every delivery gets exactly one outcome back, or comes back in `not_sent`. Over a
-        Work stream, `on_outcome` hears of each outcome as it comes (an Execute call's come
-        all at once, with the result)."""
+        Work stream, `on_outcomes` hears of the outcomes of each frame as it comes (an Execute
+        call's come all at once, with the result)."""
         calls, i = [], 0
         for inst, n in reservation.allocations:
             chunk = list(deliveries[i:i + n])
@@ -208,7 +208,7 @@ class ExecutorPool:
             if n > len(chunk):
                 self._release(inst.address, n - len(chunk))
             if chunk:
-                calls.append(self._call(inst, chunk, on_outcome))
+                calls.append(self._call(inst, chunk, on_outcomes))
         result = RunResult([], [])
         for part in await asyncio.gather(*calls):
             result.outcomes.extend(part.outcomes)
@@ -227,7 +227,7 @@ class ExecutorPool:
         return entry[1]
 
     async def _call(self, inst: _Instance, chunk: list[pb.Delivery],
-                    on_outcome: Callable[[pb.Outcome], None] | None = None) -> RunResult:
+                    on_outcomes: Callable[[list[pb.Outcome]], None] | None = None) -> RunResult:
         deadline_s = max(d.timeout_ms for d in chunk) / 1000 + self._rpc_margin_s
         streamed = None
         # Over a stream each outcome frees its place at once: a chunk's handlers end one by
@@ -236,12 +236,13 @@ class ExecutorPool:
         freed = [0]
         address = inst.address
 
-        def ended(outcome: pb.Outcome) -> None:
-            if freed[0] < len(chunk):
-                freed[0] += 1
-                self._release(address, 1)
-            if on_outcome is not None:
-                on_outcome(outcome)
+        def ended(outcomes: list[pb.Outcome]) -> None:
+            n = min(len(outcomes), len(chunk) - freed[0])
+            if n > 0:
+                freed[0] += n
+                self._release(address, n)
+            if on_outcomes is not None:
+                on_outcomes(outcomes)
         try:
             lease_ms = self._lease_remaining_ms()
             if lease_ms is not None:
@@ -283,7 +284,7 @@ class ExecutorPool:
         return RunResult(outcomes + missed, unstarted)
 
     async def _over_stream(self, address: str, chunk: list[pb.Delivery], deadline_s: float,
-                           on_outcome: Callable[[pb.Outcome], None] | None = None,
+                           on_outcomes: Callable[[list[pb.Outcome]], None] | None = None,
                            ) -> tuple[list[pb.Outcome], BaseException | None] | None:
         """The chunk's outcomes through the executor's Work stream, and why any are
         missing; None when the chunk must go as an Execute call instead (an executor
@@ -295,7 +296,7 @@ class ExecutorPool:
             stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._heartbeats)
         elif stream.taken(chunk):
             return None
-        result = await stream.run(chunk, deadline_s, on_outcome)
+        result = await stream.run(chunk, deadline_s, on_outcomes)
         error = result.error
         if isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNIMPLEMENTED \
                 and not result.outcomes:

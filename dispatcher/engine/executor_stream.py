@@ -67,13 +67,15 @@ class _Chunk:
     deliveries: list[pb.Delivery]
     outcomes: list[pb.Outcome] = dataclasses.field(default_factory=list)
     error: BaseException | None = None
-    on_outcome: Callable[[pb.Outcome], None] | None = None
-    """Told of each outcome as it comes, before the chunk is over (a limit's place is freed then)."""
+    on_outcomes: Callable[[list[pb.Outcome]], None] | None = None
+    """Told of the outcomes of each frame as they come, before the chunk is over (a limit's
+    places are freed then): once per frame, not per outcome, since each call frees places and
+    wakes the dispatch loop."""
 
-    def add(self, outcome: pb.Outcome) -> None:
-        self.outcomes.append(outcome)
-        if self.on_outcome is not None:
-            self.on_outcome(outcome)
+    def add(self, outcomes: list[pb.Outcome]) -> None:
+        self.outcomes.extend(outcomes)
+        if self.on_outcomes is not None:
+            self.on_outcomes(outcomes)
         if len(self.outcomes) == self.expected and not self.done.done():
             self.done.set_result(None)
 
@@ -121,15 +123,15 @@ class ExecutorStream:
         return any((d.task.task_id, d.attempt) in waiting for d in deliveries)
 
     async def run(self, deliveries: list[pb.Delivery], deadline_s: float,
-                  on_outcome: Callable[[pb.Outcome], None] | None = None) -> ChunkResult:
+                  on_outcomes: Callable[[list[pb.Outcome]], None] | None = None) -> ChunkResult:
         """Send the deliveries (with the others of this loop turn) and wait for their outcomes,
-        telling `on_outcome` of each as it comes."""
+        telling `on_outcomes` of those of each frame as it comes."""
         if self.ended:
             return ChunkResult([], StreamEnded("the stream had ended"))
         if self._call is None:
             self._open()
         loop = asyncio.get_running_loop()
-        chunk = _Chunk(len(deliveries), loop.create_future(), deliveries, on_outcome=on_outcome)
+        chunk = _Chunk(len(deliveries), loop.create_future(), deliveries, on_outcomes=on_outcomes)
         waiting = self._waiting
         keys = [(d.task.task_id, d.attempt) for d in deliveries]   # built once: two protobuf reads each
         for key in keys:
@@ -176,9 +178,9 @@ class ExecutorStream:
                 if chunk is not None:
                     log.warning("task %s attempt %d: no heartbeat within %d ms; giving the attempt up",
                                 key[0], key[1], timeout_ms)
-                    chunk.add(pb.Outcome(task_id=key[0], attempt=key[1], kind=pb.OUTCOME_KIND_TIMED_OUT,
-                                         error=f"no heartbeat within the heartbeat timeout ({timeout_ms} ms)",
-                                         finished_at_ms=time_ms()))
+                    chunk.add([pb.Outcome(task_id=key[0], attempt=key[1], kind=pb.OUTCOME_KIND_TIMED_OUT,
+                                          error=f"no heartbeat within the heartbeat timeout ({timeout_ms} ms)",
+                                          finished_at_ms=time_ms())])
                     if self._heartbeats is not None:
                         self._heartbeats.expired()
             wait = min(self._leases.values(), default=now + 3600) - now
@@ -248,10 +250,21 @@ class ExecutorStream:
                 if message.heartbeats and self._heartbeats is not None:
                     self._heard(message.heartbeats)   # first: an outcome beside them ends their attempt
                 waiting = self._waiting
+                # A frame's outcomes, handed to their chunks a run at a time (a frame usually
+                # answers one chunk, whose outcomes come together).
+                current: _Chunk | None = None
+                run: list[pb.Outcome] = []
                 for outcome in message.outcomes:
                     chunk = waiting.pop((outcome.task_id, outcome.attempt), None)
-                    if chunk is not None:
-                        chunk.add(outcome)
+                    if chunk is None:
+                        continue
+                    if chunk is not current:
+                        if current is not None:
+                            current.add(run)
+                        current, run = chunk, []
+                    run.append(outcome)
+                if current is not None:
+                    current.add(run)
         except asyncio.CancelledError:
             error = StreamEnded("the stream was closed by this node")
             self._end(error)

@@ -94,7 +94,7 @@ def test_each_outcome_frees_its_place_before_the_rest_of_its_chunk_ends(executor
         heard: list[str] = []
         mixed = [delivery("f1", "fast"), delivery("s1", "slow"), delivery("f2", "fast")]
         call = asyncio.create_task(pool.run(pool.reserve("ns", "any", 3), mixed,
-                                            lambda o: heard.append(o.task_id)))
+                                            lambda outcomes: heard.extend(o.task_id for o in outcomes)))
         deadline = time.monotonic() + 10
         while sorted(heard) != ["f1", "f2"]:
             assert time.monotonic() < deadline, heard
