@@ -26,6 +26,7 @@ from dispatcher.admin.policy_routes import PolicyRoutes, live_limits
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.api.admission import Admission
+from dispatcher.api.health import GrpcHealth
 from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.api.service import TaskApi, serve_api
 from dispatcher.api.validation import Limits
@@ -158,6 +159,7 @@ class Node:
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
+        self.health = GrpcHealth(self._ready, ("TaskService", "CronService", "PolicyService"), watch=self.loops)
         self._observer = LoopTask("observe", self._observe, self.loops)
         self.grpc_port: int | None = None
         self._started = False
@@ -305,12 +307,15 @@ class Node:
             log.info("calls to the executors: TLS trusting %s; client certificate %s; name verified %s",
                      executor_tls.ca_file, executor_tls.client_cert_file or "none (no mutual TLS)",
                      executor_tls.server_name or "each executor's registered host")
+        await self.health.start()
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"),
                                                      (self.policy_api, "PolicyService"),
-                                                     credentials=self._grpc_credentials)
+                                                     credentials=self._grpc_credentials,
+                                                     configure=self.health.add_to)
         self.admin.start()
         self._serving = True
+        await self.health.refresh()
         log.info("node %s serving on %s:%s", self.config.node_id, self.config.grpc_host, self.grpc_port)
 
     async def stop(self) -> None:
@@ -334,6 +339,8 @@ class Node:
                 log.exception("node %s: stopping %s failed", self.config.node_id, name)
                 failures.append(exc)
 
+        # First: health says NOT_SERVING, so probes and balancers stop sending work here.
+        await step("grpc health", self.health.drain)
         await step("observer", self._observer.stop)
         await step("admin", self.admin.stop)
         await step("grpc", lambda: self._grpc is not None and self._grpc.stop(grace=2))

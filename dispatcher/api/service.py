@@ -293,12 +293,16 @@ class TaskApi(pb_grpc.TaskServiceServicer):
 
 
 async def serve_api(api: TaskApi, host: str, port: int, *more: tuple[Any, str],
-                    credentials: grpc.ServerCredentials | None = None) -> tuple[grpc.aio.Server, int]:
+                    credentials: grpc.ServerCredentials | None = None,
+                    configure: Callable[[grpc.aio.Server], None] | None = None) -> tuple[grpc.aio.Server, int]:
     """The TaskService, and `more` (servicer, service name) pairs, e.g. the CronService;
-    over TLS when `credentials` are given (dispatcher/auth/tls.py), else in the clear."""
+    over TLS when `credentials` are given (dispatcher/auth/tls.py), else in the clear.
+    `configure` adds what else the server carries before it starts (health, reflection)."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)])
     server.add_generic_rpc_handlers(tuple(_service_handler(servicer, name)
                                           for servicer, name in ((api, "TaskService"), *more)))
+    if configure is not None:
+        configure(server)
     address = f"{host}:{port}"
     bound = (server.add_insecure_port(address) if credentials is None
              else server.add_secure_port(address, credentials))

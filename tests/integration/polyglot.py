@@ -194,3 +194,20 @@ class ServiceProcess(ChildProcess):
         if killed:
             print(f"polyglot: {self.name} (pid {self.pid}) ignored SIGTERM for {timeout_s:.0f}s; killed it")
         return killed
+
+
+GRPCURL_VERSION = "v1.9.4"
+
+
+def build_grpcurl(log: Path) -> Path:
+    """grpcurl, built from the Go module proxy once per machine into the user's cache (the test of
+    reflection and health needs a real gRPC tool that has no proto file)."""
+    _require("go")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taskring" / f"grpcurl-{GRPCURL_VERSION}"
+    binary = cache / "grpcurl"
+    if not binary.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        env_args = ["env", f"GOBIN={cache}", "go", "install",
+                    f"github.com/fullstorydev/grpcurl/cmd/grpcurl@{GRPCURL_VERSION}"]
+        _build_step(f"grpcurl {GRPCURL_VERSION}", env_args, REPO, log, 900)
+    return binary

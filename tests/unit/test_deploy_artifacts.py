@@ -377,13 +377,18 @@ def test_ports_and_probes_match_the_node():
         port = probe["httpGet"]["port"]
         return ports[port] if isinstance(port, str) else port
 
-    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+    for kind in ("livenessProbe", "startupProbe"):
         probe = container[kind]
         assert port_of(probe) == config.admin_port, kind
         assert "httpHeaders" not in probe["httpGet"], "probes need no token"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # Readiness is gRPC health on the API's port (a number: a gRPC probe takes no port name),
+    # for the whole server (no service named: dispatcher/api/health.py answers "" too).
+    readiness = container["readinessProbe"]
+    assert set(readiness) & {"httpGet", "tcpSocket", "exec"} == set()
+    assert readiness["grpc"]["port"] == config.grpc_port and not readiness["grpc"].get("service")
+
 
 
 def test_the_probe_paths_answer_without_a_token_and_metrics_want_one():
@@ -409,9 +414,11 @@ def test_the_probe_paths_answer_without_a_token_and_metrics_want_one():
     try:
         assert get(container["livenessProbe"]["httpGet"]["path"]) == 200
         assert get(container["startupProbe"]["httpGet"]["path"]) == 200
-        assert get(container["readinessProbe"]["httpGet"]["path"]) == 503
+        # Readiness over HTTP is the secure overlay's (the base asks gRPC health, tests/unit/
+        # test_grpc_health.py): /readyz says 503 until ready.
+        assert get("/readyz") == 503
         state["ready"] = (True, "ready")
-        assert get(container["readinessProbe"]["httpGet"]["path"]) == 200
+        assert get("/readyz") == 200
         annotations = _statefulset()["spec"]["template"]["metadata"]["annotations"]
         assert get(annotations["prometheus.io/path"]) == 401
         assert get(annotations["prometheus.io/path"], "t0ken") == 200
@@ -492,7 +499,6 @@ SECURITY_FILES = {
     "TASKRING_EXECUTOR_CLIENT_KEY_FILE": ("taskring-executor-tls", "tls.key"),
 }
 SECURITY_SECRETS = {secret for secret, _ in SECURITY_FILES.values()}
-PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
@@ -618,12 +624,22 @@ def test_the_tokens_file_is_not_mounted_with_subpath():
 def test_probes_are_https_in_the_secure_overlay_and_http_in_the_base():
     _, base = _built_node(_built(K8S))
     _, secure = _built_node(_built(SECURE))
-    for kind in PROBES:
+    for kind in ("startupProbe", "livenessProbe"):
         assert base[kind]["httpGet"].get("scheme", "HTTP") == "HTTP", kind
         assert secure[kind]["httpGet"]["scheme"] == "HTTPS", kind
         # Only the scheme: the same path, port and thresholds.
         assert {**secure[kind], "httpGet": {**secure[kind]["httpGet"], "scheme": "HTTP"}} == \
             {**base[kind], "httpGet": {**base[kind]["httpGet"], "scheme": "HTTP"}}, kind
+    # Readiness: gRPC health in the base; a gRPC probe has no TLS, so with TLS it is /readyz over
+    # HTTPS, one handler only, the same thresholds.
+    assert _secure_readiness_as_base(secure["readinessProbe"]) == base["readinessProbe"]
+    assert "grpc" not in secure["readinessProbe"]
+
+
+def _secure_readiness_as_base(probe: dict) -> dict:
+    """The secure overlay's readiness probe with its HTTPS /readyz put back as the base's gRPC one."""
+    assert probe["httpGet"] == {"path": "/readyz", "port": "admin", "scheme": "HTTPS"}, probe
+    return {**{k: v for k, v in probe.items() if k != "httpGet"}, "grpc": {"port": 7070}}
 
 
 @needs_kubectl
@@ -644,8 +660,9 @@ def test_the_component_changes_only_the_node_container_and_its_volumes():
     pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in added]
     node["volumeMounts"] = [m for m in node["volumeMounts"] if m["name"] not in added]
     node["env"] = [v for v in node["env"] if v["name"] not in SECURITY_FILES]
-    for kind in PROBES:
+    for kind in ("startupProbe", "livenessProbe"):
         assert node[kind]["httpGet"].pop("scheme") == "HTTPS"
+    node["readinessProbe"] = _secure_readiness_as_base(node["readinessProbe"])
     assert stripped != secure
 
     def by_name(o: dict) -> tuple[str, str]:
