@@ -67,7 +67,11 @@ class GrpcHealth:
         """Push the node's readiness to every service's status when it changed."""
         if self._draining:
             return
-        ready, why = self._ready()
+        try:
+            ready, why = self._ready()
+        except Exception as exc:   # a judgement that cannot be made is not "ready"
+            log.warning("grpc health: the readiness check failed: %s", exc)
+            ready, why = False, f"readiness check failed: {exc}"
         if ready == self._serving:
             return
         self._serving = ready
