@@ -172,7 +172,7 @@ class Node:
 
     def _apply_policies(self, change: PolicyChange) -> None:
         self.limits = dataclasses.replace(self.limits, retry_policies=change.policies)
-        for consumer in (self.api, self.cron_api, self.materializer, self.operations.dead_letters):
+        for consumer in (self.api, self.cron_api, self.materializer, self.operations):
             consumer.set_limits(self.limits)
         self.engine.set_policies(change.policies)
         if change.source == "file":

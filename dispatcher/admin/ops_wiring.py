@@ -38,6 +38,10 @@ class Operations:
                                  bulk=self.bulk_replays, search=self.search, audit=self.audit, clock=clock,
                                  stats=stats)
 
+    def set_limits(self, limits: Limits) -> None:
+        """New limits (the policies changed): dead-letter edits check payloads and retries by them."""
+        self.dead_letters.set_limits(limits)
+
     def routes(self) -> list[rt.Route]:
         return self._routes.routes()
 

@@ -32,6 +32,7 @@ from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, Concurrenc
 from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
 from dispatcher.engine.slot_table import SlotTable
+from dispatcher.engine.wait_notes import FAIR_PREFIX, KEY_PREFIX, RATE_KEY_PREFIX, WaitNotes, metric_limit
 from dispatcher.policy.fairness import FairPolicy
 from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store import records as r
@@ -43,54 +44,9 @@ log = logging.getLogger(__name__)
 
 _NO_EXECUTOR_LOG_S = 60.0
 
-_KEY_PREFIX = "key:"
-"""A task waiting on its key's limit is parked under the limit "key:<its key>"."""
-_RATE_KEY_PREFIX = "rate_key:"
-"""A task waiting on its key's rate is parked under the limit "rate_key:<its key>"."""
-_FAIR_PREFIX = "fair:"
-"""A task of a fair type waiting for its flow's turn is parked under the limit "fair:<its flow>"."""
-
 _PROBE = 64
 """Due tasks popped even when the executors this node knows have no room: enough to find
 a type whose executors it has not looked up yet, and to postpone types that have none."""
-
-
-def _metric_limit(parked_under: str) -> str:
-    """The `limit` label of a parking limit: per-key limits are one label, whatever the key."""
-    if parked_under.startswith(_KEY_PREFIX):
-        return PER_KEY
-    if parked_under.startswith(_RATE_KEY_PREFIX):
-        return RATE_PER_KEY
-    if parked_under.startswith(_FAIR_PREFIX):
-        return FAIR_SHARE
-    return parked_under
-
-
-_NOTE_EVERY_S = 0.5
-"""How often the wait notes of tasks newly held at a limit are written."""
-
-
-def _wait_reason(limits: TypeLimits | None, limit: str) -> str:
-    """What GetTask shows of a task waiting at `limit` (a parking limit of dispatch.py)."""
-    if limits is None:
-        return limit
-    if limit == CONCURRENCY:
-        return f"concurrency limit per_type (at most {limits.max_running} running)"
-    if limit == RETRY_CAP:
-        return f"retry cap (at most {limits.max_retrying} retries running)"
-    if limit.startswith(_KEY_PREFIX):
-        return f"concurrency limit per_key {limit[len(_KEY_PREFIX):]} (at most {limits.max_running_per_key} running)"
-    if limit == RATE and limits.rate is not None:
-        return f"rate limit per_type ({limits.rate.starts} starts per {limits.rate.period_ms} ms)"
-    if limit.startswith(_RATE_KEY_PREFIX) and limits.rate_per_key is not None:
-        rate = limits.rate_per_key
-        return f"rate limit per_key {limit[len(_RATE_KEY_PREFIX):]} ({rate.starts} starts per {rate.period_ms} ms)"
-    return limit
-
-
-def _log_note_failure(task: asyncio.Future) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("wait notes not written (GetTask will not show why those tasks wait): %s", task.exception())
 
 
 def _paid(cost_ms: float) -> Callable[[Due], None]:
@@ -154,8 +110,7 @@ class Dispatch:
         # reservation; the room they will take is not given out again (_take_turns).
         self._turned: dict[tuple[str, str], int] = collections.Counter()
         # Why tasks wait at a limit, noted in the store a few times a second (GetTask shows it).
-        self._notes: list[r.WaitNote] = []
-        self._notes_due = False
+        self._wait_notes = WaitNotes(store)
         self._heartbeat_ms = dict(heartbeat_timeouts or {})   # (namespace, task_type) -> ms, of types that heartbeat
         self._limits_observed_at = 0.0   # monotonic: the limit gauges are set a few times a second
         # Labelled children resolved once: a labels() lookup per task showed in profiles.
@@ -251,8 +206,8 @@ class Dispatch:
         ends, or a rate's next token comes."""
         at = self._gate.next_ghost_expiry_ms()
         for (namespace, task_type, limit) in self._due.parked():
-            if limit == RATE or limit.startswith(_RATE_KEY_PREFIX):
-                limit_key = limit[len(_RATE_KEY_PREFIX):] if limit != RATE else None
+            if limit == RATE or limit.startswith(RATE_KEY_PREFIX):
+                limit_key = limit[len(RATE_KEY_PREFIX):] if limit != RATE else None
                 token_at = self._rates.next_token_ms((namespace, task_type), limit_key, now_ms)
                 at = token_at if at is None else min(at, token_at)
         return at
@@ -266,8 +221,8 @@ class Dispatch:
         fair_waiting: dict[tuple[str, str], dict[str, int]] = {}
         for (namespace, task_type, limit), parked in self._due.parked().items():
             key = (namespace, task_type)
-            if limit.startswith(_FAIR_PREFIX):   # the flows of a fair type take turns, below
-                fair_waiting.setdefault(key, {})[limit[len(_FAIR_PREFIX):]] = parked
+            if limit.startswith(FAIR_PREFIX):   # the flows of a fair type take turns, below
+                fair_waiting.setdefault(key, {})[limit[len(FAIR_PREFIX):]] = parked
                 continue
             if self._gate.limits_of(key) is None:   # the limit is gone: everything may go
                 self._due.unpark((namespace, task_type, limit), parked)
@@ -278,12 +233,12 @@ class Dispatch:
             room = type_room
             if limit == RETRY_CAP:
                 room = min(room, self._gate.retry_room(key, now_ms))
-            elif limit.startswith(_KEY_PREFIX):
-                room = min(room, self._gate.key_room(key, limit[len(_KEY_PREFIX):], now_ms))
+            elif limit.startswith(KEY_PREFIX):
+                room = min(room, self._gate.key_room(key, limit[len(KEY_PREFIX):], now_ms))
             elif limit == RATE:
                 room = min(room, self._rates.room(key, None, now_ms))
-            elif limit.startswith(_RATE_KEY_PREFIX):
-                limit_key = limit[len(_RATE_KEY_PREFIX):]
+            elif limit.startswith(RATE_KEY_PREFIX):
+                limit_key = limit[len(RATE_KEY_PREFIX):]
                 room = min(room, self._gate.key_room(key, limit_key, now_ms), self._rates.room(key, limit_key, now_ms))
             type_rooms[key] = type_room - self._due.unpark((namespace, task_type, limit), room)
         for key, waiting in fair_waiting.items():
@@ -295,12 +250,12 @@ class Dispatch:
         concurrency limit) have room for, back to the ready stage."""
         if not self._fair.fair(key):   # fairness is gone: everything may go
             for flow, n in waiting.items():
-                self._due.unpark((*key, _FAIR_PREFIX + flow), n, _paid(1.0))
+                self._due.unpark((*key, FAIR_PREFIX + flow), n, _paid(1.0))
             return
         room = self._executors.room_beyond(*key, self._params.high_reserve_share) - self._turned[key]
         room = min(room, type_room if type_room is not None else self._gate.room(key, now_ms))
         for flow, n in self._fair.pick(key, waiting, room).items():
-            self._turned[key] += self._due.unpark((*key, _FAIR_PREFIX + flow), n,
+            self._turned[key] += self._due.unpark((*key, FAIR_PREFIX + flow), n,
                                                   _paid(self._fair.estimate(key, flow)))
 
     def _observe_limits(self) -> None:
@@ -311,7 +266,7 @@ class Dispatch:
         self._limits_observed_at = now
         parked: dict[tuple[str, str, str], int] = collections.Counter()
         for (namespace, task_type, limit), n in self._due.parked().items():
-            parked[(namespace, task_type, _metric_limit(limit))] += n
+            parked[(namespace, task_type, metric_limit(limit))] += n
         held = self._gate.held()
         for key in set(self._gate.limited_types()) | self._fair.types():
             for limit in (CONCURRENCY, RETRY_CAP, PER_KEY, RATE, RATE_PER_KEY, FAIR_SHARE):
@@ -348,12 +303,12 @@ class Dispatch:
                 found = key_rooms.get(limit_key)
                 left = found if found is not None else self._gate.key_room(key, limit_key, now_ms)
                 if left <= 0:
-                    waiting[_KEY_PREFIX + limit_key].append(d)
+                    waiting[KEY_PREFIX + limit_key].append(d)
                     continue
             if rated:
                 refused = self._rates.try_start(key, limit_key, now_ms)
                 if refused is not None:
-                    waiting[RATE if refused == RATE else _RATE_KEY_PREFIX + (limit_key or "")].append(d)
+                    waiting[RATE if refused == RATE else RATE_KEY_PREFIX + (limit_key or "")].append(d)
                     continue
             if keyed:
                 key_rooms[limit_key] = left - 1   # type: ignore[index]  # set with keyed
@@ -363,8 +318,8 @@ class Dispatch:
             admitted.append(d)
         for limit, over in waiting.items():
             self._due.park((*key, limit), over)
-            self._metrics.limit_parked.labels(*key, _metric_limit(limit)).inc(len(over))
-            self._note_waiting(key, limit, over)
+            self._metrics.limit_parked.labels(*key, metric_limit(limit)).inc(len(over))
+            self._wait_notes.note(self._gate.limits_of(key), limit, over)
         self._gate.take(key, admitted)
         self._observe_limits()
         return admitted
@@ -383,29 +338,11 @@ class Dispatch:
             else:
                 by_flow[self._fair.flow_of(key, d)].append(d)
         for flow, dues in by_flow.items():
-            self._due.park((*key, _FAIR_PREFIX + flow), dues)
+            self._due.park((*key, FAIR_PREFIX + flow), dues)
         if by_flow:
             self._metrics.limit_parked.labels(*key, FAIR_SHARE).inc(sum(len(dues) for dues in by_flow.values()))
             self._due.wake()
         return going
-
-    def _note_waiting(self, key: tuple[str, str], limit: str, dues: list[Due]) -> None:
-        """Note, once per attempt and limit, why these tasks wait (written in the background)."""
-        fresh = [d for d in dues if d.wait_noted != limit]
-        if not fresh:
-            return
-        reason = _wait_reason(self._gate.limits_of(key), limit)
-        for d in fresh:
-            d.wait_noted = limit
-            self._notes.append(r.WaitNote(d.task_id, d.slot, d.attempt, reason))
-        if not self._notes_due:
-            self._notes_due = True
-            asyncio.get_running_loop().call_later(_NOTE_EVERY_S, self._write_notes)
-
-    def _write_notes(self) -> None:
-        notes, self._notes, self._notes_due = self._notes, [], False
-        task = asyncio.ensure_future(asyncio.to_thread(self._store.note_waiting, notes))
-        task.add_done_callback(_log_note_failure)
 
     def _keep_reserve(self, namespace: str, task_type: str, group: list[Due]) -> list[Due]:
         """High tasks first and all of them; of the others, no more than fit without taking

@@ -14,21 +14,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from dispatcher.policy.retry import InvalidRetryPolicy, RetryPolicies, parse_retry_policies
+from dispatcher.policy.retry import InvalidRetryPolicy, RetryPolicies, parse_retry_policies, policies_document
+
+file_document = policies_document
+"""The policies file as a JSON object (its entries are checked when merged)."""
 
 MAX_ENTRY_CHARS = 65_536
 """The longest entry the API takes (a type's policy is a few hundred characters)."""
-
-
-def file_document(text: str) -> dict:
-    """The policies file as a JSON object (its entries are checked when merged)."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidRetryPolicy("retry_policies", f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidRetryPolicy("retry_policies", "must be a JSON object")
-    return data
 
 
 def entry_object(policy_json: str, field: str = "policy_json") -> dict:

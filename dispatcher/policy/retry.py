@@ -18,6 +18,7 @@ Pure: randomness comes in as a `random.Random`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import types
@@ -170,6 +171,17 @@ class RetryPolicies:
         return self.for_type(namespace, task_type)
 
 
+def policies_document(text: str) -> dict:
+    """The policies file's text as a JSON object (its entries are checked by parse_retry_policies)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidRetryPolicy("retry_policies", f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidRetryPolicy("retry_policies", "must be a JSON object")
+    return data
+
+
 def parse_retry_policies(text: str) -> RetryPolicies:
     """Retry policies from JSON: the server default and per task type defaults.
 
@@ -186,14 +198,7 @@ def parse_retry_policies(text: str) -> RetryPolicies:
     dispatcher/policy/heartbeat.py) and fair shares among its tenants (`fairness`;
     dispatcher/policy/fairness.py). Errors name the key and field.
     """
-    import json
-
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidRetryPolicy("retry_policies", f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidRetryPolicy("retry_policies", "must be a JSON object")
+    data = policies_document(text)
 
     def policy(key: str, spec: object, base: RetryPolicy) -> RetryPolicy:
         if not isinstance(spec, dict):
