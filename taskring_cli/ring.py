@@ -33,7 +33,31 @@ def format_ring(ring: dict) -> str:
     for s in ring["slots"]:
         counts[str(s["actual_owner"])] = counts.get(str(s["actual_owner"]), 0) + 1
     lines.append("slots per owner: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    lines.append(balance_line(ring))
     return "\n".join(lines)
+
+
+def balance_line(ring: dict) -> str:
+    """How evenly the ring spreads the slots over the members (a member owning none counts):
+    `balance: 3 members, slots per member max 7 / min 3 (2.33x), ideal 5.3`. With few slots a
+    consistent-hash ring is lumpy (16 slots over 3 nodes split 3/7/6 in the demo); more slots
+    even it out."""
+    members = sorted(ring["members"])
+    per = {m: 0 for m in members}
+    unowned = 0
+    for s in ring["slots"]:
+        owner = s["actual_owner"]
+        if owner in per:
+            per[owner] += 1
+        elif owner is None:
+            unowned += 1
+    if not per:
+        return f"balance: no members; {unowned} slots unowned"
+    most, least = max(per.values()), min(per.values())
+    ratio = f"{most / least:.2f}x" if least else "inf"
+    line = (f"balance: {len(per)} member{'s' if len(per) != 1 else ''}, slots per member max {most} / min {least}"
+            f" ({ratio}), ideal {len(ring['slots']) / len(per):.1f}")
+    return line + (f"; {unowned} unowned" if unowned else "")
 
 
 def print_ring(admin_url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> int:

@@ -91,6 +91,15 @@ def test_page_and_table_show_owners_and_flag_moving_slots():
     assert lines[3].split()[:4] == ["0", "n1", "n1", "3"]
     assert lines[4].endswith("*")  # desired n2, actual n1: moving
     assert "slots per owner: n1=2" in table
+    # n2 owns nothing yet: the balance counts it.
+    assert lines[-1] == "balance: 2 members, slots per member max 2 / min 0 (inf), ideal 1.0"
+
+
+def test_the_balance_line_counts_every_member_and_the_unowned_slots():
+    from taskring_cli.ring import balance_line
+    slots = [{"actual_owner": owner} for owner in ["a"] * 3 + ["b"] * 7 + ["c"] * 6 + [None]]
+    assert balance_line({"members": {"a": {}, "b": {}, "c": {}}, "slots": slots}) == (
+        "balance: 3 members, slots per member max 7 / min 3 (2.33x), ideal 5.7; 1 unowned")
 
 
 def test_routes_name_their_role_and_errors_map_to_http_statuses():
