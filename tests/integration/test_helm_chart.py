@@ -1,0 +1,128 @@
+"""The Helm chart (deploy/helm/taskring): `helm lint` passes with the default values and with
+every optional part on; `helm template` renders objects that decode strictly into the Kubernetes
+API's own types (deploy/helm/tools/k8svalidate, offline: the schema URLs kubeconform fetches are
+out of this machine's reach, so the validator checks against the k8s.io/api Go types instead);
+the rendered node reads back, through NodeConfig.from_env, as the settings the values gave; bad
+values are refused by values.schema.json naming the value; the alert rules are the ones
+deploy/prometheus serves. Helm and the validator are built from the Go module proxy once per
+machine (deploy/helm/tools/ensure-tools.sh)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dispatcher.base.config import NodeConfig
+from harness.processes import REPO
+from tests.unit.test_deploy_artifacts import _from_env_variables
+
+# The first run on a machine builds helm from source (about 3 minutes on 2 cores).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
+
+CHART = REPO / "deploy" / "helm" / "taskring"
+CRDS = ("--allow-kind", "monitoring.coreos.com/v1/ServiceMonitor",
+        "--allow-kind", "monitoring.coreos.com/v1/PrometheusRule")
+ALL_ON = ("--set", "security.enabled=true", "--set", "security.executorTlsSecret=taskring-executor-tls",
+          "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    out = subprocess.run(["bash", str(REPO / "deploy" / "helm" / "tools" / "ensure-tools.sh")], capture_output=True,
+                         text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-4000:]
+    found = dict(line.split("=", 1) for line in out.stdout.split() if "=" in line)
+    assert Path(found["helm"]).exists() and Path(found["k8svalidate"]).exists(), found
+    return found
+
+
+def helm(tools, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([tools["helm"], *args], capture_output=True, text=True, timeout=120)
+
+
+def render(tools, *values: str) -> list[dict]:
+    out = helm(tools, "template", "taskring", str(CHART), "--namespace", "jobs", *values)
+    assert out.returncode == 0, out.stderr
+    checked = subprocess.run([tools["k8svalidate"], *CRDS], input=out.stdout, capture_output=True, text=True,
+                             timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def one(objects: list[dict], kind: str) -> dict:
+    [found] = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def node_env(objects: list[dict]) -> tuple[dict, dict[str, str]]:
+    """(node container, the environment it would see: its ConfigMap, then its own variables)."""
+    pod = one(objects, "StatefulSet")["spec"]["template"]["spec"]
+    [node] = [c for c in pod["containers"] if c["name"] == "node"]
+    env = dict(one(objects, "ConfigMap")["data"])
+    for var in node["env"]:
+        env[var["name"]] = var.get("value") or ("taskring-0" if "fieldRef" in var["valueFrom"] else "secret")
+    return node, env
+
+
+def test_lint_passes_with_the_defaults_and_with_every_part_on(tools):
+    for values in ((), ALL_ON):
+        out = helm(tools, "lint", "--strict", str(CHART), *values)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_defaults_render_a_node_that_reads_back_as_configured(tools):
+    objects = render(tools)
+    assert sorted(o["kind"] for o in objects) == ["ConfigMap", "Job", "PodDisruptionBudget", "Service", "Service",
+                                                  "StatefulSet"]
+    node, env = node_env(objects)
+    assert {n for n in env if n.startswith("TASKRING_")} <= _from_env_variables()
+    config = NodeConfig.from_env(env)
+    assert (config.slot_count, config.grpc_port, config.admin_port, config.node_id) == (64, 7070, 7080, "taskring-0")
+    assert node["readinessProbe"]["grpc"] == {"port": 7070}
+    assert node["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    job = one(objects, "Job")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert one(objects, "StatefulSet")["spec"]["replicas"] == 3
+
+
+def test_security_monitoring_and_shards_render_as_the_kustomize_component_does(tools):
+    objects = render(tools, *ALL_ON, "--set", "mysql.shards=db2:3306/taskring",
+                     "--set", "mysql.slotShards=0-31:0\\,32-63:1", "--set", "extraEnv.TASKRING_HIGH_RESERVE_SHARE=0.1")
+    node, env = node_env(objects)
+    config = NodeConfig.from_env({**env, **{k: "/dev/null" for k in env if k.endswith("_FILE")}})
+    assert config.tls is not None and config.executor_tls is not None and len(config.slot_shards or ()) == 64
+    assert env["TASKRING_HIGH_RESERVE_SHARE"] == "0.1"
+    # A gRPC probe has no TLS: readiness is /readyz over HTTPS, as components/security does.
+    assert node["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "admin", "scheme": "HTTPS"}
+    assert "grpc" not in node["readinessProbe"]
+    assert {m["mountPath"] for m in node["volumeMounts"]} == {"/etc/taskring/tokens", "/etc/taskring/tls",
+                                                              "/etc/taskring/executor-tls"}
+    rules = one(objects, "PrometheusRule")["spec"]
+    assert rules == yaml.safe_load((REPO / "deploy" / "prometheus" / "rules.yml").read_text())
+    assert one(objects, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] == "https"
+
+
+@pytest.mark.parametrize("values, named", [
+    (("--set", "slots=0"), "slots"),
+    (("--set", "replicaz=3"), "replicaz"),
+    (("--set", "extraEnv.NOT_OURS=1"), "NOT_OURS"),
+    (("--set", "mysql.port=70000"), "port"),
+])
+def test_bad_values_are_refused_naming_the_value(tools, values, named):
+    out = helm(tools, "template", "taskring", str(CHART), *values)
+    assert out.returncode != 0 and named in out.stderr, out.stderr
+
+
+def test_the_charts_alert_rules_are_deploy_prometheus_rules():
+    assert (CHART / "files" / "rules.yml").read_bytes() == (REPO / "deploy" / "prometheus" / "rules.yml").read_bytes()
+
+
+def test_the_validator_passes_its_own_tests():
+    """k8svalidate's Go tests: an unknown field, a wrong type, an unknown kind, a removed API
+    version, a selector that does not select the template each refused, naming it."""
+    here = REPO / "deploy" / "helm" / "tools" / "k8svalidate"
+    for step in (["go", "vet", "./..."], ["go", "test", "-count=1", "./..."]):
+        out = subprocess.run(step, cwd=here, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
