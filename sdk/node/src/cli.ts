@@ -25,7 +25,8 @@
  *   node dist/cli.js submit --nodes host:port,... --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]
  *     prints the task_id as the only stdout line.
  *   node dist/cli.js get --nodes host:port,... --task-id ID
- *     prints the task as one JSON line: task_id, namespace, task_type, state, attempts, last_error.
+ *     prints the task as one JSON line: task_id, namespace, task_type, state, attempts, last_error,
+ *     waiting (why it has not started: "" unless its owner holds it at a limit).
  *
  *   node dist/cli.js cron create|update --nodes H:P --namespace NS --name NAME --type T --schedule S
  *       [--zone Z] [--payload JSON] [--owner-team X] [--description X] [--catch-up P] [--catch-up-limit N]
@@ -177,7 +178,7 @@ async function clientMode(mode: 'submit' | 'get', rest: string[]): Promise<numbe
     } else {
       const t = await client.get(taskId as string);
       process.stdout.write(`${JSON.stringify({ task_id: t.taskId, namespace: t.namespace, task_type: t.taskType,
-        state: t.state, attempts: t.attempts, last_error: t.lastError })}\n`);
+        state: t.state, attempts: t.attempts, last_error: t.lastError, waiting: t.waiting })}\n`);
     }
     return 0;
   } finally {

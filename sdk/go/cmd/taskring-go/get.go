@@ -14,7 +14,8 @@ import (
 	taskring "github.com/taskring/taskring/sdk/go"
 )
 
-// runGet prints the task as one JSON line: task_id, namespace, task_type, state, attempts, last_error.
+// runGet prints the task as one JSON line: task_id, namespace, task_type, state, attempts, last_error,
+// waiting (why it has not started: "" unless its owner holds it at a limit).
 func runGet(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("get", flag.ContinueOnError)
 	nodes := fs.String("nodes", "", "dispatcher addresses, host:port,...")
@@ -38,7 +39,8 @@ func runGet(args []string, out io.Writer) error {
 		return err
 	}
 	line, err := json.Marshal(map[string]any{"task_id": info.TaskID, "namespace": info.Namespace,
-		"task_type": info.TaskType, "state": string(info.State), "attempts": info.Attempts, "last_error": info.LastError})
+		"task_type": info.TaskType, "state": string(info.State), "attempts": info.Attempts, "last_error": info.LastError,
+		"waiting": info.Waiting})
 	if err != nil {
 		return err
 	}

@@ -135,6 +135,7 @@ public final class Main {
         o.put("state", info.state().wireName());
         o.put("attempts", info.attempts());
         o.put("last_error", info.lastError());
+        o.put("waiting", info.waiting());   // why it has not started: "" unless held at a limit
         ArrayNode history = o.putArray("history");
         for (TaskEvent ev : info.history()) {
             ObjectNode e = history.addObject();

@@ -43,7 +43,7 @@ class CliTest {
     @Test
     void getPrintsOneJsonLine() {
         assertEquals(0, run("get", "--nodes", nodes(), "--task-id", "abc"));
-        assertEquals("{\"task_id\":\"abc\",\"state\":\"succeeded\",\"attempts\":1,\"last_error\":\"\",\"history\":["
+        assertEquals("{\"task_id\":\"abc\",\"state\":\"succeeded\",\"attempts\":1,\"last_error\":\"\",\"waiting\":\"concurrency limit per_type (at most 20 running)\",\"history\":["
                 + "{\"state\":\"accepted\",\"at\":\"2030-01-02T03:04:05.678000+00:00\",\"at_epoch_ms\":1893553445678,\"node\":\"n0\",\"attempt\":0,\"detail\":\"\"},"
                 + "{\"state\":\"succeeded\",\"at\":\"2030-01-02T03:04:06+00:00\",\"at_epoch_ms\":1893553446000,\"node\":\"n0\",\"attempt\":1,\"detail\":\"\"}]}\n",
                 out.toString(StandardCharsets.UTF_8));
