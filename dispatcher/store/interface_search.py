@@ -52,7 +52,19 @@ class SearchProtocol(Protocol):
         """The tasks `q` names, newest first by (created_at, task_id), strictly before the
         cursor `before` when given; at most `limit`, clamped to [1, MAX_PAGE].
 
-        trace_id: the tasks submitted with that trace id. unique_key: the task that last
+        trace_id: the tasks submitted with that trace id; a W3C trace id (32 hex digits) also
+        finds the tasks whose trace_id is a traceparent of that trace (`00-<trace id>-...`, what
+        the SDKs send from inside a traced request). unique_key: the task that last
         took the key in `namespace` (its holder, or its last one; the cursor does not
         apply), none when no task ever took it. Otherwise the tasks of namespace and task_type, of `status` when
         given (a row status), created at or after `since` and before `until`."""
+
+
+def is_w3c_trace_id(value: str) -> bool:
+    """32 lowercase hex digits: the trace id part of a W3C traceparent."""
+    return len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+
+
+def trace_matches(query: str, stored: str) -> bool:
+    """Whether a task with trace_id `stored` answers a search for `query` (see search)."""
+    return stored == query or (is_w3c_trace_id(query) and stored.startswith(f"00-{query}-"))

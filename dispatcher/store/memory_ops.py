@@ -15,7 +15,7 @@ from dispatcher.store.errors import JobNotFound, JobStateConflict
 from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_dead_letters import DeadLetterFilter
 from dispatcher.store.interface_replays import DONE, NEXT_STATE, RUNNING, Job
-from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary
+from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary, trace_matches
 from dispatcher.store.interface_stats import StatsRow
 from dispatcher.store.memory import MemoryTaskStore, _ms
 
@@ -64,7 +64,7 @@ class MemorySearch:
                 rows = [db._rows[holder[0]]] if holder is not None and holder[0] in db._rows else []
                 return [_summary(row) for row in rows][:limit]
             if q.trace_id:
-                rows = [row for row in db._rows.values() if db._traces.get(row.task_id) == q.trace_id]
+                rows = [row for row in db._rows.values() if trace_matches(q.trace_id, db._traces.get(row.task_id, ""))]
             else:
                 rows = [row for row in db._rows.values()
                         if (row.namespace, row.task_type) == (q.namespace, q.task_type)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 
-from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary
+from dispatcher.store.interface_search import MAX_PAGE, Query, TaskSummary, is_w3c_trace_id
 from dispatcher.store.shards import Shards
 
 _SUMMARY = "task_id, slot, namespace, task_type, status, attempts, trigger_at, created_at, updated_at, last_error"
@@ -40,8 +40,14 @@ def statements(q: Query, before: tuple[dt.datetime, str] | None, limit: int) -> 
     """The SQL a query runs on each shard."""
     if q.trace_id:
         args: list[object] = [q.trace_id]
+        where = "trace_id = %s"
+        if is_w3c_trace_id(q.trace_id):
+            # And the traceparents of that trace: a range on idx_trace (the column compares bytes;
+            # "." follows "-").
+            where = "(trace_id = %s OR (trace_id > %s AND trace_id < %s))"
+            args += [f"00-{q.trace_id}-", f"00-{q.trace_id}."]
         page = _page_clause(before, args)
-        return [(f"SELECT {_SUMMARY} FROM tasks WHERE trace_id = %s{page}"
+        return [(f"SELECT {_SUMMARY} FROM tasks WHERE {where}{page}"
                  " ORDER BY created_at DESC, task_id DESC LIMIT %s", [*args, limit])]
     if q.unique_key:   # two steps, each on every shard: SearchStore._holder_of
         return [(_HOLDER, [q.namespace, q.unique_key]), (_BY_ID, [""])]

@@ -38,6 +38,19 @@ class SearchConformance(Area):
         assert ids(search(Query(trace_id="tr"), before=first[-1].cursor)) == ["a"]
         assert search(Query(trace_id="nope")) == []
 
+    def test_a_w3c_trace_id_finds_the_traceparents_of_its_trace(self, backend):
+        given(backend.store, ())
+        trace = "0af7651916cd43dd8448eb211c80319c"
+        for task_id, at, trace_id in (("p1", 1, f"00-{trace}-b7ad6b7169203331-01"), ("p2", 2, trace),
+                                      ("p3", 3, f"00-{trace}-00f067aa0ba902b7-03"),
+                                      ("other", 4, "00-1af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+                                      ("near", 5, f"00-{trace}x")):
+            backend.store.insert_tasks([dataclasses.replace(new_task(task_id, slot=at % 3, created_at=T(at)),
+                                                            trace_id=trace_id)], NODE)
+        assert ids(backend.search.search(Query(trace_id=trace))) == ["p3", "p2", "p1"]
+        assert ids(backend.search.search(Query(trace_id=f"00-{trace}-b7ad6b7169203331-01"))) == ["p1"]
+        assert ids(backend.search.search(Query(trace_id=trace), limit=1, before=(T(3), "p3"))) == ["p2"]
+
     def test_by_unique_key_the_task_that_took_it(self, backend):
         submitted(backend)
         assert ids(backend.search.search(Query(namespace="ns", unique_key="k1"))) == ["b"]

@@ -11,6 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from taskring._tracing import current_traceparent
 from taskring.errors import ProtocolError
 from taskring.task import (
     Priority,
@@ -118,6 +119,10 @@ def spec_to_pb(spec: TaskSpec) -> pb.Task:
         task.unique_ttl_ms = to_millis(spec.unique_ttl)  # type: ignore[arg-type]
     if spec.trace_id:
         task.trace_id = spec.trace_id
+    else:   # inside a traced request: the task goes on with its trace (_tracing.py)
+        traceparent = current_traceparent()
+        if traceparent:
+            task.trace_id = traceparent
     return task
 
 

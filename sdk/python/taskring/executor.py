@@ -36,6 +36,7 @@ import grpc
 from taskring import _stream
 from taskring._registration import Registration, znode_data, znode_path
 from taskring._runner import DeliveryRunner, Handler, HandlerFn
+from taskring._tracing import traced
 from taskring.wire import pb, pb_grpc
 
 log = logging.getLogger("taskring.executor")
@@ -176,7 +177,8 @@ class Executor:
                 raise RuntimeError("register handlers before start(): the registration lists the task types")
             if task_type in self._handlers:
                 raise ValueError(f"task_type: {task_type!r} already has a handler")
-            self._handlers[task_type] = Handler.of(fn)
+            # In a span continuing the submitter's trace, when the task carries one (_tracing.py).
+            self._handlers[task_type] = Handler.of(traced(fn))
 
     @property
     def task_types(self) -> tuple[str, ...]:

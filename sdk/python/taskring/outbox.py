@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from taskring._tracing import current_traceparent
 from taskring.errors import InvalidArgument
 from taskring.idempotency import Connection, Cursor
 from taskring.task import Priority, RetryPolicy, Seconds, SubmitResult, TaskSpec, to_timedelta
@@ -194,7 +195,8 @@ def encode_spec(spec: TaskSpec, task_id: str) -> str:
         },
         "priority": str(spec.priority),
         "unique_key": spec.unique_key,
-        "trace_id": spec.trace_id,
+        # Taken now, inside the request's transaction (and span), not when the relay sends it.
+        "trace_id": spec.trace_id or current_traceparent() or None,
         "payload_version": spec.payload_version,
     }
     try:
