@@ -38,6 +38,7 @@ from dispatcher.base.clock_sync import ClockSync, SyncedClock
 from dispatcher.base.config import NodeConfig
 from dispatcher.base.loop_task import LoopTask, LoopWatch
 from dispatcher.base.metrics import NodeMetrics
+from dispatcher.base.tracing import tracing_of
 from dispatcher.cron.api import CronApi
 from dispatcher.cron.materializer import Materializer
 from dispatcher.engine.engine import Engine
@@ -93,6 +94,8 @@ class Node:
         # The policies file now; the entries set through the API are laid over it at start.
         layers = read_layers(config.retry_policies_file, None)
         limits = self.limits = limits or _limits(config, layers)
+        # Spans of traced tasks (TASKRING_TRACES): None unless an exporter is named.
+        self.tracing = tracing_of(config.traces, config.node_id)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, closed_topics: KafkaIntake(
@@ -108,7 +111,7 @@ class Node:
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type,
             heartbeat_timeouts=limits.retry_policies.heartbeat_by_type,
-            fairness=limits.retry_policies.fairness_by_type)
+            fairness=limits.retry_policies.fairness_by_type, tracing=self.tracing)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
@@ -131,7 +134,7 @@ class Node:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
-                           stats=self.stats)
+                           stats=self.stats, tracing=self.tracing)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(params=plan_params(config), store=self.cron_store, clock=self.clock,
                                          slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
@@ -358,6 +361,8 @@ class Node:
         await step("ring view", lambda: asyncio.to_thread(self.ring_view.close))
         if self.clock_sync is not None:
             await step("clock sync", lambda: asyncio.to_thread(self.clock_sync.stop))
+        if self.tracing is not None:
+            await step("tracing", lambda: asyncio.to_thread(self.tracing.stop))
         await step("store", lambda: asyncio.to_thread(self.store.stop))
         if failures and was_serving:
             raise failures[0]

@@ -36,6 +36,7 @@ from dispatcher.base.errors import (
     bounded,
 )
 from dispatcher.base.metrics import NodeMetrics
+from dispatcher.base.tracing import NodeTracing, is_traceparent
 from dispatcher.engine.ready import NORMAL, priority_class
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.codec import queued_message, queued_message_of_envelope
@@ -113,8 +114,9 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     def __init__(self, *, params: ApiParams, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
                  admission: Admission | None = None, auth: Authorizer | None = None,
-                 stats: TaskStats | None = None):
+                 stats: TaskStats | None = None, tracing: NodeTracing | None = None):
         self._params = params
+        self._tracing = tracing   # spans of traced tasks (base/tracing.py); None: off
         self._auth = auth or Authorizer(None)
         self._stats = stats
         self._admission = admission
@@ -163,6 +165,17 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             except TaskIdTaken as exc:
                 index = next(i for i, v in enumerate(valid) if v.task_id == exc.task_id)
                 raise exc.at(f"tasks[{index}].task_id") from None
+
+    def _trace_accept(self, fresh: Sequence[r.NewTask], start_ms: int) -> None:
+        """`taskring.accept` for each new traced task: from the call's start to now (written and produced)."""
+        assert self._tracing is not None
+        end_ms = self._clock.now_ms()
+        for row in fresh:
+            if row.trace_id and is_traceparent(row.trace_id):
+                self._tracing.span("taskring.accept", row.trace_id, start_ms, end_ms,
+                                   {"taskring.task_id": row.task_id, "taskring.namespace": row.namespace,
+                                    "taskring.task_type": row.task_type, "taskring.node": self._params.node_id,
+                                    "taskring.path": "kafka" if row.status == r.ENQUEUED else "mysql"})
 
     def _admit(self, priorities: Iterable[int]) -> None:
         """Refuse (Overloaded) before anything is written when this node is behind for the
@@ -217,6 +230,8 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         self._metrics.submitted.labels("mysql").inc(len(fresh) - by_kafka)
         if self._stats is not None and fresh:
             self._stats.submitted(collections.Counter((row.namespace, row.task_type) for row in fresh).items())
+        if self._tracing is not None:
+            self._trace_accept(fresh, now_ms)
         results = []
         due_texts: dict[dt.datetime, str] = {}
         for row in rows:

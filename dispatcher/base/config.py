@@ -247,6 +247,8 @@ class NodeConfig:
     """How often the tokens file is checked for a change and read again (TASKRING_TOKENS_RELOAD_MS)."""
     policies_reload_ms: int = 5_000
     """How often the policies file is checked for a change and read again (TASKRING_POLICIES_RELOAD_MS)."""
+    traces: str = ""
+    """Where the spans of traced tasks go (TASKRING_TRACES): "" (off), "console" or "otlp" (base/tracing.py)."""
     tls: TlsConfig | None = None
     """TLS of the gRPC API and the admin endpoint; None: plain text."""
     executor_tls: ExecutorTlsConfig | None = None
@@ -361,6 +363,8 @@ class NodeConfig:
     """False: a single node owns every slot without ZooKeeper claims."""
 
     def __post_init__(self) -> None:
+        if self.traces not in ("", "console", "otlp"):
+            raise ValueError(f"TASKRING_TRACES: {self.traces!r} is not one of console, otlp (or empty: off)")
         positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "policies_reload_ms", "heap_capacity",
                   "poll_interval_ms", "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
                   "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
@@ -436,6 +440,8 @@ class NodeConfig:
             values["grpc_host"] = env["TASKRING_BIND_HOST"]
         if "TASKRING_NODE_ID" in env:
             values["node_id"] = env["TASKRING_NODE_ID"]
+        if "TASKRING_TRACES" in env:
+            values["traces"] = env["TASKRING_TRACES"].strip().lower()
         if "TASKRING_RETRY_POLICIES" in env:
             values["retry_policies_file"] = env["TASKRING_RETRY_POLICIES"]
         if "TASKRING_ADMIN_TOKEN" in env:

@@ -23,6 +23,7 @@ from prometheus_client import Gauge, Histogram
 from dispatcher.base.clock import Clock, ms_to_datetime
 from dispatcher.base.config import positive
 from dispatcher.base.metrics import NodeMetrics, observe_many, observe_values
+from dispatcher.base.tracing import NodeTracing, is_traceparent
 from dispatcher.engine.completer import Completer
 from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
@@ -92,8 +93,9 @@ class Dispatch:
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
                  gate: ConcurrencyGate | None = None, rates: RateGate | None = None, fair: FairShare | None = None,
-                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None):
+                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None, tracing: NodeTracing | None = None):
         self._params = params
+        self._tracing = tracing   # spans of traced attempts (base/tracing.py); None: off
         self._store = store
         self._executors = executors
         self._metrics = metrics
@@ -492,12 +494,27 @@ class Dispatch:
                      len(items) - len(result.not_sent))
         if self._fair.fair(reservation.key):
             self._charge(reservation.key, items, result.outcomes)
+        if self._tracing is not None:
+            self._trace_dispatch(items, result.outcomes)
         if result.not_sent:
             unsent = {(d.task.task_id, d.attempt) for d in result.not_sent}
             await self._completer.give_back([d for d in items if (d.task_id, d.attempt) in unsent])
             items = [d for d in items if (d.task_id, d.attempt) not in unsent]
         if items:
             await self._completer.finish(items, result.outcomes)
+
+    def _trace_dispatch(self, items: list[Due], outcomes: list[pb.Outcome]) -> None:
+        """`taskring.dispatch` for each traced attempt: from its dispatch until its outcome came."""
+        assert self._tracing is not None
+        kinds = {(o.task_id, o.attempt): o.kind for o in outcomes}
+        end_ms = self._clock.now_ms()
+        for d in items:
+            trace_id = d.task.trace_id
+            if trace_id and is_traceparent(trace_id):
+                kind = kinds.get((d.task_id, d.attempt))
+                self._tracing.span("taskring.dispatch", trace_id, d.dispatched_ms, end_ms, {
+                    "taskring.task_id": d.task_id, "taskring.attempt": d.attempt, "taskring.node": self._params.node_id,
+                    "taskring.outcome": pb.OutcomeKind.Name(kind) if kind is not None else "not sent"})
 
     async def _with_heartbeats(self, key: TypeKey, items: list[Due], deliveries: list[pb.Delivery]) -> None:
         """A type that heartbeats: each delivery carries its heartbeat timeout, and a retry the

@@ -31,6 +31,7 @@ from dispatcher.base.clock import Clock, datetime_to_ms
 from dispatcher.base.config import positive
 from dispatcher.base.loop_task import LoopTask, LoopWatch
 from dispatcher.base.metrics import NodeMetrics
+from dispatcher.base.tracing import NodeTracing
 from dispatcher.engine.completer import Completer, CompleterParams
 from dispatcher.engine.dispatch import Dispatch, DispatchParams
 from dispatcher.engine.due import Due, due_of_message
@@ -96,7 +97,7 @@ class Engine:
                  stats: TaskStats | None = None, loops: LoopWatch | None = None,
                  type_limits: Mapping[TypeKey, TypeLimits] | None = None,
                  heartbeat_timeouts: Mapping[TypeKey, int] | None = None,
-                 fairness: Mapping[TypeKey, FairPolicy] | None = None):
+                 fairness: Mapping[TypeKey, FairPolicy] | None = None, tracing: NodeTracing | None = None):
         self._params = params
         self._store = store
         self._producer = producer
@@ -130,7 +131,7 @@ class Engine:
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose, gate=self._gate,
                                   rates=RateGate(type_limits), fair=FairShare(fairness),
-                                  heartbeat_timeouts=heartbeat_timeouts)
+                                  heartbeat_timeouts=heartbeat_timeouts, tracing=tracing)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
                                 behind=self.slots_behind, loops=loops)

@@ -2,9 +2,12 @@
 carries the request's W3C traceparent, and the Python executor runs its handler in a span whose
 parent is the request's span (one trace from the request through the handler). A task submitted
 outside a span carries none and its handler runs in no span; a trace_id the caller gives is kept.
-Spans are caught by the OpenTelemetry SDK's in-memory exporter."""
+The node, with TASKRING_TRACES=console, writes `taskring.accept` and `taskring.dispatch` spans of
+the traced task, children of the request's span. Spans are caught by the OpenTelemetry SDK's
+in-memory exporter (the SDK's) and read from the node's console exporter (the node's)."""
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -43,7 +46,7 @@ def test_a_task_continues_the_trace_it_was_submitted_in(taskring_env):
         with lock:
             seen[ctx.task_id] = trace.get_current_span().get_span_context()
 
-    node = NodeProcess(taskring_env, "tracing-1", single=True).start()
+    node = NodeProcess(taskring_env, "tracing-1", single=True, TASKRING_TRACES="console").start()
     executor = Executor(NS, zk_hosts=taskring_env.zk_hosts)
     executor.add_handler(TYPE, ship)
     executor.start()
@@ -66,6 +69,36 @@ def test_a_task_continues_the_trace_it_was_submitted_in(taskring_env):
         assert execute.context.span_id == seen["traced-1"].span_id
         attributes = dict(execute.attributes or {})
         assert attributes["taskring.task_id"] == "traced-1" and attributes["taskring.attempt"] == 1
+        node.terminate()   # the node flushes its spans as it stops
+        node_spans = _console_spans(node.log_path.read_text(errors="replace"))
+        accept = [sp for sp in node_spans if sp["name"] == "taskring.accept"]
+        dispatch = [sp for sp in node_spans if sp["name"] == "taskring.dispatch"]
+        assert [sp["attributes"]["taskring.task_id"] for sp in accept] == ["traced-1"], node_spans
+        assert [sp["attributes"]["taskring.task_id"] for sp in dispatch] == ["traced-1"], node_spans
+        for sp in (*accept, *dispatch):
+            assert sp["context"]["trace_id"] == f"0x{wanted.trace_id:032x}"
+            assert sp["parent_id"] == f"0x{wanted.span_id:016x}"
+        assert dispatch[0]["attributes"]["taskring.outcome"] == "OUTCOME_KIND_SUCCEEDED"
     finally:
         executor.stop()
-        node.terminate()
+        node.stop()
+
+
+def _console_spans(log: str) -> list[dict]:
+    """The spans OpenTelemetry's ConsoleSpanExporter printed (indented JSON objects) in a log."""
+    spans, depth, start = [], 0, None
+    for i, ch in enumerate(log):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0 and start is not None:
+                try:
+                    found = json.loads(log[start:i + 1])
+                except ValueError:
+                    continue
+                if isinstance(found, dict) and "context" in found and "name" in found:
+                    spans.append(found)
+    return spans
