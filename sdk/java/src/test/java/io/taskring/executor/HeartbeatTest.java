@@ -237,7 +237,9 @@ class HeartbeatTest {
     @Test
     void cancelInterruptsTheHandlerAndItsOutcomeIsStoppedWhateverItReturns() throws Exception {
         CompletableFuture<String> handlerSaw = new CompletableFuture<>();
+        CountDownLatch began = new CountDownLatch(1);
         TaskringExecutor e = start(executor().handler("long", ctx -> {
+            began.countDown();
             try {
                 new CountDownLatch(1).await(WAIT_S * 3, TimeUnit.SECONDS);
                 handlerSaw.complete("never interrupted");
@@ -254,7 +256,9 @@ class HeartbeatTest {
         }));
         Dispatcher d = new Dispatcher(e);
         d.deliver(delivery("t1", "long", 5000));
-        d.answer(d.nextHeartbeat(), HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL, "cancelled by alice");
+        var first = d.nextHeartbeat();
+        assertTrue(began.await(WAIT_S, TimeUnit.SECONDS)); // a cancel before the handler began would skip it
+        d.answer(first, HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL, "cancelled by alice");
         Taskring.Outcome o = d.nextOutcome();
         assertEquals("t1", o.getTaskId());
         assertEquals(3, o.getAttempt());
@@ -316,11 +320,15 @@ class HeartbeatTest {
         }));
         Dispatcher d = new Dispatcher(e);
         d.deliver(delivery("t1", "async", 5000));
-        d.answer(d.nextHeartbeat(), HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL, "by bob");
+        var first = d.nextHeartbeat();
+        // The SDK sends the first heartbeat before the handler runs: a cancel answered before the
+        // pool thread reached the handler would (rightly) skip it, and there would be no future.
+        ExecutorTest.waitFor(() -> handed.get() != null);
+        d.answer(first, HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL, "by bob");
         Taskring.Outcome o = d.nextOutcome();
         assertEquals(OutcomeKind.OUTCOME_KIND_STOPPED, o.getKind());
         assertEquals("cancelled: by bob", o.getError());
-        ExecutorTest.waitFor(() -> handed.get() != null && handed.get().isCancelled());
+        ExecutorTest.waitFor(() -> handed.get().isCancelled());
         assertTrue(seen.get().isStopped());
         assertThrows(TaskStoppedException.class, () -> seen.get().heartbeat());
         ExecutorTest.waitFor(() -> e.inFlight() == 0);
