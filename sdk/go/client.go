@@ -52,6 +52,9 @@ func (c *Client) Submit(ctx context.Context, spec TaskSpec) (SubmitResult, error
 	if verr != nil {
 		return SubmitResult{}, verr
 	}
+	if task.TraceId == "" { // inside a traced request: the task goes on with its trace (tracing.go)
+		task.TraceId = currentTraceparent(ctx)
+	}
 	ctx, cancel := c.timeout.bound(ctx)
 	defer cancel()
 	var resp *pb.SubmitResponse
@@ -74,11 +77,15 @@ func (c *Client) SubmitBatch(ctx context.Context, specs []TaskSpec) ([]SubmitRes
 	}
 	tasks := make([]*pb.Task, len(specs))
 	idempotent := true
+	traceparent := currentTraceparent(ctx) // "" outside a traced request (tracing.go)
 	for i := range specs {
 		t, verr := specToPB(&specs[i])
 		if verr != nil {
 			verr.Field = "tasks[" + strconv.Itoa(i) + "]." + verr.Field
 			return nil, verr
+		}
+		if t.TraceId == "" {
+			t.TraceId = traceparent
 		}
 		tasks[i] = t
 		idempotent = idempotent && specs[i].TaskID != ""

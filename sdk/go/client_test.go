@@ -24,6 +24,7 @@ type fakeNode struct {
 	calls []string
 	err   error
 	last  *pb.Task
+	batch []*pb.Task
 }
 
 func (f *fakeNode) record(method string) error {
@@ -57,6 +58,9 @@ func (f *fakeNode) SubmitBatch(_ context.Context, r *pb.SubmitBatchRequest) (*pb
 	if err := f.record("SubmitBatch"); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.batch = r.GetTasks()
+	f.mu.Unlock()
 	out := &pb.SubmitBatchResponse{}
 	for _, t := range r.GetTasks() {
 		out.Results = append(out.Results, &pb.SubmitResponse{TaskId: t.GetTaskId(), State: pb.TaskState_TASK_STATE_QUEUED})

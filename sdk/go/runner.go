@@ -209,7 +209,7 @@ func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout
 				done <- handlerResult{panicked: true, value: v, stack: debug.Stack(), finished: time.Now()}
 			}
 		}()
-		err := h(hctx, t)
+		err := callHandler(hctx, h, t) // in a span when the task carries a traceparent (tracing.go)
 		done <- handlerResult{err: err, finished: time.Now()}
 	}()
 
