@@ -69,6 +69,16 @@ class Tools:
     def java(self, *args: str) -> list[str]:
         return ["java", "-cp", self.java_classpath, "io.taskring.cli.Main", *args]
 
+    def cli(self, language: str, *args: str) -> list[str]:
+        """The command line of `language`'s CLI (go, java, node) with `args`."""
+        if language == "go":
+            return [str(self.go_cli), *args]
+        if language == "node":
+            return ["node", str(self.node_cli), *args]
+        if language == "java":
+            return self.java(*args)
+        raise ValueError(f"no CLI for {language!r}")
+
     def node_executor(self, zk: str, namespace: str, types: str, behavior: str, *extra: str) -> list[str]:
         return ["node", str(self.node_cli), "executor", *executor_args(zk, namespace, types, behavior), *extra]
 

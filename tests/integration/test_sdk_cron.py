@@ -53,14 +53,7 @@ def node(taskring_env):
 
 def cron_cli(tools: Tools, language: str, node: NodeProcess, log) -> Callable[..., CliResult]:
     def run(action: str, *flags: str) -> CliResult:
-        args = ["cron", action, "--nodes", node.target, *flags]
-        if language == "go":
-            command = [str(tools.go_cli), *args]
-        elif language == "node":
-            command = ["node", str(tools.node_cli), *args]
-        else:
-            command = tools.java(*args)
-        return run_cli(command, log)
+        return run_cli(tools.cli(language, "cron", action, "--nodes", node.target, *flags), log)
     return run
 
 

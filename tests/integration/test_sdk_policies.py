@@ -48,14 +48,7 @@ def node(taskring_env, tmp_path):
 
 def policies_cli(tools: Tools, language: str, node: NodeProcess, log) -> Callable[..., CliResult]:
     def run(action: str, *flags: str) -> CliResult:
-        args = ["policies", action, "--nodes", node.target, *flags]
-        if language == "go":
-            command = [str(tools.go_cli), *args]
-        elif language == "node":
-            command = ["node", str(tools.node_cli), *args]
-        else:
-            command = tools.java(*args)
-        return run_cli(command, log)
+        return run_cli(tools.cli(language, "policies", action, "--nodes", node.target, *flags), log)
     return run
 
 
