@@ -203,7 +203,7 @@ class OpsRoutes:
 
     def task(self, req: Request) -> Response:
         row, history = self.tasks.get_task(req.params["task_id"])
-        note = self.tasks.wait_note(row.task_id) if row.status in r.WAITING else None
+        note = self.tasks.wait_note(row.task_id) if row.status in r.NOT_HANDED_OUT else None
         return Response.of_json(_shown({
             "waiting": note[1] if note is not None and note[0] == row.attempts + 1 else "",
             "task_id": row.task_id, "namespace": row.namespace, "task_type": row.task_type, "slot": row.slot,

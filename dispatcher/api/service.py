@@ -295,7 +295,7 @@ class TaskApi(pb_grpc.TaskServiceServicer):
         task = pb.Task.FromString(row.envelope)
         task.retry_count = row.attempts
         waiting = ""
-        if row.status in r.WAITING:   # held at a limit? its owner noted why, for its next attempt
+        if row.status in r.NOT_HANDED_OUT:   # held at a limit? its owner noted why, for its next attempt
             note = await asyncio.to_thread(self._store.wait_note, request.task_id)
             if note is not None and note[0] == row.attempts + 1:
                 waiting = note[1]

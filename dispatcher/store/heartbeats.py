@@ -52,7 +52,7 @@ def details(cur, task_ids: Sequence[str]) -> dict[str, str]:
 def note_waiting(cur, notes: Sequence[r.WaitNote]) -> None:
     if not notes:
         return
-    waiting = sorted(str(s) for s in r.WAITING)
+    waiting = sorted(str(s) for s in r.NOT_HANDED_OUT)
     cur.executemany("UPDATE tasks SET wait_attempt = %s, wait_reason = %s"
                     f" WHERE task_id = %s AND status IN ({', '.join(['%s'] * len(waiting))})",
                     [(n.attempt, n.reason[:200], n.task_id, *waiting) for n in notes])

@@ -356,7 +356,7 @@ class MemoryTaskStore:
             self._maybe_fail("note_waiting")
             for n in notes:
                 row = self._rows.get(n.task_id)
-                if row is not None and row.status in r.WAITING:
+                if row is not None and row.status in r.NOT_HANDED_OUT:
                     self._wait_notes[n.task_id] = (n.attempt, n.reason[:200])
 
     def wait_note(self, task_id: str) -> tuple[int, str] | None:

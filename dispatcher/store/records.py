@@ -34,10 +34,13 @@ class Status(enum.StrEnum):
     SUCCEEDED = "succeeded"
     DEAD_LETTERED = "dead_lettered"
     CANCELLED = "cancelled"
+    WAITING = "waiting"
+    SKIPPED = "skipped"
 
 
 PENDING, ENQUEUED, CLAIMED, DISPATCHED = Status.PENDING, Status.ENQUEUED, Status.CLAIMED, Status.DISPATCHED
 SUCCEEDED, DEAD_LETTERED, CANCELLED = Status.SUCCEEDED, Status.DEAD_LETTERED, Status.CANCELLED
+WAITING, SKIPPED = Status.WAITING, Status.SKIPPED
 
 STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
     # waits for the poller: polled into the heap, or cancelled
@@ -55,8 +58,13 @@ STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
     # an operator's replay (dispatcher/ops/): the task runs again, same id, same history
     DEAD_LETTERED: frozenset({PENDING}),
     CANCELLED: frozenset(),
+    # a task of a graph waiting for its parents (dispatcher/store/graphs.py): no owner acts on
+    # it (lane 0). Released to either path when its join rule is met; skipped when the rule
+    # can no longer be met; or cancelled.
+    WAITING: frozenset({PENDING, ENQUEUED, SKIPPED, CANCELLED}),
+    SKIPPED: frozenset(),
 }
-TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED})
+TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED, SKIPPED})
 """Where the engine leaves a task for good; only a person brings a dead letter back."""
 CANCELLABLE_RUNNING = frozenset(s for s, after in STATUS_TRANSITIONS.items() if CANCELLED in after)
 CANCELLABLE = CANCELLABLE_RUNNING - {DISPATCHED}
@@ -79,6 +87,8 @@ class Lane(enum.IntEnum):
 LANE_OF: dict[Status, Lane] = {
     PENDING: Lane.MYSQL, CLAIMED: Lane.HEAP, ENQUEUED: Lane.LIVE, DISPATCHED: Lane.LIVE,
     SUCCEEDED: Lane.DONE, DEAD_LETTERED: Lane.DONE, CANCELLED: Lane.DONE,
+    # Not in the owner's lanes: a waiting task is found through graph_nodes until released.
+    WAITING: Lane.DONE, SKIPPED: Lane.DONE,
 }
 
 RETRY = "retry"
@@ -214,7 +224,7 @@ class WaitNote:
     reason: str
 
 
-WAITING = frozenset({PENDING, ENQUEUED, CLAIMED})
+NOT_HANDED_OUT = frozenset({PENDING, ENQUEUED, CLAIMED})
 """The statuses of a task not handed out: what a wait note may be about."""
 
 

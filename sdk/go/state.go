@@ -20,11 +20,15 @@ const (
 	StateFailed       TaskState = "failed"
 	StateDeadLettered TaskState = "dead_lettered"
 	StateCancelled    TaskState = "cancelled"
+	// StateWaiting: a task of a graph waiting for the tasks it depends on.
+	StateWaiting TaskState = "waiting"
+	// StateSkipped: a task of a graph that will not run: its join rule can no longer be met.
+	StateSkipped TaskState = "skipped"
 )
 
 // IsTerminal reports whether the task will not run again (short of a manual replay).
 func (s TaskState) IsTerminal() bool {
-	return s == StateSucceeded || s == StateDeadLettered || s == StateCancelled
+	return s == StateSucceeded || s == StateDeadLettered || s == StateCancelled || s == StateSkipped
 }
 
 var statesFromPB = map[pb.TaskState]TaskState{
@@ -37,6 +41,8 @@ var statesFromPB = map[pb.TaskState]TaskState{
 	pb.TaskState_TASK_STATE_FAILED:        StateFailed,
 	pb.TaskState_TASK_STATE_DEAD_LETTERED: StateDeadLettered,
 	pb.TaskState_TASK_STATE_CANCELLED:     StateCancelled,
+	pb.TaskState_TASK_STATE_WAITING:       StateWaiting,
+	pb.TaskState_TASK_STATE_SKIPPED:       StateSkipped,
 }
 
 // stateFromPB fails on a value it does not know: that means the server is newer than this SDK.

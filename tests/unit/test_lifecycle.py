@@ -32,9 +32,9 @@ def test_the_history_table_names_every_state_and_reaches_each_from_accepted():
     assert _reachable(LIFECYCLE, TaskState.ACCEPTED) == set(TaskState)
 
 
-def test_exactly_the_three_outcomes_are_terminal_and_every_other_state_can_end():
+def test_exactly_the_four_outcomes_are_terminal_and_every_other_state_can_end():
     terminal = {s for s in TaskState if s.is_terminal}
-    assert terminal == {TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED}
+    assert terminal == {TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED, TaskState.SKIPPED}
     for state in set(TaskState) - terminal:
         assert _reachable(LIFECYCLE, state) & terminal, f"{state} can never end"
     assert all(s.successors == LIFECYCLE[s] for s in TaskState)
@@ -42,10 +42,10 @@ def test_exactly_the_three_outcomes_are_terminal_and_every_other_state_can_end()
 
 def test_the_row_table_names_every_status_and_every_row_can_end():
     assert set(r.STATUS_TRANSITIONS) == set(r.Status)
-    assert r.TERMINAL == {r.SUCCEEDED, r.DEAD_LETTERED, r.CANCELLED}
+    assert r.TERMINAL == {r.SUCCEEDED, r.DEAD_LETTERED, r.CANCELLED, r.SKIPPED}
     for status in r.Status:
         assert _reachable(r.STATUS_TRANSITIONS, status) & r.TERMINAL, f"a {status} row can never end"
-    assert r.CANCELLABLE == {r.PENDING, r.ENQUEUED, r.CLAIMED}, "cancel is only for tasks not yet handed out"
+    assert r.CANCELLABLE == {r.PENDING, r.ENQUEUED, r.CLAIMED, r.WAITING}, "cancel is only for tasks not yet handed out"
     assert r.CANCELLABLE_RUNNING == r.CANCELLABLE | {r.DISPATCHED}, "...or running, for a type that heartbeats"
 
 
@@ -64,6 +64,8 @@ def test_the_row_statuses_that_end_a_task_are_the_states_that_end_it():
     (r.SUCCEEDED, 1, 0, TaskState.SUCCEEDED),
     (r.DEAD_LETTERED, 4, 0, TaskState.DEAD_LETTERED),
     (r.CANCELLED, 0, 0, TaskState.CANCELLED),
+    (r.WAITING, 0, 0, TaskState.WAITING),
+    (r.SKIPPED, 0, 0, TaskState.SKIPPED),
 ])
 def test_a_row_shows_callers_its_lifecycle_state(status, attempts, due_in_s, state):
     assert r.api_state(status, attempts, NOW + dt.timedelta(seconds=due_in_s), NOW) == state
@@ -88,6 +90,9 @@ def test_the_wire_mapping_is_one_to_one_with_the_protos_states():
       "dead_lettered"], []),
     (["accepted", "queued", "dispatched", "queued", "dispatched", "succeeded"], []),   # handed back unspent
     (["accepted", "queued", "cancelled"], []),
+    (["accepted", "waiting", "queued", "dispatched", "running", "succeeded"], []),   # a task of a graph
+    (["accepted", "waiting", "skipped"], []),
+    (["accepted", "waiting", "dispatched"], ["event 2: 'dispatched' may not follow 'waiting'"]),
     (["queued", "dispatched"], ["starts with 'queued', not accepted"]),
     (["accepted", "queued", "succeeded"], ["event 2: 'succeeded' may not follow 'queued'"]),
     (["accepted", "queued", "dispatched", "running", "cancelled"],
@@ -120,5 +125,6 @@ def test_the_lane_column_of_the_migration_is_records_lane_of():
     named = {r.Status(status): r.Lane(int(lane)) for status, lane in re.findall(r"WHEN '(\w+)' THEN (\d)", case[1])}
     otherwise = r.Lane(int(case[2]))
     assert {s: named.get(s, otherwise) for s in r.Status} == r.LANE_OF
-    # Terminal rows leave the lanes the owner reads; every live status is in one of them.
-    assert {s for s, lane in r.LANE_OF.items() if lane == r.Lane.DONE} == r.TERMINAL
+    # Terminal rows leave the lanes the owner reads; every live status is in one of them,
+    # but for a task of a graph that waits for its parents: found through graph_nodes.
+    assert {s for s, lane in r.LANE_OF.items() if lane == r.Lane.DONE} == r.TERMINAL | {r.WAITING}

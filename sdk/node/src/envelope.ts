@@ -34,6 +34,8 @@ const STATES: Readonly<Record<string, TaskState>> = {
   TASK_STATE_FAILED: 'failed',
   TASK_STATE_DEAD_LETTERED: 'dead_lettered',
   TASK_STATE_CANCELLED: 'cancelled',
+  TASK_STATE_WAITING: 'waiting',
+  TASK_STATE_SKIPPED: 'skipped',
 };
 
 const PRIORITY_TO_WIRE: Readonly<Record<Priority, WirePriority>> = {

@@ -11,11 +11,13 @@
 /** Where a task is in its lifecycle: accepted -> queued -> dispatched -> running -> succeeded, ... */
 export type TaskState =
   | 'accepted' | 'queued' | 'dispatched' | 'running' | 'retry_wait'
-  | 'succeeded' | 'failed' | 'dead_lettered' | 'cancelled';
+  | 'succeeded' | 'failed' | 'dead_lettered' | 'cancelled'
+  // a task of a graph: waiting for the tasks it depends on, or skipped by its join rule
+  | 'waiting' | 'skipped';
 
 /** True when the task will not run again (short of a manual replay). */
 export function isTerminal(state: TaskState): boolean {
-  return state === 'succeeded' || state === 'dead_lettered' || state === 'cancelled';
+  return state === 'succeeded' || state === 'dead_lettered' || state === 'cancelled' || state === 'skipped';
 }
 
 /** Priority class; each has its own Kafka topic, so LOW never queues ahead of HIGH. */

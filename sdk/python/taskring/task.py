@@ -29,6 +29,8 @@ class TaskState(enum.StrEnum):
     ``accepted -> queued -> dispatched -> running -> succeeded``, with
     ``running -> retry_wait -> queued`` for retries and
     ``running -> failed -> dead_lettered`` when they run out, plus ``cancelled``.
+    A task of a graph starts ``accepted -> waiting`` and is then ``queued`` when the
+    tasks it depends on allow it, or ``skipped`` when they no longer can.
     """
 
     ACCEPTED = "accepted"
@@ -40,6 +42,10 @@ class TaskState(enum.StrEnum):
     FAILED = "failed"
     DEAD_LETTERED = "dead_lettered"
     CANCELLED = "cancelled"
+    WAITING = "waiting"
+    """A task of a graph waiting for the tasks it depends on (taskring.graph)."""
+    SKIPPED = "skipped"
+    """A task of a graph that will not run: its join rule can no longer be met."""
 
     @property
     def is_terminal(self) -> bool:
@@ -55,7 +61,11 @@ class TaskState(enum.StrEnum):
 LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     # The one table of the lifecycle: the server writes histories by it (a test holds
     # every history the engine and both stores write to it), and the SDKs read them.
-    TaskState.ACCEPTED: frozenset({TaskState.QUEUED}),
+    TaskState.ACCEPTED: frozenset({TaskState.QUEUED, TaskState.WAITING}),
+    # A task of a graph waits for its parents: released (queued), skipped by its join rule,
+    # or cancelled.
+    TaskState.WAITING: frozenset({TaskState.QUEUED, TaskState.SKIPPED, TaskState.CANCELLED}),
+    TaskState.SKIPPED: frozenset(),
     TaskState.QUEUED: frozenset({TaskState.DISPATCHED, TaskState.CANCELLED}),
     # Dispatched and then: started; an outcome with no start time (it never began, or
     # the executor did not say); handed back unspent (queued again, same attempt); or
@@ -71,7 +81,7 @@ LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     TaskState.DEAD_LETTERED: frozenset({TaskState.RETRY_WAIT}),
     TaskState.CANCELLED: frozenset(),
 }
-_TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED})
+_TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED, TaskState.SKIPPED})
 
 
 class Priority(enum.StrEnum):

@@ -63,5 +63,5 @@ def test_no_error_shadows_a_builtin():
 def test_task_states_are_the_lifecycle():
     assert [s.value for s in taskring.TaskState] == [
         "accepted", "queued", "dispatched", "running", "retry_wait",
-        "succeeded", "failed", "dead_lettered", "cancelled",
+        "succeeded", "failed", "dead_lettered", "cancelled", "waiting", "skipped",
     ]

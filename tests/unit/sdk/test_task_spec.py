@@ -53,5 +53,5 @@ def test_retry_policy_validates_and_normalises():
 
 def test_terminal_states():
     assert {s for s in TaskState if s.is_terminal} == {
-        TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED,
+        TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED, TaskState.SKIPPED,
     }

@@ -8,13 +8,23 @@ import type { CronRuleRef as _taskring_v1_CronRuleRef, CronRuleRef__Output as _t
 import type { CronServiceClient as _taskring_v1_CronServiceClient, CronServiceDefinition as _taskring_v1_CronServiceDefinition } from './taskring/v1/CronService';
 import type { DeleteTypePolicyRequest as _taskring_v1_DeleteTypePolicyRequest, DeleteTypePolicyRequest__Output as _taskring_v1_DeleteTypePolicyRequest__Output } from './taskring/v1/DeleteTypePolicyRequest';
 import type { Delivery as _taskring_v1_Delivery, Delivery__Output as _taskring_v1_Delivery__Output } from './taskring/v1/Delivery';
+import type { Dependency as _taskring_v1_Dependency, Dependency__Output as _taskring_v1_Dependency__Output } from './taskring/v1/Dependency';
 import type { ExecuteRequest as _taskring_v1_ExecuteRequest, ExecuteRequest__Output as _taskring_v1_ExecuteRequest__Output } from './taskring/v1/ExecuteRequest';
 import type { ExecuteResponse as _taskring_v1_ExecuteResponse, ExecuteResponse__Output as _taskring_v1_ExecuteResponse__Output } from './taskring/v1/ExecuteResponse';
 import type { ExecutorServiceClient as _taskring_v1_ExecutorServiceClient, ExecutorServiceDefinition as _taskring_v1_ExecutorServiceDefinition } from './taskring/v1/ExecutorService';
+import type { GetGraphRequest as _taskring_v1_GetGraphRequest, GetGraphRequest__Output as _taskring_v1_GetGraphRequest__Output } from './taskring/v1/GetGraphRequest';
+import type { GetGraphResponse as _taskring_v1_GetGraphResponse, GetGraphResponse__Output as _taskring_v1_GetGraphResponse__Output } from './taskring/v1/GetGraphResponse';
 import type { GetTaskRequest as _taskring_v1_GetTaskRequest, GetTaskRequest__Output as _taskring_v1_GetTaskRequest__Output } from './taskring/v1/GetTaskRequest';
 import type { GetTaskResponse as _taskring_v1_GetTaskResponse, GetTaskResponse__Output as _taskring_v1_GetTaskResponse__Output } from './taskring/v1/GetTaskResponse';
+import type { GraphEdge as _taskring_v1_GraphEdge, GraphEdge__Output as _taskring_v1_GraphEdge__Output } from './taskring/v1/GraphEdge';
+import type { GraphNode as _taskring_v1_GraphNode, GraphNode__Output as _taskring_v1_GraphNode__Output } from './taskring/v1/GraphNode';
+import type { GraphRef as _taskring_v1_GraphRef, GraphRef__Output as _taskring_v1_GraphRef__Output } from './taskring/v1/GraphRef';
+import type { GraphServiceClient as _taskring_v1_GraphServiceClient, GraphServiceDefinition as _taskring_v1_GraphServiceDefinition } from './taskring/v1/GraphService';
+import type { GraphTask as _taskring_v1_GraphTask, GraphTask__Output as _taskring_v1_GraphTask__Output } from './taskring/v1/GraphTask';
+import type { GraphTaskRef as _taskring_v1_GraphTaskRef, GraphTaskRef__Output as _taskring_v1_GraphTaskRef__Output } from './taskring/v1/GraphTaskRef';
 import type { Heartbeat as _taskring_v1_Heartbeat, Heartbeat__Output as _taskring_v1_Heartbeat__Output } from './taskring/v1/Heartbeat';
 import type { HeartbeatAnswer as _taskring_v1_HeartbeatAnswer, HeartbeatAnswer__Output as _taskring_v1_HeartbeatAnswer__Output } from './taskring/v1/HeartbeatAnswer';
+import type { Join as _taskring_v1_Join, Join__Output as _taskring_v1_Join__Output } from './taskring/v1/Join';
 import type { ListCronRulesRequest as _taskring_v1_ListCronRulesRequest, ListCronRulesRequest__Output as _taskring_v1_ListCronRulesRequest__Output } from './taskring/v1/ListCronRulesRequest';
 import type { ListCronRulesResponse as _taskring_v1_ListCronRulesResponse, ListCronRulesResponse__Output as _taskring_v1_ListCronRulesResponse__Output } from './taskring/v1/ListCronRulesResponse';
 import type { ListTypePoliciesRequest as _taskring_v1_ListTypePoliciesRequest, ListTypePoliciesRequest__Output as _taskring_v1_ListTypePoliciesRequest__Output } from './taskring/v1/ListTypePoliciesRequest';
@@ -28,6 +38,8 @@ import type { QueuedTask as _taskring_v1_QueuedTask, QueuedTask__Output as _task
 import type { RetryPolicy as _taskring_v1_RetryPolicy, RetryPolicy__Output as _taskring_v1_RetryPolicy__Output } from './taskring/v1/RetryPolicy';
 import type { SubmitBatchRequest as _taskring_v1_SubmitBatchRequest, SubmitBatchRequest__Output as _taskring_v1_SubmitBatchRequest__Output } from './taskring/v1/SubmitBatchRequest';
 import type { SubmitBatchResponse as _taskring_v1_SubmitBatchResponse, SubmitBatchResponse__Output as _taskring_v1_SubmitBatchResponse__Output } from './taskring/v1/SubmitBatchResponse';
+import type { SubmitGraphRequest as _taskring_v1_SubmitGraphRequest, SubmitGraphRequest__Output as _taskring_v1_SubmitGraphRequest__Output } from './taskring/v1/SubmitGraphRequest';
+import type { SubmitGraphResponse as _taskring_v1_SubmitGraphResponse, SubmitGraphResponse__Output as _taskring_v1_SubmitGraphResponse__Output } from './taskring/v1/SubmitGraphResponse';
 import type { SubmitRequest as _taskring_v1_SubmitRequest, SubmitRequest__Output as _taskring_v1_SubmitRequest__Output } from './taskring/v1/SubmitRequest';
 import type { SubmitResponse as _taskring_v1_SubmitResponse, SubmitResponse__Output as _taskring_v1_SubmitResponse__Output } from './taskring/v1/SubmitResponse';
 import type { Task as _taskring_v1_Task, Task__Output as _taskring_v1_Task__Output } from './taskring/v1/Task';
@@ -50,18 +62,30 @@ export interface ProtoGrpcType {
       CronService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_CronServiceClient> & { service: _taskring_v1_CronServiceDefinition }
       DeleteTypePolicyRequest: MessageTypeDefinition<_taskring_v1_DeleteTypePolicyRequest, _taskring_v1_DeleteTypePolicyRequest__Output>
       Delivery: MessageTypeDefinition<_taskring_v1_Delivery, _taskring_v1_Delivery__Output>
+      Dependency: MessageTypeDefinition<_taskring_v1_Dependency, _taskring_v1_Dependency__Output>
       ExecuteRequest: MessageTypeDefinition<_taskring_v1_ExecuteRequest, _taskring_v1_ExecuteRequest__Output>
       ExecuteResponse: MessageTypeDefinition<_taskring_v1_ExecuteResponse, _taskring_v1_ExecuteResponse__Output>
       ExecutorService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_ExecutorServiceClient> & { service: _taskring_v1_ExecutorServiceDefinition }
+      GetGraphRequest: MessageTypeDefinition<_taskring_v1_GetGraphRequest, _taskring_v1_GetGraphRequest__Output>
+      GetGraphResponse: MessageTypeDefinition<_taskring_v1_GetGraphResponse, _taskring_v1_GetGraphResponse__Output>
       GetTaskRequest: MessageTypeDefinition<_taskring_v1_GetTaskRequest, _taskring_v1_GetTaskRequest__Output>
       GetTaskResponse: MessageTypeDefinition<_taskring_v1_GetTaskResponse, _taskring_v1_GetTaskResponse__Output>
+      GraphEdge: MessageTypeDefinition<_taskring_v1_GraphEdge, _taskring_v1_GraphEdge__Output>
+      GraphNode: MessageTypeDefinition<_taskring_v1_GraphNode, _taskring_v1_GraphNode__Output>
+      GraphRef: MessageTypeDefinition<_taskring_v1_GraphRef, _taskring_v1_GraphRef__Output>
+      GraphService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_GraphServiceClient> & { service: _taskring_v1_GraphServiceDefinition }
+      GraphTask: MessageTypeDefinition<_taskring_v1_GraphTask, _taskring_v1_GraphTask__Output>
+      GraphTaskRef: MessageTypeDefinition<_taskring_v1_GraphTaskRef, _taskring_v1_GraphTaskRef__Output>
       Heartbeat: MessageTypeDefinition<_taskring_v1_Heartbeat, _taskring_v1_Heartbeat__Output>
       HeartbeatAnswer: MessageTypeDefinition<_taskring_v1_HeartbeatAnswer, _taskring_v1_HeartbeatAnswer__Output>
       HeartbeatVerdict: EnumTypeDefinition
+      Join: MessageTypeDefinition<_taskring_v1_Join, _taskring_v1_Join__Output>
+      JoinRule: EnumTypeDefinition
       ListCronRulesRequest: MessageTypeDefinition<_taskring_v1_ListCronRulesRequest, _taskring_v1_ListCronRulesRequest__Output>
       ListCronRulesResponse: MessageTypeDefinition<_taskring_v1_ListCronRulesResponse, _taskring_v1_ListCronRulesResponse__Output>
       ListTypePoliciesRequest: MessageTypeDefinition<_taskring_v1_ListTypePoliciesRequest, _taskring_v1_ListTypePoliciesRequest__Output>
       ListTypePoliciesResponse: MessageTypeDefinition<_taskring_v1_ListTypePoliciesResponse, _taskring_v1_ListTypePoliciesResponse__Output>
+      OnFailure: EnumTypeDefinition
       Outcome: MessageTypeDefinition<_taskring_v1_Outcome, _taskring_v1_Outcome__Output>
       OutcomeKind: EnumTypeDefinition
       PolicyService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_PolicyServiceClient> & { service: _taskring_v1_PolicyServiceDefinition }
@@ -73,6 +97,8 @@ export interface ProtoGrpcType {
       RetryPolicy: MessageTypeDefinition<_taskring_v1_RetryPolicy, _taskring_v1_RetryPolicy__Output>
       SubmitBatchRequest: MessageTypeDefinition<_taskring_v1_SubmitBatchRequest, _taskring_v1_SubmitBatchRequest__Output>
       SubmitBatchResponse: MessageTypeDefinition<_taskring_v1_SubmitBatchResponse, _taskring_v1_SubmitBatchResponse__Output>
+      SubmitGraphRequest: MessageTypeDefinition<_taskring_v1_SubmitGraphRequest, _taskring_v1_SubmitGraphRequest__Output>
+      SubmitGraphResponse: MessageTypeDefinition<_taskring_v1_SubmitGraphResponse, _taskring_v1_SubmitGraphResponse__Output>
       SubmitRequest: MessageTypeDefinition<_taskring_v1_SubmitRequest, _taskring_v1_SubmitRequest__Output>
       SubmitResponse: MessageTypeDefinition<_taskring_v1_SubmitResponse, _taskring_v1_SubmitResponse__Output>
       Task: MessageTypeDefinition<_taskring_v1_Task, _taskring_v1_Task__Output>

@@ -99,21 +99,25 @@ const (
 	TaskState_TASK_STATE_FAILED        TaskState = 7
 	TaskState_TASK_STATE_DEAD_LETTERED TaskState = 8
 	TaskState_TASK_STATE_CANCELLED     TaskState = 9
+	TaskState_TASK_STATE_WAITING       TaskState = 10 // a task of a graph waiting for the tasks it depends on
+	TaskState_TASK_STATE_SKIPPED       TaskState = 11 // a task of a graph that will not run: its join rule can no longer be met
 )
 
 // Enum value maps for TaskState.
 var (
 	TaskState_name = map[int32]string{
-		0: "TASK_STATE_UNSPECIFIED",
-		1: "TASK_STATE_ACCEPTED",
-		2: "TASK_STATE_QUEUED",
-		3: "TASK_STATE_DISPATCHED",
-		4: "TASK_STATE_RUNNING",
-		5: "TASK_STATE_RETRY_WAIT",
-		6: "TASK_STATE_SUCCEEDED",
-		7: "TASK_STATE_FAILED",
-		8: "TASK_STATE_DEAD_LETTERED",
-		9: "TASK_STATE_CANCELLED",
+		0:  "TASK_STATE_UNSPECIFIED",
+		1:  "TASK_STATE_ACCEPTED",
+		2:  "TASK_STATE_QUEUED",
+		3:  "TASK_STATE_DISPATCHED",
+		4:  "TASK_STATE_RUNNING",
+		5:  "TASK_STATE_RETRY_WAIT",
+		6:  "TASK_STATE_SUCCEEDED",
+		7:  "TASK_STATE_FAILED",
+		8:  "TASK_STATE_DEAD_LETTERED",
+		9:  "TASK_STATE_CANCELLED",
+		10: "TASK_STATE_WAITING",
+		11: "TASK_STATE_SKIPPED",
 	}
 	TaskState_value = map[string]int32{
 		"TASK_STATE_UNSPECIFIED":   0,
@@ -126,6 +130,8 @@ var (
 		"TASK_STATE_FAILED":        7,
 		"TASK_STATE_DEAD_LETTERED": 8,
 		"TASK_STATE_CANCELLED":     9,
+		"TASK_STATE_WAITING":       10,
+		"TASK_STATE_SKIPPED":       11,
 	}
 )
 
@@ -154,6 +160,116 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{1}
+}
+
+// When a task of a graph becomes due, from the ends of the tasks it depends on.
+// UNSPECIFIED is ALL_SUCCEEDED.
+type JoinRule int32
+
+const (
+	JoinRule_JOIN_RULE_UNSPECIFIED   JoinRule = 0
+	JoinRule_JOIN_RULE_ALL_SUCCEEDED JoinRule = 1 // every parent succeeded (or failed under ON_FAILURE_IGNORE)
+	JoinRule_JOIN_RULE_ALL_DONE      JoinRule = 2 // every parent ended, whatever its end
+	JoinRule_JOIN_RULE_NONE_FAILED   JoinRule = 3 // every parent ended and none failed (skipped counts as fine)
+	JoinRule_JOIN_RULE_ANY_SUCCEEDED JoinRule = 4 // one parent succeeded
+	JoinRule_JOIN_RULE_AT_LEAST      JoinRule = 5 // Join.at_least parents succeeded
+)
+
+// Enum value maps for JoinRule.
+var (
+	JoinRule_name = map[int32]string{
+		0: "JOIN_RULE_UNSPECIFIED",
+		1: "JOIN_RULE_ALL_SUCCEEDED",
+		2: "JOIN_RULE_ALL_DONE",
+		3: "JOIN_RULE_NONE_FAILED",
+		4: "JOIN_RULE_ANY_SUCCEEDED",
+		5: "JOIN_RULE_AT_LEAST",
+	}
+	JoinRule_value = map[string]int32{
+		"JOIN_RULE_UNSPECIFIED":   0,
+		"JOIN_RULE_ALL_SUCCEEDED": 1,
+		"JOIN_RULE_ALL_DONE":      2,
+		"JOIN_RULE_NONE_FAILED":   3,
+		"JOIN_RULE_ANY_SUCCEEDED": 4,
+		"JOIN_RULE_AT_LEAST":      5,
+	}
+)
+
+func (x JoinRule) Enum() *JoinRule {
+	p := new(JoinRule)
+	*p = x
+	return p
+}
+
+func (x JoinRule) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JoinRule) Descriptor() protoreflect.EnumDescriptor {
+	return file_taskring_v1_taskring_proto_enumTypes[2].Descriptor()
+}
+
+func (JoinRule) Type() protoreflect.EnumType {
+	return &file_taskring_v1_taskring_proto_enumTypes[2]
+}
+
+func (x JoinRule) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JoinRule.Descriptor instead.
+func (JoinRule) EnumDescriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+}
+
+// What a parent's failure (dead-lettered) means to one dependent. UNSPECIFIED is SKIP.
+type OnFailure int32
+
+const (
+	OnFailure_ON_FAILURE_UNSPECIFIED OnFailure = 0
+	OnFailure_ON_FAILURE_SKIP        OnFailure = 1 // counts as failed: the join rule decides (all_succeeded: skipped)
+	OnFailure_ON_FAILURE_IGNORE      OnFailure = 2 // counts as done, as if it had succeeded without a result; recorded
+)
+
+// Enum value maps for OnFailure.
+var (
+	OnFailure_name = map[int32]string{
+		0: "ON_FAILURE_UNSPECIFIED",
+		1: "ON_FAILURE_SKIP",
+		2: "ON_FAILURE_IGNORE",
+	}
+	OnFailure_value = map[string]int32{
+		"ON_FAILURE_UNSPECIFIED": 0,
+		"ON_FAILURE_SKIP":        1,
+		"ON_FAILURE_IGNORE":      2,
+	}
+)
+
+func (x OnFailure) Enum() *OnFailure {
+	p := new(OnFailure)
+	*p = x
+	return p
+}
+
+func (x OnFailure) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OnFailure) Descriptor() protoreflect.EnumDescriptor {
+	return file_taskring_v1_taskring_proto_enumTypes[3].Descriptor()
+}
+
+func (OnFailure) Type() protoreflect.EnumType {
+	return &file_taskring_v1_taskring_proto_enumTypes[3]
+}
+
+func (x OnFailure) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OnFailure.Descriptor instead.
+func (OnFailure) EnumDescriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
 }
 
 type HeartbeatVerdict int32
@@ -202,11 +318,11 @@ func (x HeartbeatVerdict) String() string {
 }
 
 func (HeartbeatVerdict) Descriptor() protoreflect.EnumDescriptor {
-	return file_taskring_v1_taskring_proto_enumTypes[2].Descriptor()
+	return file_taskring_v1_taskring_proto_enumTypes[4].Descriptor()
 }
 
 func (HeartbeatVerdict) Type() protoreflect.EnumType {
-	return &file_taskring_v1_taskring_proto_enumTypes[2]
+	return &file_taskring_v1_taskring_proto_enumTypes[4]
 }
 
 func (x HeartbeatVerdict) Number() protoreflect.EnumNumber {
@@ -215,7 +331,7 @@ func (x HeartbeatVerdict) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HeartbeatVerdict.Descriptor instead.
 func (HeartbeatVerdict) EnumDescriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{4}
 }
 
 type OutcomeKind int32
@@ -266,11 +382,11 @@ func (x OutcomeKind) String() string {
 }
 
 func (OutcomeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_taskring_v1_taskring_proto_enumTypes[3].Descriptor()
+	return file_taskring_v1_taskring_proto_enumTypes[5].Descriptor()
 }
 
 func (OutcomeKind) Type() protoreflect.EnumType {
-	return &file_taskring_v1_taskring_proto_enumTypes[3]
+	return &file_taskring_v1_taskring_proto_enumTypes[5]
 }
 
 func (x OutcomeKind) Number() protoreflect.EnumNumber {
@@ -279,7 +395,7 @@ func (x OutcomeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OutcomeKind.Descriptor instead.
 func (OutcomeKind) EnumDescriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{5}
 }
 
 // How a failed attempt is retried. Either exponential backoff with full jitter
@@ -375,6 +491,7 @@ type Task struct {
 	CreatedAt      string                 `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`            // RFC 3339, set by the server
 	CronRule       string                 `protobuf:"bytes,17,opt,name=cron_rule,json=cronRule,proto3" json:"cron_rule,omitempty"`               // server-owned: "namespace/name" of the cron rule whose fire this is
 	CronFireTime   string                 `protobuf:"bytes,18,opt,name=cron_fire_time,json=cronFireTime,proto3" json:"cron_fire_time,omitempty"` // server-owned: the fire time (RFC 3339 UTC) this task is for
+	Graph          *GraphRef              `protobuf:"bytes,19,opt,name=graph,proto3" json:"graph,omitempty"`                                     // server-owned: set on the tasks of a graph (SubmitGraph)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -535,6 +652,74 @@ func (x *Task) GetCronFireTime() string {
 	return ""
 }
 
+func (x *Task) GetGraph() *GraphRef {
+	if x != nil {
+		return x.Graph
+	}
+	return nil
+}
+
+// Server-owned, in the envelope of every task of a graph: what the owner needs without a read.
+type GraphRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GraphId       string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                           // the task's key in its graph
+	HasDependents bool                   `protobuf:"varint,3,opt,name=has_dependents,json=hasDependents,proto3" json:"has_dependents,omitempty"` // some task depends on this one: its end releases them
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphRef) Reset() {
+	*x = GraphRef{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphRef) ProtoMessage() {}
+
+func (x *GraphRef) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphRef.ProtoReflect.Descriptor instead.
+func (*GraphRef) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GraphRef) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *GraphRef) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *GraphRef) GetHasDependents() bool {
+	if x != nil {
+		return x.HasDependents
+	}
+	return false
+}
+
 type SubmitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -544,7 +729,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[2]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +741,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[2]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +754,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{2}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitRequest) GetTask() *Task {
@@ -593,7 +778,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[3]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +790,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[3]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +803,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitResponse) GetTaskId() string {
@@ -665,7 +850,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[4]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +862,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[4]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +875,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{4}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitBatchRequest) GetTasks() []*Task {
@@ -709,7 +894,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[5]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +906,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[5]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +919,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{5}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResponse {
@@ -753,7 +938,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[6]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +950,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[6]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +963,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{6}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CancelRequest) GetTaskId() string {
@@ -798,7 +983,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[7]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +995,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[7]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1008,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{7}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelResponse) GetTaskId() string {
@@ -849,7 +1034,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[8]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +1046,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[8]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1059,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{8}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -897,7 +1082,7 @@ type TaskEvent struct {
 
 func (x *TaskEvent) Reset() {
 	*x = TaskEvent{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[9]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1094,7 @@ func (x *TaskEvent) String() string {
 func (*TaskEvent) ProtoMessage() {}
 
 func (x *TaskEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[9]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1107,7 @@ func (x *TaskEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEvent.ProtoReflect.Descriptor instead.
 func (*TaskEvent) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{9}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskEvent) GetState() TaskState {
@@ -980,7 +1165,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[10]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1177,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[10]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1190,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{10}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -1103,7 +1288,7 @@ type CronRule struct {
 
 func (x *CronRule) Reset() {
 	*x = CronRule{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1300,7 @@ func (x *CronRule) String() string {
 func (*CronRule) ProtoMessage() {}
 
 func (x *CronRule) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[11]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1313,7 @@ func (x *CronRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CronRule.ProtoReflect.Descriptor instead.
 func (*CronRule) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{11}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CronRule) GetNamespace() string {
@@ -1295,7 +1480,7 @@ type CronRuleRef struct {
 
 func (x *CronRuleRef) Reset() {
 	*x = CronRuleRef{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1492,7 @@ func (x *CronRuleRef) String() string {
 func (*CronRuleRef) ProtoMessage() {}
 
 func (x *CronRuleRef) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[12]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1505,7 @@ func (x *CronRuleRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CronRuleRef.ProtoReflect.Descriptor instead.
 func (*CronRuleRef) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{12}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CronRuleRef) GetNamespace() string {
@@ -1346,7 +1531,7 @@ type PutCronRuleRequest struct {
 
 func (x *PutCronRuleRequest) Reset() {
 	*x = PutCronRuleRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1543,7 @@ func (x *PutCronRuleRequest) String() string {
 func (*PutCronRuleRequest) ProtoMessage() {}
 
 func (x *PutCronRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[13]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1556,7 @@ func (x *PutCronRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCronRuleRequest.ProtoReflect.Descriptor instead.
 func (*PutCronRuleRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{13}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutCronRuleRequest) GetRule() *CronRule {
@@ -1390,7 +1575,7 @@ type PutCronRuleResponse struct {
 
 func (x *PutCronRuleResponse) Reset() {
 	*x = PutCronRuleResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1587,7 @@ func (x *PutCronRuleResponse) String() string {
 func (*PutCronRuleResponse) ProtoMessage() {}
 
 func (x *PutCronRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[14]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1600,7 @@ func (x *PutCronRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCronRuleResponse.ProtoReflect.Descriptor instead.
 func (*PutCronRuleResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{14}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PutCronRuleResponse) GetRule() *CronRule {
@@ -1434,7 +1619,7 @@ type ListCronRulesRequest struct {
 
 func (x *ListCronRulesRequest) Reset() {
 	*x = ListCronRulesRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1631,7 @@ func (x *ListCronRulesRequest) String() string {
 func (*ListCronRulesRequest) ProtoMessage() {}
 
 func (x *ListCronRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[15]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1644,7 @@ func (x *ListCronRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCronRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListCronRulesRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{15}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListCronRulesRequest) GetNamespace() string {
@@ -1478,7 +1663,7 @@ type ListCronRulesResponse struct {
 
 func (x *ListCronRulesResponse) Reset() {
 	*x = ListCronRulesResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1675,7 @@ func (x *ListCronRulesResponse) String() string {
 func (*ListCronRulesResponse) ProtoMessage() {}
 
 func (x *ListCronRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[16]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1688,7 @@ func (x *ListCronRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCronRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListCronRulesResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{16}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListCronRulesResponse) GetRules() []*CronRule {
@@ -1533,7 +1718,7 @@ type TypePolicy struct {
 
 func (x *TypePolicy) Reset() {
 	*x = TypePolicy{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1730,7 @@ func (x *TypePolicy) String() string {
 func (*TypePolicy) ProtoMessage() {}
 
 func (x *TypePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[17]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1743,7 @@ func (x *TypePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypePolicy.ProtoReflect.Descriptor instead.
 func (*TypePolicy) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{17}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TypePolicy) GetNamespace() string {
@@ -1627,7 +1812,7 @@ type TypePolicyRef struct {
 
 func (x *TypePolicyRef) Reset() {
 	*x = TypePolicyRef{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1824,7 @@ func (x *TypePolicyRef) String() string {
 func (*TypePolicyRef) ProtoMessage() {}
 
 func (x *TypePolicyRef) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[18]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1837,7 @@ func (x *TypePolicyRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypePolicyRef.ProtoReflect.Descriptor instead.
 func (*TypePolicyRef) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{18}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TypePolicyRef) GetNamespace() string {
@@ -1682,7 +1867,7 @@ type PutTypePolicyRequest struct {
 
 func (x *PutTypePolicyRequest) Reset() {
 	*x = PutTypePolicyRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1879,7 @@ func (x *PutTypePolicyRequest) String() string {
 func (*PutTypePolicyRequest) ProtoMessage() {}
 
 func (x *PutTypePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[19]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1892,7 @@ func (x *PutTypePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutTypePolicyRequest.ProtoReflect.Descriptor instead.
 func (*PutTypePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{19}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PutTypePolicyRequest) GetNamespace() string {
@@ -1757,7 +1942,7 @@ type DeleteTypePolicyRequest struct {
 
 func (x *DeleteTypePolicyRequest) Reset() {
 	*x = DeleteTypePolicyRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1954,7 @@ func (x *DeleteTypePolicyRequest) String() string {
 func (*DeleteTypePolicyRequest) ProtoMessage() {}
 
 func (x *DeleteTypePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[20]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1967,7 @@ func (x *DeleteTypePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTypePolicyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTypePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{20}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteTypePolicyRequest) GetNamespace() string {
@@ -1822,7 +2007,7 @@ type ListTypePoliciesRequest struct {
 
 func (x *ListTypePoliciesRequest) Reset() {
 	*x = ListTypePoliciesRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +2019,7 @@ func (x *ListTypePoliciesRequest) String() string {
 func (*ListTypePoliciesRequest) ProtoMessage() {}
 
 func (x *ListTypePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[21]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +2032,7 @@ func (x *ListTypePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTypePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListTypePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{21}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTypePoliciesRequest) GetNamespace() string {
@@ -1866,7 +2051,7 @@ type ListTypePoliciesResponse struct {
 
 func (x *ListTypePoliciesResponse) Reset() {
 	*x = ListTypePoliciesResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2063,7 @@ func (x *ListTypePoliciesResponse) String() string {
 func (*ListTypePoliciesResponse) ProtoMessage() {}
 
 func (x *ListTypePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[22]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,12 +2076,676 @@ func (x *ListTypePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTypePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListTypePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{22}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTypePoliciesResponse) GetPolicies() []*TypePolicy {
 	if x != nil {
 		return x.Policies
+	}
+	return nil
+}
+
+type Dependency struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"` // the key of a task of the same graph
+	OnFailure     OnFailure              `protobuf:"varint,2,opt,name=on_failure,json=onFailure,proto3,enum=taskring.v1.OnFailure" json:"on_failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dependency) Reset() {
+	*x = Dependency{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dependency) ProtoMessage() {}
+
+func (x *Dependency) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
+func (*Dependency) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Dependency) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Dependency) GetOnFailure() OnFailure {
+	if x != nil {
+		return x.OnFailure
+	}
+	return OnFailure_ON_FAILURE_UNSPECIFIED
+}
+
+type Join struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rule          JoinRule               `protobuf:"varint,1,opt,name=rule,proto3,enum=taskring.v1.JoinRule" json:"rule,omitempty"`
+	AtLeast       uint32                 `protobuf:"varint,2,opt,name=at_least,json=atLeast,proto3" json:"at_least,omitempty"` // JOIN_RULE_AT_LEAST only: 1..number of parents
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Join) Reset() {
+	*x = Join{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Join) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Join) ProtoMessage() {}
+
+func (x *Join) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Join.ProtoReflect.Descriptor instead.
+func (*Join) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Join) GetRule() JoinRule {
+	if x != nil {
+		return x.Rule
+	}
+	return JoinRule_JOIN_RULE_UNSPECIFIED
+}
+
+func (x *Join) GetAtLeast() uint32 {
+	if x != nil {
+		return x.AtLeast
+	}
+	return 0
+}
+
+type GraphTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`   // unique in the graph: [A-Za-z0-9][A-Za-z0-9._:/-]{0,127}
+	Task          *Task                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"` // of the graph's namespace; task_id, unique_key and cron fields unset
+	DependsOn     []*Dependency          `protobuf:"bytes,3,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	Join          *Join                  `protobuf:"bytes,4,opt,name=join,proto3" json:"join,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphTask) Reset() {
+	*x = GraphTask{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphTask) ProtoMessage() {}
+
+func (x *GraphTask) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphTask.ProtoReflect.Descriptor instead.
+func (*GraphTask) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GraphTask) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *GraphTask) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *GraphTask) GetDependsOn() []*Dependency {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *GraphTask) GetJoin() *Join {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+type SubmitGraphRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	GraphId       string                 `protobuf:"bytes,2,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"` // the caller's: a retried SubmitGraph with the same tasks is a duplicate
+	Tasks         []*GraphTask           `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitGraphRequest) Reset() {
+	*x = SubmitGraphRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitGraphRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitGraphRequest) ProtoMessage() {}
+
+func (x *SubmitGraphRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitGraphRequest.ProtoReflect.Descriptor instead.
+func (*SubmitGraphRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SubmitGraphRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *SubmitGraphRequest) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *SubmitGraphRequest) GetTasks() []*GraphTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+type GraphTaskRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"` // derived from namespace, graph id and key
+	State         TaskState              `protobuf:"varint,3,opt,name=state,proto3,enum=taskring.v1.TaskState" json:"state,omitempty"`
+	Slot          uint32                 `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphTaskRef) Reset() {
+	*x = GraphTaskRef{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphTaskRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphTaskRef) ProtoMessage() {}
+
+func (x *GraphTaskRef) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphTaskRef.ProtoReflect.Descriptor instead.
+func (*GraphTaskRef) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GraphTaskRef) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *GraphTaskRef) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GraphTaskRef) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *GraphTaskRef) GetSlot() uint32 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+type SubmitGraphResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GraphId       string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	Duplicate     bool                   `protobuf:"varint,2,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // the graph existed with the same tasks: nothing was written
+	Tasks         []*GraphTaskRef        `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`          // in the request's order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitGraphResponse) Reset() {
+	*x = SubmitGraphResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitGraphResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitGraphResponse) ProtoMessage() {}
+
+func (x *SubmitGraphResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitGraphResponse.ProtoReflect.Descriptor instead.
+func (*SubmitGraphResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SubmitGraphResponse) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *SubmitGraphResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *SubmitGraphResponse) GetTasks() []*GraphTaskRef {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+type GetGraphRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	GraphId       string                 `protobuf:"bytes,2,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	WithResults   bool                   `protobuf:"varint,3,opt,name=with_results,json=withResults,proto3" json:"with_results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGraphRequest) Reset() {
+	*x = GetGraphRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGraphRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGraphRequest) ProtoMessage() {}
+
+func (x *GetGraphRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGraphRequest.ProtoReflect.Descriptor instead.
+func (*GetGraphRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetGraphRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetGraphRequest) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *GetGraphRequest) GetWithResults() bool {
+	if x != nil {
+		return x.WithResults
+	}
+	return false
+}
+
+type GraphEdge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ParentKey     string                 `protobuf:"bytes,1,opt,name=parent_key,json=parentKey,proto3" json:"parent_key,omitempty"`
+	OnFailure     OnFailure              `protobuf:"varint,2,opt,name=on_failure,json=onFailure,proto3,enum=taskring.v1.OnFailure" json:"on_failure,omitempty"`
+	Outcome       string                 `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"` // how the parent ended for this edge: succeeded, failed, ignored,
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphEdge) Reset() {
+	*x = GraphEdge{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphEdge) ProtoMessage() {}
+
+func (x *GraphEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
+func (*GraphEdge) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GraphEdge) GetParentKey() string {
+	if x != nil {
+		return x.ParentKey
+	}
+	return ""
+}
+
+func (x *GraphEdge) GetOnFailure() OnFailure {
+	if x != nil {
+		return x.OnFailure
+	}
+	return OnFailure_ON_FAILURE_UNSPECIFIED
+}
+
+func (x *GraphEdge) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+type GraphNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	State         TaskState              `protobuf:"varint,3,opt,name=state,proto3,enum=taskring.v1.TaskState" json:"state,omitempty"`
+	Attempts      uint32                 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Join          *Join                  `protobuf:"bytes,5,opt,name=join,proto3" json:"join,omitempty"`
+	DependsOn     []*GraphEdge           `protobuf:"bytes,6,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`                           // why it was skipped or cancelled; its last error
+	ResultJson    string                 `protobuf:"bytes,8,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"` // its handler's result (with_results)
+	Waiting       string                 `protobuf:"bytes,9,opt,name=waiting,proto3" json:"waiting,omitempty"`                         // what a waiting task waits for, in words
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphNode) Reset() {
+	*x = GraphNode{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphNode) ProtoMessage() {}
+
+func (x *GraphNode) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
+func (*GraphNode) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GraphNode) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *GraphNode) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GraphNode) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *GraphNode) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *GraphNode) GetJoin() *Join {
+	if x != nil {
+		return x.Join
+	}
+	return nil
+}
+
+func (x *GraphNode) GetDependsOn() []*GraphEdge {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *GraphNode) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *GraphNode) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+func (x *GraphNode) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+type GetGraphResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GraphId       string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                                                                              // "running" while any task is not terminal, else "finished"
+	Counts        map[string]uint32      `protobuf:"bytes,4,rep,name=counts,proto3" json:"counts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // tasks by state name
+	Nodes         []*GraphNode           `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`                                                                              // in the order they were submitted
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGraphResponse) Reset() {
+	*x = GetGraphResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGraphResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGraphResponse) ProtoMessage() {}
+
+func (x *GetGraphResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGraphResponse.ProtoReflect.Descriptor instead.
+func (*GetGraphResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetGraphResponse) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *GetGraphResponse) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetGraphResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *GetGraphResponse) GetCounts() map[string]uint32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *GetGraphResponse) GetNodes() []*GraphNode {
+	if x != nil {
+		return x.Nodes
 	}
 	return nil
 }
@@ -1934,7 +2783,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2795,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[23]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2808,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{23}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Delivery) GetTask() *Task {
@@ -2030,7 +2879,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2891,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[24]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2904,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{24}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -2097,7 +2946,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2958,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[25]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2971,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{25}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Heartbeat) GetTaskId() string {
@@ -2166,7 +3015,7 @@ type HeartbeatAnswer struct {
 
 func (x *HeartbeatAnswer) Reset() {
 	*x = HeartbeatAnswer{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +3027,7 @@ func (x *HeartbeatAnswer) String() string {
 func (*HeartbeatAnswer) ProtoMessage() {}
 
 func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[26]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +3040,7 @@ func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
 func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{26}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *HeartbeatAnswer) GetSequence() uint64 {
@@ -2244,7 +3093,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +3105,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[27]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +3118,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{27}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -2332,7 +3181,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +3193,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[28]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +3206,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{28}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -2389,7 +3238,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +3250,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[29]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +3263,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{29}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -2450,7 +3299,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\x01R\n" +
 	"multiplier\x12\x1f\n" +
 	"\vschedule_ms\x18\x04 \x03(\x04R\n" +
-	"scheduleMs\"\xb7\x05\n" +
+	"scheduleMs\"\xe4\x05\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x1b\n" +
@@ -2475,10 +3324,15 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\tR\tcreatedAt\x12\x1b\n" +
 	"\tcron_rule\x18\x11 \x01(\tR\bcronRule\x12$\n" +
-	"\x0ecron_fire_time\x18\x12 \x01(\tR\fcronFireTimeB\r\n" +
+	"\x0ecron_fire_time\x18\x12 \x01(\tR\fcronFireTime\x12+\n" +
+	"\x05graph\x18\x13 \x01(\v2\x15.taskring.v1.GraphRefR\x05graphB\r\n" +
 	"\v_timeout_msB\x0e\n" +
 	"\f_max_retriesB\x10\n" +
-	"\x0e_unique_ttl_ms\"6\n" +
+	"\x0e_unique_ttl_ms\"^\n" +
+	"\bGraphRef\x12\x19\n" +
+	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12%\n" +
+	"\x0ehas_dependents\x18\x03 \x01(\bR\rhasDependents\"6\n" +
 	"\rSubmitRequest\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\"\xa0\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
@@ -2592,7 +3446,65 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x17ListTypePoliciesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"O\n" +
 	"\x18ListTypePoliciesResponse\x123\n" +
-	"\bpolicies\x18\x01 \x03(\v2\x17.taskring.v1.TypePolicyR\bpolicies\"\xb9\x02\n" +
+	"\bpolicies\x18\x01 \x03(\v2\x17.taskring.v1.TypePolicyR\bpolicies\"U\n" +
+	"\n" +
+	"Dependency\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
+	"\n" +
+	"on_failure\x18\x02 \x01(\x0e2\x16.taskring.v1.OnFailureR\tonFailure\"L\n" +
+	"\x04Join\x12)\n" +
+	"\x04rule\x18\x01 \x01(\x0e2\x15.taskring.v1.JoinRuleR\x04rule\x12\x19\n" +
+	"\bat_least\x18\x02 \x01(\rR\aatLeast\"\xa3\x01\n" +
+	"\tGraphTask\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +
+	"\x04task\x18\x02 \x01(\v2\x11.taskring.v1.TaskR\x04task\x126\n" +
+	"\n" +
+	"depends_on\x18\x03 \x03(\v2\x17.taskring.v1.DependencyR\tdependsOn\x12%\n" +
+	"\x04join\x18\x04 \x01(\v2\x11.taskring.v1.JoinR\x04join\"{\n" +
+	"\x12SubmitGraphRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bgraph_id\x18\x02 \x01(\tR\agraphId\x12,\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x16.taskring.v1.GraphTaskR\x05tasks\"{\n" +
+	"\fGraphTaskRef\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12,\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x16.taskring.v1.TaskStateR\x05state\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\rR\x04slot\"\x7f\n" +
+	"\x13SubmitGraphResponse\x12\x19\n" +
+	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x1c\n" +
+	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12/\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x19.taskring.v1.GraphTaskRefR\x05tasks\"m\n" +
+	"\x0fGetGraphRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bgraph_id\x18\x02 \x01(\tR\agraphId\x12!\n" +
+	"\fwith_results\x18\x03 \x01(\bR\vwithResults\"{\n" +
+	"\tGraphEdge\x12\x1d\n" +
+	"\n" +
+	"parent_key\x18\x01 \x01(\tR\tparentKey\x125\n" +
+	"\n" +
+	"on_failure\x18\x02 \x01(\x0e2\x16.taskring.v1.OnFailureR\tonFailure\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\"\xb1\x02\n" +
+	"\tGraphNode\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12,\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x16.taskring.v1.TaskStateR\x05state\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\x12%\n" +
+	"\x04join\x18\x05 \x01(\v2\x11.taskring.v1.JoinR\x04join\x125\n" +
+	"\n" +
+	"depends_on\x18\x06 \x03(\v2\x16.taskring.v1.GraphEdgeR\tdependsOn\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1f\n" +
+	"\vresult_json\x18\b \x01(\tR\n" +
+	"resultJson\x12\x18\n" +
+	"\awaiting\x18\t \x01(\tR\awaiting\"\x8d\x02\n" +
+	"\x10GetGraphResponse\x12\x19\n" +
+	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12A\n" +
+	"\x06counts\x18\x04 \x03(\v2).taskring.v1.GetGraphResponse.CountsEntryR\x06counts\x12,\n" +
+	"\x05nodes\x18\x05 \x03(\v2\x16.taskring.v1.GraphNodeR\x05nodes\x1a9\n" +
+	"\vCountsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xb9\x02\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -2643,7 +3555,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPRIORITY_LOW\x10\x01\x12\x13\n" +
 	"\x0fPRIORITY_NORMAL\x10\x02\x12\x11\n" +
-	"\rPRIORITY_HIGH\x10\x03*\x8e\x02\n" +
+	"\rPRIORITY_HIGH\x10\x03*\xbe\x02\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13TASK_STATE_ACCEPTED\x10\x01\x12\x15\n" +
@@ -2654,7 +3566,21 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x14TASK_STATE_SUCCEEDED\x10\x06\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\a\x12\x1c\n" +
 	"\x18TASK_STATE_DEAD_LETTERED\x10\b\x12\x18\n" +
-	"\x14TASK_STATE_CANCELLED\x10\t*\xae\x01\n" +
+	"\x14TASK_STATE_CANCELLED\x10\t\x12\x16\n" +
+	"\x12TASK_STATE_WAITING\x10\n" +
+	"\x12\x16\n" +
+	"\x12TASK_STATE_SKIPPED\x10\v*\xaa\x01\n" +
+	"\bJoinRule\x12\x19\n" +
+	"\x15JOIN_RULE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17JOIN_RULE_ALL_SUCCEEDED\x10\x01\x12\x16\n" +
+	"\x12JOIN_RULE_ALL_DONE\x10\x02\x12\x19\n" +
+	"\x15JOIN_RULE_NONE_FAILED\x10\x03\x12\x1b\n" +
+	"\x17JOIN_RULE_ANY_SUCCEEDED\x10\x04\x12\x16\n" +
+	"\x12JOIN_RULE_AT_LEAST\x10\x05*S\n" +
+	"\tOnFailure\x12\x1a\n" +
+	"\x16ON_FAILURE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fON_FAILURE_SKIP\x10\x01\x12\x15\n" +
+	"\x11ON_FAILURE_IGNORE\x10\x02*\xae\x01\n" +
 	"\x10HeartbeatVerdict\x12!\n" +
 	"\x1dHEARTBEAT_VERDICT_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aHEARTBEAT_VERDICT_CONTINUE\x10\x01\x12\x1c\n" +
@@ -2687,7 +3613,10 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rGetTypePolicy\x12\x1a.taskring.v1.TypePolicyRef\x1a\x17.taskring.v1.TypePolicy\x12_\n" +
 	"\x10ListTypePolicies\x12$.taskring.v1.ListTypePoliciesRequest\x1a%.taskring.v1.ListTypePoliciesResponse\x12K\n" +
 	"\rPutTypePolicy\x12!.taskring.v1.PutTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy\x12Q\n" +
-	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\x9e\x01\n" +
+	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\xa9\x01\n" +
+	"\fGraphService\x12P\n" +
+	"\vSubmitGraph\x12\x1f.taskring.v1.SubmitGraphRequest\x1a .taskring.v1.SubmitGraphResponse\x12G\n" +
+	"\bGetGraph\x12\x1c.taskring.v1.GetGraphRequest\x1a\x1d.taskring.v1.GetGraphResponse2\x9e\x01\n" +
 	"\x0fExecutorService\x12D\n" +
 	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse\x12E\n" +
 	"\x04Work\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse(\x010\x01b\x06proto3"
@@ -2704,108 +3633,141 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 	return file_taskring_v1_taskring_proto_rawDescData
 }
 
-var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_taskring_v1_taskring_proto_goTypes = []any{
 	(Priority)(0),                    // 0: taskring.v1.Priority
 	(TaskState)(0),                   // 1: taskring.v1.TaskState
-	(HeartbeatVerdict)(0),            // 2: taskring.v1.HeartbeatVerdict
-	(OutcomeKind)(0),                 // 3: taskring.v1.OutcomeKind
-	(*RetryPolicy)(nil),              // 4: taskring.v1.RetryPolicy
-	(*Task)(nil),                     // 5: taskring.v1.Task
-	(*SubmitRequest)(nil),            // 6: taskring.v1.SubmitRequest
-	(*SubmitResponse)(nil),           // 7: taskring.v1.SubmitResponse
-	(*SubmitBatchRequest)(nil),       // 8: taskring.v1.SubmitBatchRequest
-	(*SubmitBatchResponse)(nil),      // 9: taskring.v1.SubmitBatchResponse
-	(*CancelRequest)(nil),            // 10: taskring.v1.CancelRequest
-	(*CancelResponse)(nil),           // 11: taskring.v1.CancelResponse
-	(*GetTaskRequest)(nil),           // 12: taskring.v1.GetTaskRequest
-	(*TaskEvent)(nil),                // 13: taskring.v1.TaskEvent
-	(*GetTaskResponse)(nil),          // 14: taskring.v1.GetTaskResponse
-	(*CronRule)(nil),                 // 15: taskring.v1.CronRule
-	(*CronRuleRef)(nil),              // 16: taskring.v1.CronRuleRef
-	(*PutCronRuleRequest)(nil),       // 17: taskring.v1.PutCronRuleRequest
-	(*PutCronRuleResponse)(nil),      // 18: taskring.v1.PutCronRuleResponse
-	(*ListCronRulesRequest)(nil),     // 19: taskring.v1.ListCronRulesRequest
-	(*ListCronRulesResponse)(nil),    // 20: taskring.v1.ListCronRulesResponse
-	(*TypePolicy)(nil),               // 21: taskring.v1.TypePolicy
-	(*TypePolicyRef)(nil),            // 22: taskring.v1.TypePolicyRef
-	(*PutTypePolicyRequest)(nil),     // 23: taskring.v1.PutTypePolicyRequest
-	(*DeleteTypePolicyRequest)(nil),  // 24: taskring.v1.DeleteTypePolicyRequest
-	(*ListTypePoliciesRequest)(nil),  // 25: taskring.v1.ListTypePoliciesRequest
-	(*ListTypePoliciesResponse)(nil), // 26: taskring.v1.ListTypePoliciesResponse
-	(*Delivery)(nil),                 // 27: taskring.v1.Delivery
-	(*ExecuteRequest)(nil),           // 28: taskring.v1.ExecuteRequest
-	(*Heartbeat)(nil),                // 29: taskring.v1.Heartbeat
-	(*HeartbeatAnswer)(nil),          // 30: taskring.v1.HeartbeatAnswer
-	(*Outcome)(nil),                  // 31: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),          // 32: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),               // 33: taskring.v1.QueuedTask
+	(JoinRule)(0),                    // 2: taskring.v1.JoinRule
+	(OnFailure)(0),                   // 3: taskring.v1.OnFailure
+	(HeartbeatVerdict)(0),            // 4: taskring.v1.HeartbeatVerdict
+	(OutcomeKind)(0),                 // 5: taskring.v1.OutcomeKind
+	(*RetryPolicy)(nil),              // 6: taskring.v1.RetryPolicy
+	(*Task)(nil),                     // 7: taskring.v1.Task
+	(*GraphRef)(nil),                 // 8: taskring.v1.GraphRef
+	(*SubmitRequest)(nil),            // 9: taskring.v1.SubmitRequest
+	(*SubmitResponse)(nil),           // 10: taskring.v1.SubmitResponse
+	(*SubmitBatchRequest)(nil),       // 11: taskring.v1.SubmitBatchRequest
+	(*SubmitBatchResponse)(nil),      // 12: taskring.v1.SubmitBatchResponse
+	(*CancelRequest)(nil),            // 13: taskring.v1.CancelRequest
+	(*CancelResponse)(nil),           // 14: taskring.v1.CancelResponse
+	(*GetTaskRequest)(nil),           // 15: taskring.v1.GetTaskRequest
+	(*TaskEvent)(nil),                // 16: taskring.v1.TaskEvent
+	(*GetTaskResponse)(nil),          // 17: taskring.v1.GetTaskResponse
+	(*CronRule)(nil),                 // 18: taskring.v1.CronRule
+	(*CronRuleRef)(nil),              // 19: taskring.v1.CronRuleRef
+	(*PutCronRuleRequest)(nil),       // 20: taskring.v1.PutCronRuleRequest
+	(*PutCronRuleResponse)(nil),      // 21: taskring.v1.PutCronRuleResponse
+	(*ListCronRulesRequest)(nil),     // 22: taskring.v1.ListCronRulesRequest
+	(*ListCronRulesResponse)(nil),    // 23: taskring.v1.ListCronRulesResponse
+	(*TypePolicy)(nil),               // 24: taskring.v1.TypePolicy
+	(*TypePolicyRef)(nil),            // 25: taskring.v1.TypePolicyRef
+	(*PutTypePolicyRequest)(nil),     // 26: taskring.v1.PutTypePolicyRequest
+	(*DeleteTypePolicyRequest)(nil),  // 27: taskring.v1.DeleteTypePolicyRequest
+	(*ListTypePoliciesRequest)(nil),  // 28: taskring.v1.ListTypePoliciesRequest
+	(*ListTypePoliciesResponse)(nil), // 29: taskring.v1.ListTypePoliciesResponse
+	(*Dependency)(nil),               // 30: taskring.v1.Dependency
+	(*Join)(nil),                     // 31: taskring.v1.Join
+	(*GraphTask)(nil),                // 32: taskring.v1.GraphTask
+	(*SubmitGraphRequest)(nil),       // 33: taskring.v1.SubmitGraphRequest
+	(*GraphTaskRef)(nil),             // 34: taskring.v1.GraphTaskRef
+	(*SubmitGraphResponse)(nil),      // 35: taskring.v1.SubmitGraphResponse
+	(*GetGraphRequest)(nil),          // 36: taskring.v1.GetGraphRequest
+	(*GraphEdge)(nil),                // 37: taskring.v1.GraphEdge
+	(*GraphNode)(nil),                // 38: taskring.v1.GraphNode
+	(*GetGraphResponse)(nil),         // 39: taskring.v1.GetGraphResponse
+	(*Delivery)(nil),                 // 40: taskring.v1.Delivery
+	(*ExecuteRequest)(nil),           // 41: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),                // 42: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),          // 43: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),                  // 44: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),          // 45: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),               // 46: taskring.v1.QueuedTask
+	nil,                              // 47: taskring.v1.GetGraphResponse.CountsEntry
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
-	4,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
+	6,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
 	0,  // 1: taskring.v1.Task.priority:type_name -> taskring.v1.Priority
-	5,  // 2: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
-	1,  // 3: taskring.v1.SubmitResponse.state:type_name -> taskring.v1.TaskState
-	5,  // 4: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
-	7,  // 5: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
-	1,  // 6: taskring.v1.CancelResponse.state:type_name -> taskring.v1.TaskState
-	1,  // 7: taskring.v1.TaskEvent.state:type_name -> taskring.v1.TaskState
-	5,  // 8: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
-	1,  // 9: taskring.v1.GetTaskResponse.state:type_name -> taskring.v1.TaskState
-	13, // 10: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
-	1,  // 11: taskring.v1.CronRule.last_fire_state:type_name -> taskring.v1.TaskState
-	15, // 12: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
-	15, // 13: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
-	15, // 14: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
-	21, // 15: taskring.v1.ListTypePoliciesResponse.policies:type_name -> taskring.v1.TypePolicy
-	5,  // 16: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	27, // 17: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	30, // 18: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
-	2,  // 19: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
-	3,  // 20: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	31, // 21: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	29, // 22: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
-	5,  // 23: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	6,  // 24: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	8,  // 25: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	10, // 26: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	12, // 27: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	17, // 28: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	17, // 29: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	16, // 30: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 31: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	16, // 32: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	16, // 33: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	16, // 34: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	22, // 35: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
-	25, // 36: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
-	23, // 37: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
-	24, // 38: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
-	28, // 39: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	28, // 40: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	7,  // 41: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	9,  // 42: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	11, // 43: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	14, // 44: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	18, // 45: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	18, // 46: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	15, // 47: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	20, // 48: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	15, // 49: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	15, // 50: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	15, // 51: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	21, // 52: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
-	26, // 53: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
-	21, // 54: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
-	21, // 55: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
-	32, // 56: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	32, // 57: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	41, // [41:58] is the sub-list for method output_type
-	24, // [24:41] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	8,  // 2: taskring.v1.Task.graph:type_name -> taskring.v1.GraphRef
+	7,  // 3: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
+	1,  // 4: taskring.v1.SubmitResponse.state:type_name -> taskring.v1.TaskState
+	7,  // 5: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
+	10, // 6: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
+	1,  // 7: taskring.v1.CancelResponse.state:type_name -> taskring.v1.TaskState
+	1,  // 8: taskring.v1.TaskEvent.state:type_name -> taskring.v1.TaskState
+	7,  // 9: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
+	1,  // 10: taskring.v1.GetTaskResponse.state:type_name -> taskring.v1.TaskState
+	16, // 11: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
+	1,  // 12: taskring.v1.CronRule.last_fire_state:type_name -> taskring.v1.TaskState
+	18, // 13: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
+	18, // 14: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
+	18, // 15: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
+	24, // 16: taskring.v1.ListTypePoliciesResponse.policies:type_name -> taskring.v1.TypePolicy
+	3,  // 17: taskring.v1.Dependency.on_failure:type_name -> taskring.v1.OnFailure
+	2,  // 18: taskring.v1.Join.rule:type_name -> taskring.v1.JoinRule
+	7,  // 19: taskring.v1.GraphTask.task:type_name -> taskring.v1.Task
+	30, // 20: taskring.v1.GraphTask.depends_on:type_name -> taskring.v1.Dependency
+	31, // 21: taskring.v1.GraphTask.join:type_name -> taskring.v1.Join
+	32, // 22: taskring.v1.SubmitGraphRequest.tasks:type_name -> taskring.v1.GraphTask
+	1,  // 23: taskring.v1.GraphTaskRef.state:type_name -> taskring.v1.TaskState
+	34, // 24: taskring.v1.SubmitGraphResponse.tasks:type_name -> taskring.v1.GraphTaskRef
+	3,  // 25: taskring.v1.GraphEdge.on_failure:type_name -> taskring.v1.OnFailure
+	1,  // 26: taskring.v1.GraphNode.state:type_name -> taskring.v1.TaskState
+	31, // 27: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
+	37, // 28: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
+	47, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
+	38, // 30: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
+	7,  // 31: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	40, // 32: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	43, // 33: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	4,  // 34: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	5,  // 35: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	44, // 36: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	42, // 37: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	7,  // 38: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	9,  // 39: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	11, // 40: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	13, // 41: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	15, // 42: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	20, // 43: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	20, // 44: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	19, // 45: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	22, // 46: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	19, // 47: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 48: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 49: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	25, // 50: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
+	28, // 51: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
+	26, // 52: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
+	27, // 53: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
+	33, // 54: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
+	36, // 55: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
+	41, // 56: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	41, // 57: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	10, // 58: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	12, // 59: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	14, // 60: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	17, // 61: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	21, // 62: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	21, // 63: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	18, // 64: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	23, // 65: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	18, // 66: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	18, // 67: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	18, // 68: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	24, // 69: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
+	29, // 70: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
+	24, // 71: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
+	24, // 72: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
+	35, // 73: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
+	39, // 74: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
+	45, // 75: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	45, // 76: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	58, // [58:77] is the sub-list for method output_type
+	39, // [39:58] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -2814,18 +3776,18 @@ func file_taskring_v1_taskring_proto_init() {
 		return
 	}
 	file_taskring_v1_taskring_proto_msgTypes[1].OneofWrappers = []any{}
-	file_taskring_v1_taskring_proto_msgTypes[11].OneofWrappers = []any{}
-	file_taskring_v1_taskring_proto_msgTypes[19].OneofWrappers = []any{}
+	file_taskring_v1_taskring_proto_msgTypes[12].OneofWrappers = []any{}
 	file_taskring_v1_taskring_proto_msgTypes[20].OneofWrappers = []any{}
+	file_taskring_v1_taskring_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   30,
+			NumEnums:      6,
+			NumMessages:   42,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   5,
 		},
 		GoTypes:           file_taskring_v1_taskring_proto_goTypes,
 		DependencyIndexes: file_taskring_v1_taskring_proto_depIdxs,

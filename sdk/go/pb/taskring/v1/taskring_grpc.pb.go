@@ -797,6 +797,150 @@ var PolicyService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	GraphService_SubmitGraph_FullMethodName = "/taskring.v1.GraphService/SubmitGraph"
+	GraphService_GetGraph_FullMethodName    = "/taskring.v1.GraphService/GetGraph"
+)
+
+// GraphServiceClient is the client API for GraphService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type GraphServiceClient interface {
+	// Validated whole before anything is written; refused naming the field
+	// (tasks[3].depends_on[0], ...). Idempotent by graph_id.
+	SubmitGraph(ctx context.Context, in *SubmitGraphRequest, opts ...grpc.CallOption) (*SubmitGraphResponse, error)
+	GetGraph(ctx context.Context, in *GetGraphRequest, opts ...grpc.CallOption) (*GetGraphResponse, error)
+}
+
+type graphServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewGraphServiceClient(cc grpc.ClientConnInterface) GraphServiceClient {
+	return &graphServiceClient{cc}
+}
+
+func (c *graphServiceClient) SubmitGraph(ctx context.Context, in *SubmitGraphRequest, opts ...grpc.CallOption) (*SubmitGraphResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitGraphResponse)
+	err := c.cc.Invoke(ctx, GraphService_SubmitGraph_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *graphServiceClient) GetGraph(ctx context.Context, in *GetGraphRequest, opts ...grpc.CallOption) (*GetGraphResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetGraphResponse)
+	err := c.cc.Invoke(ctx, GraphService_GetGraph_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GraphServiceServer is the server API for GraphService service.
+// All implementations must embed UnimplementedGraphServiceServer
+// for forward compatibility.
+type GraphServiceServer interface {
+	// Validated whole before anything is written; refused naming the field
+	// (tasks[3].depends_on[0], ...). Idempotent by graph_id.
+	SubmitGraph(context.Context, *SubmitGraphRequest) (*SubmitGraphResponse, error)
+	GetGraph(context.Context, *GetGraphRequest) (*GetGraphResponse, error)
+	mustEmbedUnimplementedGraphServiceServer()
+}
+
+// UnimplementedGraphServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedGraphServiceServer struct{}
+
+func (UnimplementedGraphServiceServer) SubmitGraph(context.Context, *SubmitGraphRequest) (*SubmitGraphResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SubmitGraph not implemented")
+}
+func (UnimplementedGraphServiceServer) GetGraph(context.Context, *GetGraphRequest) (*GetGraphResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetGraph not implemented")
+}
+func (UnimplementedGraphServiceServer) mustEmbedUnimplementedGraphServiceServer() {}
+func (UnimplementedGraphServiceServer) testEmbeddedByValue()                      {}
+
+// UnsafeGraphServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to GraphServiceServer will
+// result in compilation errors.
+type UnsafeGraphServiceServer interface {
+	mustEmbedUnimplementedGraphServiceServer()
+}
+
+func RegisterGraphServiceServer(s grpc.ServiceRegistrar, srv GraphServiceServer) {
+	// If the following call pancis, it indicates UnimplementedGraphServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&GraphService_ServiceDesc, srv)
+}
+
+func _GraphService_SubmitGraph_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitGraphRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GraphServiceServer).SubmitGraph(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GraphService_SubmitGraph_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GraphServiceServer).SubmitGraph(ctx, req.(*SubmitGraphRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GraphService_GetGraph_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGraphRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GraphServiceServer).GetGraph(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GraphService_GetGraph_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GraphServiceServer).GetGraph(ctx, req.(*GetGraphRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// GraphService_ServiceDesc is the grpc.ServiceDesc for GraphService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var GraphService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "taskring.v1.GraphService",
+	HandlerType: (*GraphServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "SubmitGraph",
+			Handler:    _GraphService_SubmitGraph_Handler,
+		},
+		{
+			MethodName: "GetGraph",
+			Handler:    _GraphService_GetGraph_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "taskring/v1/taskring.proto",
+}
+
+const (
 	ExecutorService_Execute_FullMethodName = "/taskring.v1.ExecutorService/Execute"
 	ExecutorService_Work_FullMethodName    = "/taskring.v1.ExecutorService/Work"
 )

@@ -2,6 +2,7 @@
 
 import type { RetryPolicy as _taskring_v1_RetryPolicy, RetryPolicy__Output as _taskring_v1_RetryPolicy__Output } from '../../taskring/v1/RetryPolicy';
 import type { Priority as _taskring_v1_Priority, Priority__Output as _taskring_v1_Priority__Output } from '../../taskring/v1/Priority';
+import type { GraphRef as _taskring_v1_GraphRef, GraphRef__Output as _taskring_v1_GraphRef__Output } from '../../taskring/v1/GraphRef';
 import type { Long } from '@grpc/proto-loader';
 
 /**
@@ -71,6 +72,10 @@ export interface Task {
    * server-owned: the fire time (RFC 3339 UTC) this task is for
    */
   'cron_fire_time'?: (string);
+  /**
+   * server-owned: set on the tasks of a graph (SubmitGraph)
+   */
+  'graph'?: (_taskring_v1_GraphRef | null);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
   '_unique_ttl_ms'?: "unique_ttl_ms";
@@ -143,6 +148,10 @@ export interface Task__Output {
    * server-owned: the fire time (RFC 3339 UTC) this task is for
    */
   'cron_fire_time': (string);
+  /**
+   * server-owned: set on the tasks of a graph (SubmitGraph)
+   */
+  'graph': (_taskring_v1_GraphRef__Output | null);
   '_timeout_ms'?: "timeout_ms";
   '_max_retries'?: "max_retries";
   '_unique_ttl_ms'?: "unique_ttl_ms";

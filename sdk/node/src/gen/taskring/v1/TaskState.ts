@@ -17,6 +17,14 @@ export const TaskState = {
   TASK_STATE_FAILED: 'TASK_STATE_FAILED',
   TASK_STATE_DEAD_LETTERED: 'TASK_STATE_DEAD_LETTERED',
   TASK_STATE_CANCELLED: 'TASK_STATE_CANCELLED',
+  /**
+   * a task of a graph waiting for the tasks it depends on
+   */
+  TASK_STATE_WAITING: 'TASK_STATE_WAITING',
+  /**
+   * a task of a graph that will not run: its join rule can no longer be met
+   */
+  TASK_STATE_SKIPPED: 'TASK_STATE_SKIPPED',
 } as const;
 
 /**
@@ -46,6 +54,16 @@ export type TaskState =
   | 8
   | 'TASK_STATE_CANCELLED'
   | 9
+  /**
+   * a task of a graph waiting for the tasks it depends on
+   */
+  | 'TASK_STATE_WAITING'
+  | 10
+  /**
+   * a task of a graph that will not run: its join rule can no longer be met
+   */
+  | 'TASK_STATE_SKIPPED'
+  | 11
 
 /**
  * The lifecycle of DESIGN.md:

@@ -26,6 +26,23 @@ class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TASK_STATE_FAILED: _ClassVar[TaskState]
     TASK_STATE_DEAD_LETTERED: _ClassVar[TaskState]
     TASK_STATE_CANCELLED: _ClassVar[TaskState]
+    TASK_STATE_WAITING: _ClassVar[TaskState]
+    TASK_STATE_SKIPPED: _ClassVar[TaskState]
+
+class JoinRule(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOIN_RULE_UNSPECIFIED: _ClassVar[JoinRule]
+    JOIN_RULE_ALL_SUCCEEDED: _ClassVar[JoinRule]
+    JOIN_RULE_ALL_DONE: _ClassVar[JoinRule]
+    JOIN_RULE_NONE_FAILED: _ClassVar[JoinRule]
+    JOIN_RULE_ANY_SUCCEEDED: _ClassVar[JoinRule]
+    JOIN_RULE_AT_LEAST: _ClassVar[JoinRule]
+
+class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ON_FAILURE_UNSPECIFIED: _ClassVar[OnFailure]
+    ON_FAILURE_SKIP: _ClassVar[OnFailure]
+    ON_FAILURE_IGNORE: _ClassVar[OnFailure]
 
 class HeartbeatVerdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -59,6 +76,17 @@ TASK_STATE_SUCCEEDED: TaskState
 TASK_STATE_FAILED: TaskState
 TASK_STATE_DEAD_LETTERED: TaskState
 TASK_STATE_CANCELLED: TaskState
+TASK_STATE_WAITING: TaskState
+TASK_STATE_SKIPPED: TaskState
+JOIN_RULE_UNSPECIFIED: JoinRule
+JOIN_RULE_ALL_SUCCEEDED: JoinRule
+JOIN_RULE_ALL_DONE: JoinRule
+JOIN_RULE_NONE_FAILED: JoinRule
+JOIN_RULE_ANY_SUCCEEDED: JoinRule
+JOIN_RULE_AT_LEAST: JoinRule
+ON_FAILURE_UNSPECIFIED: OnFailure
+ON_FAILURE_SKIP: OnFailure
+ON_FAILURE_IGNORE: OnFailure
 HEARTBEAT_VERDICT_UNSPECIFIED: HeartbeatVerdict
 HEARTBEAT_VERDICT_CONTINUE: HeartbeatVerdict
 HEARTBEAT_VERDICT_CANCEL: HeartbeatVerdict
@@ -86,7 +114,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, initial_backoff_ms: _Optional[int] = ..., max_backoff_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., schedule_ms: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "unique_ttl_ms", "trace_id", "created_at", "cron_rule", "cron_fire_time")
+    __slots__ = ("task_id", "namespace", "task_type", "payload_json", "payload_version", "schedule_time", "delay_ms", "timeout_ms", "max_retries", "retry_policy", "retry_count", "priority", "unique_key", "unique_ttl_ms", "trace_id", "created_at", "cron_rule", "cron_fire_time", "graph")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -105,6 +133,7 @@ class Task(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CRON_RULE_FIELD_NUMBER: _ClassVar[int]
     CRON_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     namespace: str
     task_type: str
@@ -123,7 +152,18 @@ class Task(_message.Message):
     created_at: str
     cron_rule: str
     cron_fire_time: str
-    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ..., cron_rule: _Optional[str] = ..., cron_fire_time: _Optional[str] = ...) -> None: ...
+    graph: GraphRef
+    def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ..., cron_rule: _Optional[str] = ..., cron_fire_time: _Optional[str] = ..., graph: _Optional[_Union[GraphRef, _Mapping]] = ...) -> None: ...
+
+class GraphRef(_message.Message):
+    __slots__ = ("graph_id", "key", "has_dependents")
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    HAS_DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
+    graph_id: str
+    key: str
+    has_dependents: bool
+    def __init__(self, graph_id: _Optional[str] = ..., key: _Optional[str] = ..., has_dependents: _Optional[bool] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
     __slots__ = ("task",)
@@ -358,6 +398,129 @@ class ListTypePoliciesResponse(_message.Message):
     POLICIES_FIELD_NUMBER: _ClassVar[int]
     policies: _containers.RepeatedCompositeFieldContainer[TypePolicy]
     def __init__(self, policies: _Optional[_Iterable[_Union[TypePolicy, _Mapping]]] = ...) -> None: ...
+
+class Dependency(_message.Message):
+    __slots__ = ("key", "on_failure")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    on_failure: OnFailure
+    def __init__(self, key: _Optional[str] = ..., on_failure: _Optional[_Union[OnFailure, str]] = ...) -> None: ...
+
+class Join(_message.Message):
+    __slots__ = ("rule", "at_least")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    AT_LEAST_FIELD_NUMBER: _ClassVar[int]
+    rule: JoinRule
+    at_least: int
+    def __init__(self, rule: _Optional[_Union[JoinRule, str]] = ..., at_least: _Optional[int] = ...) -> None: ...
+
+class GraphTask(_message.Message):
+    __slots__ = ("key", "task", "depends_on", "join")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    DEPENDS_ON_FIELD_NUMBER: _ClassVar[int]
+    JOIN_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    task: Task
+    depends_on: _containers.RepeatedCompositeFieldContainer[Dependency]
+    join: Join
+    def __init__(self, key: _Optional[str] = ..., task: _Optional[_Union[Task, _Mapping]] = ..., depends_on: _Optional[_Iterable[_Union[Dependency, _Mapping]]] = ..., join: _Optional[_Union[Join, _Mapping]] = ...) -> None: ...
+
+class SubmitGraphRequest(_message.Message):
+    __slots__ = ("namespace", "graph_id", "tasks")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    graph_id: str
+    tasks: _containers.RepeatedCompositeFieldContainer[GraphTask]
+    def __init__(self, namespace: _Optional[str] = ..., graph_id: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[GraphTask, _Mapping]]] = ...) -> None: ...
+
+class GraphTaskRef(_message.Message):
+    __slots__ = ("key", "task_id", "state", "slot")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    task_id: str
+    state: TaskState
+    slot: int
+    def __init__(self, key: _Optional[str] = ..., task_id: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., slot: _Optional[int] = ...) -> None: ...
+
+class SubmitGraphResponse(_message.Message):
+    __slots__ = ("graph_id", "duplicate", "tasks")
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    graph_id: str
+    duplicate: bool
+    tasks: _containers.RepeatedCompositeFieldContainer[GraphTaskRef]
+    def __init__(self, graph_id: _Optional[str] = ..., duplicate: _Optional[bool] = ..., tasks: _Optional[_Iterable[_Union[GraphTaskRef, _Mapping]]] = ...) -> None: ...
+
+class GetGraphRequest(_message.Message):
+    __slots__ = ("namespace", "graph_id", "with_results")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    WITH_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    graph_id: str
+    with_results: bool
+    def __init__(self, namespace: _Optional[str] = ..., graph_id: _Optional[str] = ..., with_results: _Optional[bool] = ...) -> None: ...
+
+class GraphEdge(_message.Message):
+    __slots__ = ("parent_key", "on_failure", "outcome")
+    PARENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    parent_key: str
+    on_failure: OnFailure
+    outcome: str
+    def __init__(self, parent_key: _Optional[str] = ..., on_failure: _Optional[_Union[OnFailure, str]] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class GraphNode(_message.Message):
+    __slots__ = ("key", "task_id", "state", "attempts", "join", "depends_on", "reason", "result_json", "waiting")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    JOIN_FIELD_NUMBER: _ClassVar[int]
+    DEPENDS_ON_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    task_id: str
+    state: TaskState
+    attempts: int
+    join: Join
+    depends_on: _containers.RepeatedCompositeFieldContainer[GraphEdge]
+    reason: str
+    result_json: str
+    waiting: str
+    def __init__(self, key: _Optional[str] = ..., task_id: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., join: _Optional[_Union[Join, _Mapping]] = ..., depends_on: _Optional[_Iterable[_Union[GraphEdge, _Mapping]]] = ..., reason: _Optional[str] = ..., result_json: _Optional[str] = ..., waiting: _Optional[str] = ...) -> None: ...
+
+class GetGraphResponse(_message.Message):
+    __slots__ = ("graph_id", "namespace", "state", "counts", "nodes")
+    class CountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    graph_id: str
+    namespace: str
+    state: str
+    counts: _containers.ScalarMap[str, int]
+    nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
+    def __init__(self, graph_id: _Optional[str] = ..., namespace: _Optional[str] = ..., state: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json")

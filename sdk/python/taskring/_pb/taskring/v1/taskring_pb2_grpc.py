@@ -762,6 +762,123 @@ class PolicyService:
             _registered_method=True)
 
 
+class GraphServiceStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.SubmitGraph = channel.unary_unary(
+                '/taskring.v1.GraphService/SubmitGraph',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.SubmitGraphRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.SubmitGraphResponse.FromString,
+                _registered_method=True)
+        self.GetGraph = channel.unary_unary(
+                '/taskring.v1.GraphService/GetGraph',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.FromString,
+                _registered_method=True)
+
+
+class GraphServiceServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def SubmitGraph(self, request, context):
+        """Validated whole before anything is written; refused naming the field
+        (tasks[3].depends_on[0], ...). Idempotent by graph_id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGraph(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_GraphServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'SubmitGraph': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitGraph,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.SubmitGraphRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.SubmitGraphResponse.SerializeToString,
+            ),
+            'GetGraph': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGraph,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'taskring.v1.GraphService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('taskring.v1.GraphService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class GraphService:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def SubmitGraph(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.GraphService/SubmitGraph',
+            taskring_dot_v1_dot_taskring__pb2.SubmitGraphRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.SubmitGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGraph(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.GraphService/GetGraph',
+            taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ExecutorServiceStub:
     """Missing associated documentation comment in .proto file."""
 

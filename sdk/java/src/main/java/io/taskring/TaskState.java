@@ -6,7 +6,8 @@ import taskring.v1.Taskring;
 /**
  * Where a task is in its lifecycle: accepted -> queued -> dispatched -> running ->
  * succeeded, with running -> retry_wait -> queued for retries and running -> failed ->
- * dead_lettered when they run out, plus cancelled.
+ * dead_lettered when they run out, plus cancelled. A task of a graph starts accepted ->
+ * waiting, and is then queued when the tasks it depends on allow it, or skipped.
  */
 public enum TaskState {
     ACCEPTED(Taskring.TaskState.TASK_STATE_ACCEPTED),
@@ -17,7 +18,11 @@ public enum TaskState {
     SUCCEEDED(Taskring.TaskState.TASK_STATE_SUCCEEDED),
     FAILED(Taskring.TaskState.TASK_STATE_FAILED),
     DEAD_LETTERED(Taskring.TaskState.TASK_STATE_DEAD_LETTERED),
-    CANCELLED(Taskring.TaskState.TASK_STATE_CANCELLED);
+    CANCELLED(Taskring.TaskState.TASK_STATE_CANCELLED),
+    /** A task of a graph waiting for the tasks it depends on. */
+    WAITING(Taskring.TaskState.TASK_STATE_WAITING),
+    /** A task of a graph that will not run: its join rule can no longer be met. */
+    SKIPPED(Taskring.TaskState.TASK_STATE_SKIPPED);
 
     private final Taskring.TaskState wire;
 
@@ -27,7 +32,7 @@ public enum TaskState {
 
     /** True when the task will not run again (short of a manual replay). */
     public boolean isTerminal() {
-        return this == SUCCEEDED || this == DEAD_LETTERED || this == CANCELLED;
+        return this == SUCCEEDED || this == DEAD_LETTERED || this == CANCELLED || this == SKIPPED;
     }
 
     /** The name the Python SDK uses ({@code "retry_wait"}), also what the CLI prints. */
