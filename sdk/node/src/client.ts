@@ -26,6 +26,7 @@ import type { TaskServiceClient } from './gen/taskring/v1/TaskService';
 import { NodeList } from './nodes';
 import { Policies, type PolicyInvoke } from './policies';
 import type { SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
+import { currentTraceparent } from './tracing';
 import { loadWire } from './wire/load';
 
 /** Batches of thousands of tasks exceed gRPC's 4 MiB default. */
@@ -126,6 +127,10 @@ export class Client {
   /** Submit one task. */
   async submit(spec: TaskSpec): Promise<SubmitResult> {
     const task = specToWire(spec);
+    // Inside a traced request the task goes on with its trace (tracing.ts). Read
+    // before the first await, while the caller's context is the active one.
+    const traceparent = currentTraceparent();
+    if (!task.trace_id && traceparent) task.trace_id = traceparent;
     const resp = await this.call<SubmitResponse__Output>(Boolean(task.task_id), (s, m, o, done) => s.Submit({ task }, m, o, done));
     return submitResultFromWire(resp);
   }
@@ -137,7 +142,12 @@ export class Client {
    */
   async submitBatch(specs: readonly TaskSpec[]): Promise<SubmitResult[]> {
     if (specs.length === 0) return [];
-    const tasks = specs.map((s, i) => specToWire(s, `tasks[${i}].`));
+    const traceparent = currentTraceparent(); // '' outside a traced request (tracing.ts)
+    const tasks = specs.map((s, i) => {
+      const task = specToWire(s, `tasks[${i}].`);
+      if (!task.trace_id && traceparent) task.trace_id = traceparent;
+      return task;
+    });
     const idempotent = tasks.every((t) => Boolean(t.task_id));
     const resp = await this.call<SubmitBatchResponse__Output>(idempotent, (s, m, o, done) => s.SubmitBatch({ tasks }, m, o, done));
     if (resp.results.length !== specs.length) {

@@ -42,6 +42,7 @@ import type { OutcomeKind__Output } from './gen/taskring/v1/OutcomeKind';
 import { decodeDetails, type HeartbeatStream } from './heartbeat';
 import { parseInstant } from './instant';
 import { Slots } from './slots';
+import { callTraced } from './tracing';
 
 /** A handler: gets the context, returns (a promise of) anything; throw to fail. */
 export type Handler = (ctx: TaskContext) => unknown;
@@ -245,7 +246,8 @@ export class DeliveryRunner {
       let result: Promise<unknown>;
       try {
         if (ctx.heartbeatTimeoutMs > 0) ctx.heartbeat(); // the lease counts from the start (no-op without a stream)
-        result = Promise.resolve(handler(ctx)); // a sync throw lands in the catch below
+        // In a span continuing the submitter's trace, when the task carries one (tracing.ts).
+        result = Promise.resolve(callTraced(ctx, () => handler(ctx))); // a sync throw lands in the catch below
       } catch (e) {
         result = Promise.reject(e);
       }

@@ -385,7 +385,8 @@ test("dist/cli.js's heartbeat behaviour: {done_ms} every every_ms from the last 
     const done = d.heartbeats.filter((h) => h.task_id === 'short' && h.details_json !== '')
       .map((h) => JSON.parse(h.details_json).done_ms);
     assert.ok(done.length >= 3, `beats ${done}`);
-    assert.ok(done[0] >= 100 + 20 && done.every((n, i) => n <= 250 && (i === 0 || n >= done[i - 1])), `beats ${done}`);
+    // Node's timers run on the loop's millisecond clock and may fire up to 1 ms early by performance.now().
+    assert.ok(done[0] >= 100 + 20 - 1 && done.every((n, i) => n <= 250 && (i === 0 || n >= done[i - 1])), `beats ${done}`);
     assert.deepEqual(printed, []);
 
     cancelled.add('long');

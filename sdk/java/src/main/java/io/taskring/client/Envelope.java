@@ -22,6 +22,14 @@ public final class Envelope {
 
     /** The wire Task of a spec (already checked by its builder). */
     public static Taskring.Task toWire(TaskSpec spec) {
+        return toWire(spec, "");
+    }
+
+    /**
+     * The wire Task of a spec whose {@code trace_id}, when the spec has none, is
+     * {@code traceparent} (the submitting span's; "" for none). A trace id the caller set is kept.
+     */
+    public static Taskring.Task toWire(TaskSpec spec, String traceparent) {
         Taskring.Task.Builder t = Taskring.Task.newBuilder()
                 .setNamespace(spec.namespace())
                 .setTaskType(spec.taskType())
@@ -51,6 +59,8 @@ public final class Envelope {
         }
         if (spec.traceId() != null && !spec.traceId().isEmpty()) {
             t.setTraceId(spec.traceId());
+        } else if (!traceparent.isEmpty()) {
+            t.setTraceId(traceparent);
         }
         return t.build();
     }

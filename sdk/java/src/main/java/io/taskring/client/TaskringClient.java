@@ -55,7 +55,9 @@ public final class TaskringClient implements AutoCloseable {
 
     /** Submit one task. */
     public CompletableFuture<SubmitResult> submit(TaskSpec spec) {
-        Taskring.SubmitRequest req = Taskring.SubmitRequest.newBuilder().setTask(Envelope.toWire(spec)).build();
+        // Inside a traced request the task goes on with its trace (CurrentTrace).
+        Taskring.Task task = Envelope.toWire(spec, CurrentTrace.traceparent());
+        Taskring.SubmitRequest req = Taskring.SubmitRequest.newBuilder().setTask(task).build();
         return call(TaskServiceGrpc.getSubmitMethod(), req, spec.isIdempotent()).thenApply(Envelope::fromWire);
     }
 
@@ -76,8 +78,9 @@ public final class TaskringClient implements AutoCloseable {
         }
         Taskring.SubmitBatchRequest.Builder req = Taskring.SubmitBatchRequest.newBuilder();
         boolean idempotent = true;
+        String traceparent = CurrentTrace.traceparent(); // "" outside a traced request
         for (TaskSpec s : specs) {
-            req.addTasks(Envelope.toWire(s));
+            req.addTasks(Envelope.toWire(s, traceparent));
             idempotent &= s.isIdempotent();
         }
         int n = specs.size();

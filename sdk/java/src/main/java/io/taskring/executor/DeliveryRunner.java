@@ -248,7 +248,7 @@ final class DeliveryRunner {
         if (a.handler.sync() != null) {
             a.thread = Thread.currentThread();
             try {
-                a.handler.sync().handle(a.ctx);
+                ExecuteSpan.run(a.handler.sync(), a.ctx); // in a span when the task carries a traceparent
                 a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", a.startedMs, Outcomes.nowMs()));
             } catch (Throwable t) { // an Error in a handler is still a failed task
                 a.outcome.complete(Outcomes.failure(a.delivery, t, a.startedMs));
@@ -261,7 +261,7 @@ final class DeliveryRunner {
         }
         CompletableFuture<Void> f;
         try {
-            f = a.handler.async().handle(a.ctx);
+            f = ExecuteSpan.run(a.handler.async(), a.ctx); // in a span when the task carries a traceparent
             if (f == null) {
                 throw new IllegalStateException("the async handler returned null instead of a future");
             }

@@ -272,7 +272,10 @@ class ExecutorCliTest {
                 outcomes.addAll(r.getOutcomesList());
                 Taskring.ExecuteRequest.Builder answers = Taskring.ExecuteRequest.newBuilder();
                 for (Taskring.Heartbeat hb : r.getHeartbeatsList()) {
-                    boolean cancel = cancelled.contains(hb.getTaskId());
+                    // Only a beat of the handler's own (it carries details): the SDK's first beat goes
+                    // before the handler runs, and a cancel answered to it would rightly skip the
+                    // handler, which then never prints its "stopped" line.
+                    boolean cancel = cancelled.contains(hb.getTaskId()) && !hb.getDetailsJson().isEmpty();
                     answers.addHeartbeatAnswers(Taskring.HeartbeatAnswer.newBuilder().setTaskId(hb.getTaskId())
                             .setAttempt(hb.getAttempt()).setSequence(hb.getSequence())
                             .setVerdict(cancel ? HeartbeatVerdict.HEARTBEAT_VERDICT_CANCEL : HeartbeatVerdict.HEARTBEAT_VERDICT_CONTINUE)
