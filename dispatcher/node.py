@@ -26,6 +26,7 @@ from dispatcher.admin.policy_routes import PolicyRoutes, live_limits
 from dispatcher.admin.ring_view import RingView
 from dispatcher.admin.server import AdminServer
 from dispatcher.api.admission import Admission
+from dispatcher.api.graphs import GraphApi
 from dispatcher.api.health import GrpcHealth
 from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.api.service import TaskApi, serve_api
@@ -52,6 +53,7 @@ from dispatcher.params import api_params, engine_params, plan_params
 from dispatcher.policy.follow import PolicyChange, PolicyFollower, read_layers
 from dispatcher.policy.layers import PolicyLayers
 from dispatcher.store.cron import CronStore
+from dispatcher.store.graphs import GraphStore
 from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.policies import PolicyStore
 from dispatcher.store.sharded import store_of
@@ -96,6 +98,7 @@ class Node:
         limits = self.limits = limits or _limits(config, layers)
         # Spans of traced tasks (TASKRING_TRACES): None unless an exporter is named.
         self.tracing = tracing_of(config.traces, config.node_id)
+        self.graphs = GraphStore(shards_of(self.store), route_threshold_ms=config.route_threshold_ms)
         self.engine = Engine(
             params=engine_params(config), store=self.store, producer=self.producer,
             intake_factory=lambda deliver, closed_topics: KafkaIntake(
@@ -111,7 +114,7 @@ class Node:
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type,
             heartbeat_timeouts=limits.retry_policies.heartbeat_by_type,
-            fairness=limits.retry_policies.fairness_by_type, tracing=self.tracing)
+            fairness=limits.retry_policies.fairness_by_type, tracing=self.tracing, graphs=self.graphs)
         self.ownership = self._build_ownership()
         self.admission = Admission(load=self.engine.load, max_wait_ms=config.admission_max_wait_ms,
                                    max_unread=config.admission_max_unread_count, clock=self.clock)
@@ -135,6 +138,10 @@ class Node:
         self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
                            stats=self.stats, tracing=self.tracing)
+        assert self.engine.graph_relay is not None
+        self.graph_api = GraphApi(params=api_params(config), graphs=self.graphs,
+                                  release=self.engine.graph_relay.release_graph, limits=limits, clock=self.clock,
+                                  admission=self.admission, auth=self.auth)
         self.cron_store = CronStore(self.store)
         self.materializer = Materializer(params=plan_params(config), store=self.cron_store, clock=self.clock,
                                          slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
@@ -162,7 +169,8 @@ class Node:
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
-        self.health = GrpcHealth(self._ready, ("TaskService", "CronService", "PolicyService"), watch=self.loops)
+        self.health = GrpcHealth(self._ready, ("TaskService", "CronService", "PolicyService", "GraphService"),
+                                 watch=self.loops)
         self._observer = LoopTask("observe", self._observe, self.loops)
         self.grpc_port: int | None = None
         self._started = False
@@ -175,7 +183,7 @@ class Node:
 
     def _apply_policies(self, change: PolicyChange) -> None:
         self.limits = dataclasses.replace(self.limits, retry_policies=change.policies)
-        for consumer in (self.api, self.cron_api, self.materializer, self.operations):
+        for consumer in (self.api, self.graph_api, self.cron_api, self.materializer, self.operations):
             consumer.set_limits(self.limits)
         self.engine.set_policies(change.policies)
         if change.source == "file":
@@ -314,6 +322,7 @@ class Node:
         self._grpc, self.grpc_port = await serve_api(self.api, self.config.grpc_host, self.config.grpc_port,
                                                      (self.cron_api, "CronService"),
                                                      (self.policy_api, "PolicyService"),
+                                                     (self.graph_api, "GraphService"),
                                                      credentials=self._grpc_credentials,
                                                      configure=self.health.add_to)
         self.admin.start()

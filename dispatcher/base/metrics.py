@@ -45,6 +45,12 @@ class NodeMetrics:
         self.outcomes = Counter("taskring_task_outcomes", "Finished attempts", ["kind"], registry=r)
         self.retries = Counter("taskring_task_retries", "Attempts scheduled for retry", ["route"], registry=r)
         self.dead_lettered = Counter("taskring_tasks_dead_lettered", "Tasks dead-lettered", registry=r)
+        self.graph_settled = Counter("taskring_graph_settled", "Tasks of graphs that left `waiting`: released to"
+                                     " run, skipped or cancelled by the tasks they depend on", ["result"],
+                                     registry=r)
+        self.graph_reconciled = Counter("taskring_graph_reconciled", "Graph notes applied by the owner's sweep"
+                                        " instead of by the node that wrote them (it crashed or failed to apply)",
+                                        registry=r)
         self.fenced = Counter("taskring_fenced_writes", "Writes refused because the slot's epoch moved on",
                               registry=r)
         self.not_sent = Counter("taskring_tasks_not_sent", "Dispatched attempts given back unsent: no session lease",

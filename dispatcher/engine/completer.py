@@ -52,7 +52,7 @@ class Completer:
     def __init__(self, *, params: CompleterParams, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, clock: Clock, rng: random.Random, slots: SlotTable,
                  progress: KafkaProgress, lose: Callable[[set[int]], Awaitable[None]],
-                 stats: TaskStats | None = None):
+                 stats: TaskStats | None = None, on_ended: Callable[[list[tuple[int, str]]], None] | None = None):
         self._params = params
         self._decide_params = params.decide
         self._store = store
@@ -64,6 +64,8 @@ class Completer:
         self._progress = progress
         self._lose = lose
         self._stats = stats
+        # Ends of tasks of graphs with dependents, recorded: the graph relay applies them.
+        self._on_ended = on_ended
         self._outcomes = {name.removeprefix("OUTCOME_KIND_").lower(): metrics.outcomes.labels(
             name.removeprefix("OUTCOME_KIND_").lower()) for name in pb.OutcomeKind.keys()}
         self._outcome_batcher = OutcomeBatcher(store.record_outcomes, max_writes=params.outcome_batch)
@@ -101,6 +103,10 @@ class Completer:
             return
         await self._lose(stale)
         live = [d for d in items if d.slot not in stale]
+        if self._on_ended is not None:
+            ends = [(w.slot, w.task_id) for w in writes if w.notify and w.result != r.RETRY and w.slot not in stale]
+            if ends:
+                self._on_ended(ends)
         if self._stats is not None and live:
             self._count(live, writes, stale, now_ms)
         to_send = [retry_messages[d.task_id] for d in live if d.task_id in retry_messages]

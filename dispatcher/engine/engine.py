@@ -38,6 +38,7 @@ from dispatcher.engine.due import Due, due_of_message
 from dispatcher.engine.due_queue import CLASSES, INTAKE_SHARES, DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.engine.fair_share import FairShare
+from dispatcher.engine.graph_relay import GraphRelay, GraphRelayParams
 from dispatcher.engine.limits import ConcurrencyGate, TypeKey
 from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
@@ -53,6 +54,7 @@ from dispatcher.policy.fairness import FairPolicy
 from dispatcher.policy.retry import RetryPolicies
 from dispatcher.policy.scheduling import TypeLimits
 from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.interface_graphs import GraphStoreProtocol
 from taskring.wire import pb
 
 log = logging.getLogger(__name__)
@@ -97,7 +99,8 @@ class Engine:
                  stats: TaskStats | None = None, loops: LoopWatch | None = None,
                  type_limits: Mapping[TypeKey, TypeLimits] | None = None,
                  heartbeat_timeouts: Mapping[TypeKey, int] | None = None,
-                 fairness: Mapping[TypeKey, FairPolicy] | None = None, tracing: NodeTracing | None = None):
+                 fairness: Mapping[TypeKey, FairPolicy] | None = None, tracing: NodeTracing | None = None,
+                 graphs: GraphStoreProtocol | None = None):
         self._params = params
         self._store = store
         self._producer = producer
@@ -123,9 +126,16 @@ class Engine:
         self._stopping = False
         self._held = False
         self._moves = {move: metrics.ownership_moves.labels(move) for move in ("assigned", "revoked", "lost")}
+        # Releases the tasks of graphs as the tasks they depend on end (None: no graph store).
+        self.graph_relay = None if graphs is None else GraphRelay(
+            params=GraphRelayParams(node_id=params.completer.decide.node_id,
+                                    topic_for=params.completer.decide.topic_for),
+            graphs=graphs, store=store, producer=producer, clock=self._clock, slots=self, metrics=metrics,
+            loops=loops)
         self._completer = Completer(params=params.completer, store=store, producer=producer, metrics=metrics,
                                     clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
-                                    lose=self._lose, stats=stats)
+                                    lose=self._lose, stats=stats,
+                                    on_ended=self.graph_relay.ended if self.graph_relay is not None else None)
         self._gate = ConcurrencyGate(type_limits)
         self._dispatch = Dispatch(params=params.dispatch, store=store, executors=executors, metrics=metrics,
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
@@ -159,6 +169,8 @@ class Engine:
         self._poller.start()
         self._sweeper.start()
         self._guard.start()
+        if self.graph_relay is not None:
+            self.graph_relay.start()
 
     async def stop(self) -> None:
         """Stop intake, finish what is in flight, commit progress. Safe twice."""
@@ -168,6 +180,8 @@ class Engine:
         for slot in self._slots.slots():
             await self.slot_revoked(slot, clean=True)
         await self._guard.stop()
+        if self.graph_relay is not None:
+            await self.graph_relay.stop()
         await self._sweeper.stop()
         await self._poller.stop()
         for loop in self._loops:

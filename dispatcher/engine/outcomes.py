@@ -66,9 +66,12 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
     events = [r.Event(d.task.task_id, TaskState.RUNNING, started, node, d.attempt)] if started else []
     kind = outcome_kind(o)
     task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
+    # A task of a graph whose end its dependents wait for (the envelope says so: no read).
+    notify = d.task.HasField("graph") and d.task.graph.has_dependents
     if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
         events.append(r.Event(task_id, TaskState.SUCCEEDED, now, node, attempt))
-        return Decision(r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events)), None, kind)
+        return Decision(r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events),
+                                       notify=notify), None, kind)
     error = o.error or kind
     retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
     if retryable and attempt <= d.task.max_retries:
@@ -89,5 +92,5 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
     events.append(r.Event(task_id, TaskState.DEAD_LETTERED, now, node, attempt,
                           "non-retryable failure" if not retryable else f"gave up after {attempt} attempts"))
     write = r.OutcomeWrite(task_id, slot, attempt, result=r.DEAD_LETTERED, events=tuple(events), error=error,
-                           stack_trace=o.stack_trace or None)
+                           stack_trace=o.stack_trace or None, notify=notify)
     return Decision(write, None, kind)

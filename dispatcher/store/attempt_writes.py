@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from dispatcher.store import dead_lettering, fenced
 from dispatcher.store import records as r
+from dispatcher.store.graph_notes import note_ends
 from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names
 from taskring.task import TaskState
 
@@ -123,6 +124,7 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
     """Record finished attempts; returns the stale slots whose writes were refused."""
     firsts = _first_of_each(writes)
     happy = {w.task_id: h for w in firsts if (h := happy_success(w)) is not None}
+    ends = [w for w in firsts if w.notify and w.result != r.RETRY]
     if firsts and len(happy) == len(firsts):
         # The usual batch: successes only, each statement checking the slots' epochs
         # itself. Every row written: no slot was stale. Otherwise the way below finds
@@ -130,6 +132,7 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
         # succeeded now, and its conditional writes leave them alone).
         if _record_happy(cur, happy, {w.task_id: w.attempt for w in firsts},
                          {w.slot: epochs[w.slot] for w in firsts}) == len(happy):
+            note_ends(cur, [(w.slot, w.task_id) for w in ends], now)
             return set()
     stale = fenced.stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
     live = _first_of_each([w for w in writes if w.slot not in stale])
@@ -158,6 +161,10 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
                         " updated_at = %s WHERE task_id = %s",
                         [(r.DEAD_LETTERED, w.error, w.stack_trace, now, w.task_id) for w in dead])
         dead_lettering.enter(cur, dead, now)
+    # A note for each end this write made (a happy success is one unless its row had moved
+    # on; a note for a task that did not end is read and dropped by its applier).
+    written = set(happy) | {w.task_id for w in others}
+    note_ends(cur, [(w.slot, w.task_id) for w in ends if w.task_id in written], now)
     return stale
 
 

@@ -63,3 +63,17 @@ class PolicyRevisionMismatch(TaskringError):
         self.expected, self.actual = expected, actual
         super().__init__(f"policy {quote(key)} is at revision {actual}, not {expected}: read it again and make the"
                          " change on what it is now")
+
+
+class GraphExists(TaskringError):
+    """A SubmitGraph with a graph id that names another graph (other tasks) in its namespace."""
+
+    def __init__(self, namespace: str, graph_id: str):
+        super().__init__(f"graph_id: {quote(graph_id)} is already a graph of namespace {quote(namespace)} with other"
+                         " tasks (a retried SubmitGraph must send the same tasks; choose another id for another"
+                         " graph); nothing was written")
+
+
+class GraphNotFound(TaskringError):
+    def __init__(self, namespace: str, graph_id: str):
+        super().__init__(f"graph {quote(namespace + '/' + graph_id)} not found")

@@ -33,6 +33,7 @@ from dispatcher.base.config import MySQLConfig
 from dispatcher.base.errors import TaskAlreadyFinished, TaskIdTaken, TaskNotFound, Unavailable
 from dispatcher.store import attempt_writes, fenced, heartbeats, leases
 from dispatcher.store import records as r
+from dispatcher.store.graph_notes import note_end_if_graph
 from dispatcher.store.sql_literals import marks, names, sql_time
 from dispatcher.store.unique_keys import hold_keys
 from taskring.task import TaskState
@@ -336,24 +337,29 @@ class TaskStore:
 
     @staticmethod
     def insert_in(cur, fresh: Sequence[r.NewTask], node: str, *,
-                  types: Iterable[tuple[int, str, str]] | None = None, ignore: bool = True) -> int:
+                  types: Iterable[tuple[int, str, str]] | None = None, ignore: bool = True,
+                  history_in_columns: bool = True) -> int:
         """Insert new rows inside a transaction the caller holds (the sharded store commits
         several shards' inserts once all of them succeeded); returns how many were
         inserted (an id that exists is left alone, as INSERT IGNORE does; with `ignore`
         False it fails the statement instead, IntegrityError 1062). `types`: the
         (slot, namespace, task_type) to record in slot_task_types, when the caller knows
-        which of the rows' are new (default: all of them)."""
+        which of the rows' are new (default: all of them). `history_in_columns` False: the
+        rows' accepted and queued events are not the row's columns (accepted_by and intake
+        stay NULL) but the caller's task_events, as for the tasks of a graph, which wait
+        before they are queued."""
         if not fresh:
             return 0
         # One multi-row INSERT of literals (see sql_literals): the names checked in one
         # pass, the envelope as a hex literal, the times formatted once each.
         names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
-        by = cur.connection.escape(node)
+        by = cur.connection.escape(node) if history_in_columns else "NULL"
+        intake = {r.ENQUEUED: "'kafka'", r.PENDING: "'mysql'"} if history_in_columns else {}
         values = ",".join(
             f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
             f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
             f"'{sql_time(t.created_at)}','{sql_time(t.created_at)}',{by},"
-            f"'{'kafka' if t.status == r.ENQUEUED else 'mysql'}',"
+            f"{intake.get(t.status, 'NULL')},"
             f"{cur.connection.escape(t.trace_id) if t.trace_id else 'NULL'})" for t in fresh)
         inserted = cur.execute(f"INSERT {'IGNORE ' if ignore else ''}INTO tasks (task_id, slot, namespace, task_type,"
                                " priority, status, trigger_at, attempts, epoch, envelope, created_at, updated_at,"
@@ -418,6 +424,7 @@ class TaskStore:
                         (r.CANCELLED, now, task_id))
             fenced.append_events(cur, [r.Event(task_id, TaskState.CANCELLED, now, node, row.attempts,
                                               "cancelled by request")])
+            note_end_if_graph(cur, task_id, now)   # its dependents are cancelled in turn
         self.run(body)
 
     @staticmethod

@@ -200,6 +200,9 @@ class OutcomeWrite:
     retry_at: dt.datetime | None = None
     error: str | None = None
     stack_trace: str | None = None
+    notify: bool = False
+    """A task of a graph with dependents: an end (not a retry) leaves a note for them
+    (store/graph_notes.py) in the same transaction."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import hashlib
 import grpc
 import pytest
 
+from dispatcher.api.graphs import GraphApi
 from dispatcher.api.policies import PolicyApi, TypePolicies
 from dispatcher.api.service import TaskApi
 from dispatcher.api.validation import Limits
@@ -23,7 +24,7 @@ from dispatcher.cron.api import CronApi
 from dispatcher.params import api_params
 from taskring.wire import pb
 
-SERVICES = ("TaskService", "CronService", "PolicyService")
+SERVICES = ("TaskService", "CronService", "PolicyService", "GraphService")
 RPCS = [(service, m.name, m.input_type.name) for service in SERVICES
         for m in pb.DESCRIPTOR.services_by_name[service].methods]
 
@@ -67,7 +68,9 @@ def servicers():
             "CronService": CronApi(node_id=config.node_id, slot_count=config.slot_count,
                                    store=store, limits=Limits(), auth=auth),
             "PolicyService": PolicyApi(TypePolicies(store=store, layers=lambda: store.layers,
-                                                    apply_now=lambda: store.apply_now), auth=auth)}
+                                                    apply_now=lambda: store.apply_now), auth=auth),
+            "GraphService": GraphApi(params=api_params(config), graphs=store,
+                                     release=lambda *ref: store.release(*ref), limits=Limits(), auth=auth)}
 
 
 def test_every_rpc_needs_a_known_call():

@@ -31,6 +31,7 @@ from taskring import _envelope
 from taskring._auth import AsyncBearerToken, BearerToken
 from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
+from taskring.graph import Graph, GraphInfo, SubmittedGraph, graph_from_pb, submitted_from_pb
 from taskring.policies import Policies
 from taskring.task import (
     Priority,
@@ -166,6 +167,7 @@ class Client:
         resume, delete."""
         self.policies = Policies(self._channel, rpc_timeout_s)
         """The task types' policies set through the API (taskring.policies): get, list, put, delete."""
+        self._graphs = pb_grpc.GraphServiceStub(self._channel)
 
     def submit(
         self,
@@ -213,6 +215,25 @@ class Client:
                 if wait is None:
                     raise error from e
             time.sleep(wait)
+
+    def submit_graph(self, graph: Graph) -> SubmittedGraph:
+        """Submit a graph of tasks (taskring.graph) in one call. Validated whole before anything
+        is written (`InvalidArgument` naming the field, ``"tasks[2].depends_on[0]"``); a retry
+        with the same graph id and tasks answers the graph as it stands (``duplicate``)."""
+        try:
+            resp = self._graphs.SubmitGraph(graph.to_pb(), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return submitted_from_pb(resp)
+
+    def get_graph(self, namespace: str, graph_id: str) -> GraphInfo:
+        """The graph: each task's state, its edges and what a waiting one waits for."""
+        try:
+            resp = self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id),
+                                         timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return graph_from_pb(resp)
 
     def cancel(self, task_id: str) -> TaskState:
         """Cancel a task that has not finished; returns its state (CANCELLED).
@@ -272,7 +293,25 @@ class AsyncClient:
         else:
             self._channel = grpc.aio.secure_channel(target, credentials, options=opts, interceptors=interceptors)
         self._stub = pb_grpc.TaskServiceStub(self._channel)
+        self._graphs = pb_grpc.GraphServiceStub(self._channel)
         self._timeout = rpc_timeout_s
+
+    async def submit_graph(self, graph: Graph) -> SubmittedGraph:
+        """As `Client.submit_graph`."""
+        try:
+            resp = await self._graphs.SubmitGraph(graph.to_pb(), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return submitted_from_pb(resp)
+
+    async def get_graph(self, namespace: str, graph_id: str) -> GraphInfo:
+        """As `Client.get_graph`."""
+        try:
+            resp = await self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id),
+                                               timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return graph_from_pb(resp)
 
     async def submit(
         self,

@@ -1,0 +1,132 @@
+"""The GraphService: a graph of tasks submitted in one call, and read back with each task's
+state, edges and what it waits for (docs/graphs.md).
+
+SubmitGraph validates the whole request (graph_validation.py) before anything is written,
+writes every task `waiting` (store/graphs.py: the graph is complete only once every shard's
+rows are), then releases the roots through the graph relay (engine/graph_relay.py), which
+also releases the rest as their parents end. A retried SubmitGraph with the same graph id and
+the same tasks answers the graph as it stands (`duplicate`), after completing it if an earlier
+call stopped halfway; the same id with other tasks is refused (ALREADY_EXISTS).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+from collections.abc import Awaitable, Callable
+
+from cluster.slots import slot_of
+from dispatcher.api.admission import Admission
+from dispatcher.api.graph_validation import ON_FAILURE_TO_PB, RULE_TO_PB, ValidGraph, validate_graph
+from dispatcher.api.service import ApiParams, _guarded, api_state, status_code
+from dispatcher.api.validation import NAMESPACE_RE, Limits
+from dispatcher.auth import tokens as calls
+from dispatcher.auth.grpc_auth import Authorizer
+from dispatcher.base.clock import Clock, ms_to_aware, ms_to_datetime
+from dispatcher.base.errors import InvalidArgument, TaskringError, bounded, quote
+from dispatcher.engine.ready import NORMAL, priority_class
+from dispatcher.store import records as r
+from dispatcher.store.interface_graphs import GraphStoreProtocol, GraphView, NewEdge, NewGraph, NewNode, NodeView
+from taskring.wire import STATE_TO_PB, pb, pb_grpc
+
+ReleaseGraph = Callable[[int, str, str], Awaitable[object]]
+"""(home slot, namespace, graph id): release a complete graph's roots (GraphRelay.release_graph)."""
+
+
+def home_slot(namespace: str, graph_id: str, slot_count: int) -> int:
+    """The slot whose shard keeps the graph's row and whose owner finishes its start after a crash."""
+    return slot_of(namespace, graph_id, slot_count)
+
+
+class GraphApi(pb_grpc.GraphServiceServicer):
+    def __init__(self, *, params: ApiParams, graphs: GraphStoreProtocol, release: ReleaseGraph, limits: Limits,
+                 clock: Clock | None = None, admission: Admission | None = None, auth: Authorizer | None = None):
+        self._params = params
+        self._graphs = graphs
+        self._release = release
+        self._limits = limits
+        self._clock = clock or Clock()
+        self._admission = admission
+        self._auth = auth or Authorizer(None)
+
+    def set_limits(self, limits: Limits) -> None:
+        self._limits = limits
+
+    async def _abort(self, exc: TaskringError, context) -> None:
+        await context.abort(status_code(exc), bounded(str(exc)))
+
+    @_guarded
+    async def SubmitGraph(self, request: pb.SubmitGraphRequest, context) -> pb.SubmitGraphResponse:
+        token = self._auth.token(context, calls.SUBMIT)
+        if not NAMESPACE_RE.fullmatch(request.namespace):
+            raise InvalidArgument("namespace", f"must be 1 to 64 characters of [a-z0-9._-], got"
+                                               f" {quote(request.namespace)}")
+        self._auth.check_namespaces(token, calls.SUBMIT, (request.namespace,))
+        if self._admission is not None:   # judged by its lowest class, as a batch is
+            self._admission.check(min((priority_class(t.task.priority) for t in request.tasks), default=NORMAL))
+        now_ms = self._clock.now_ms()
+        valid = validate_graph(request, now=ms_to_aware(now_ms), limits=self._limits)
+        home = home_slot(valid.namespace, valid.graph_id, self._params.slot_count)
+        written = await asyncio.to_thread(self._graphs.insert_graph, self._new_graph(valid, home, now_ms),
+                                          self._params.node_id, ms_to_datetime(now_ms))
+        if written:
+            await self._release(home, valid.namespace, valid.graph_id)
+        view = await asyncio.to_thread(self._graphs.graph, valid.namespace, valid.graph_id)
+        now = self._clock.now()
+        return pb.SubmitGraphResponse(graph_id=valid.graph_id, duplicate=not written, tasks=[
+            pb.GraphTaskRef(key=n.key, task_id=n.task_id, state=api_state(n.status, n.attempts, n.trigger_at, now),
+                            slot=n.slot) for n in view.nodes])
+
+    def _new_graph(self, valid: ValidGraph, home: int, now_ms: int) -> NewGraph:
+        created = ms_to_datetime(now_ms)
+        ids = {n.key: n.task.task_id for n in valid.nodes}
+        nodes = []
+        for seq, n in enumerate(valid.nodes):
+            envelope = n.task.to_pb()
+            envelope.schedule_time = ""   # due at its release plus delay_ms, which no envelope can say
+            envelope.delay_ms = n.delay_ms
+            envelope.graph.CopyFrom(pb.GraphRef(graph_id=valid.graph_id, key=n.key, has_dependents=n.has_dependents))
+            slot = slot_of(n.task.namespace, n.task.task_type, self._params.slot_count)
+            row = r.NewTask(task_id=n.task.task_id, slot=slot, namespace=n.task.namespace,
+                            task_type=n.task.task_type, priority=n.task.priority, status=r.WAITING,
+                            trigger_at=created, envelope=envelope.SerializeToString(), created_at=created,
+                            trace_id=n.task.trace_id)
+            nodes.append(NewNode(task=row, key=n.key, seq=seq, join_rule=n.join_rule, join_k=n.join_k,
+                                 delay_ms=n.delay_ms, has_dependents=n.has_dependents,
+                                 parents=tuple(NewEdge(ids[key], key, policy) for key, policy in n.parents)))
+        return NewGraph(valid.namespace, valid.graph_id, home, valid.digest, tuple(nodes), created)
+
+    @_guarded
+    async def GetGraph(self, request: pb.GetGraphRequest, context) -> pb.GetGraphResponse:
+        token = self._auth.token(context, calls.READ)
+        if not request.namespace or not request.graph_id:
+            raise InvalidArgument("namespace" if not request.namespace else "graph_id", "is required")
+        self._auth.check_namespaces(token, calls.READ, (request.namespace,))
+        view = await asyncio.to_thread(self._graphs.graph, request.namespace, request.graph_id)
+        return graph_response(view, self._clock.now())
+
+
+def graph_response(view: GraphView, now: dt.datetime) -> pb.GetGraphResponse:
+    """The graph as callers see it: each task's lifecycle state, its edges and, for one that
+    waits, what for."""
+    states = {n.key: r.api_state(n.status, n.attempts, n.trigger_at, now) for n in view.nodes}
+    counts = collections.Counter(state.value for state in states.values())
+    finished = all(s.is_terminal for s in states.values())
+    return pb.GetGraphResponse(
+        graph_id=view.graph_id, namespace=view.namespace,
+        state="finished" if finished else ("running" if view.complete else "incomplete"),
+        counts=dict(counts), nodes=[_node(n, states) for n in view.nodes])
+
+
+def _node(n: NodeView, states: dict) -> pb.GraphNode:
+    edges = [pb.GraphEdge(parent_key=e.parent_key, on_failure=ON_FAILURE_TO_PB[e.on_failure], outcome=e.outcome or "")
+             for e in n.edges]
+    waiting = ""
+    if n.status == r.WAITING:
+        open_ = [e for e in n.edges if e.outcome is None]
+        waiting = (f"for {len(open_)} of {len(n.edges)} parent(s): "
+                   + ", ".join(f"{e.parent_key} ({states[e.parent_key].value})" for e in open_)
+                   if open_ else "for its graph to be complete")
+    return pb.GraphNode(key=n.key, task_id=n.task_id, state=STATE_TO_PB[states[n.key]], attempts=n.attempts,
+                        join=pb.Join(rule=RULE_TO_PB[n.join_rule], at_least=n.join_k), depends_on=edges,
+                        reason=n.reason or n.last_error or "", waiting=waiting)

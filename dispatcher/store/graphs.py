@@ -1,0 +1,320 @@
+"""Graphs on MariaDB (migrations/016_graphs.sql): the contract is interface_graphs.py's.
+
+How a dependency is released exactly once, whatever crashes (docs/design/dependencies.md 3.3):
+
+- Every end of a task that has dependents writes a note into `graph_outbox` in the
+  transaction of that end, on its own shard (attempt_writes.record_outcomes, TaskStore.cancel,
+  and `_settle` below for a dependent it skips or cancels). So the note exists iff the end
+  does.
+- Applying a note (`apply_ends`) reads the parent's row for how it ended, finds its
+  dependents' unresolved edges on every shard, and settles each dependent in one
+  transaction on the dependent's shard: under the lock of its rows, an edge still
+  unresolved is counted (its `outcome` set and the dependent's counts moved in the same
+  transaction), the join rule is evaluated (graph_rules.py), and a dependent still
+  `waiting` is released, skipped or cancelled. A repeated note finds the edge counted and
+  the dependent no longer waiting: nothing happens twice. Any node may apply any note.
+- Notes are deleted after they were applied; the owner of the note's slot applies what a
+  crash left behind (engine/graph_relay.py).
+
+A graph is inserted `waiting` whole (one transaction per shard) before any task runs: its
+row on the home shard is marked complete, with a "graph" note, only once every shard's rows
+are committed, and only a complete graph's roots are released. A retried SubmitGraph
+completes a graph an earlier call left incomplete.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from dispatcher.base.errors import TaskIdTaken
+from dispatcher.store import fenced
+from dispatcher.store import records as r
+from dispatcher.store.errors import GraphExists, GraphNotFound
+from dispatcher.store.graph_notes import GRAPH_NOTE, TASK_NOTE, note_ends
+from dispatcher.store.graph_rules import Counts, JoinRule, OnFailure, Verdict, effective, evaluate, skip_reason
+from dispatcher.store.interface_graphs import (
+    EdgeView,
+    GraphView,
+    NewGraph,
+    NewNode,
+    NodeView,
+    Note,
+    Released,
+    Settled,
+)
+from dispatcher.store.mysql import TaskStore
+from dispatcher.store.shards import Shards
+from dispatcher.store.sql_literals import marks, names
+from taskring.task import TaskState
+
+T = TypeVar("T")
+_COUNT_COLUMNS = ("n_succeeded", "n_failed", "n_skipped", "n_ignored", "n_cancelled")
+_VERDICT_STATUS = {Verdict.SKIP: r.SKIPPED, Verdict.CANCEL: r.CANCELLED}
+_VERDICT_STATE = {Verdict.SKIP: TaskState.SKIPPED, Verdict.CANCEL: TaskState.CANCELLED}
+
+
+class GraphStore:
+    """GraphStoreProtocol over the task store's shards."""
+
+    def __init__(self, shards: Shards, route_threshold_ms: int):
+        self._shards = shards
+        self._route_threshold_ms = route_threshold_ms
+        self._index = {id(s): i for i, s in enumerate(shards.all)}
+
+    def _by_shard(self, items: Iterable[T], slot: Callable[[T], int]) -> dict[int, list[T]]:
+        groups: dict[int, list[T]] = {}
+        for item in items:
+            groups.setdefault(self._index[id(self._shards.of_slot(slot(item)))], []).append(item)
+        return groups
+
+    # ---- insert ----
+
+    def insert_graph(self, graph: NewGraph, node: str, now: dt.datetime) -> bool:
+        home = self._shards.of_slot(graph.home_slot)
+
+        def open_graph(cur) -> bool | None:
+            cur.execute("SELECT digest, complete FROM graphs WHERE namespace = %s AND graph_id = %s FOR UPDATE",
+                        (graph.namespace, graph.graph_id))
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("INSERT INTO graphs (namespace, graph_id, home_slot, digest, node_count, complete,"
+                            " created_at) VALUES (%s, %s, %s, %s, %s, 0, %s)",
+                            (graph.namespace, graph.graph_id, graph.home_slot, graph.digest, len(graph.nodes),
+                             graph.created_at))
+                return None
+            if row[0] != graph.digest:
+                raise GraphExists(graph.namespace, graph.graph_id)
+            return bool(row[1])
+        complete = home.run(open_graph)
+        if complete:
+            return False
+        for index, nodes in sorted(self._by_shard(graph.nodes, lambda n: n.task.slot).items()):
+            self._shards.all[index].run(lambda cur, nodes=nodes: _insert_nodes(cur, graph.graph_id, nodes, node))
+
+        def close_graph(cur) -> None:
+            cur.execute("UPDATE graphs SET complete = 1 WHERE namespace = %s AND graph_id = %s AND complete = 0",
+                        (graph.namespace, graph.graph_id))
+            if cur.rowcount:
+                cur.execute("INSERT INTO graph_outbox (slot, kind, ref, created_at) VALUES (%s, %s, %s, %s)",
+                            (graph.home_slot, GRAPH_NOTE, f"{graph.namespace}/{graph.graph_id}", now))
+        home.run(close_graph)
+        return True
+
+    # ---- release ----
+
+    def release_roots(self, namespace: str, graph_id: str, node: str, now: dt.datetime) -> Settled:
+        def is_complete(cur) -> bool:
+            cur.execute("SELECT complete FROM graphs WHERE namespace = %s AND graph_id = %s", (namespace, graph_id))
+            row = cur.fetchone()
+            return bool(row and row[0])
+        # The graph's row lives on its home shard, which the caller's slot names; any shard
+        # is asked here since a note's reader knows the home slot and an API caller may not.
+        if not any(shard.run(is_complete) for shard in self._shards.all):
+            return Settled()
+        out: list[Settled] = []
+        for shard in self._shards.all:
+            def body(cur) -> Settled:
+                cur.execute("SELECT task_id FROM graph_nodes WHERE namespace = %s AND graph_id = %s"
+                            " AND n_parents = 0 AND released_at IS NULL", (namespace, graph_id))
+                roots = [row[0] for row in cur.fetchall()]
+                return self._settle(cur, roots, {}, node, now) if roots else Settled()
+            out.append(shard.run(body))
+        return _merge(out)
+
+    def apply_ends(self, parent_ids: list[str], node: str, now: dt.datetime) -> Settled:
+        if not parent_ids:
+            return Settled()
+        ended: dict[str, str] = {}
+        for shard in self._shards.all:   # a task's shard is its slot's, which the id alone does not say
+            def statuses(cur) -> dict[str, str]:
+                cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(parent_ids)})")
+                return {tid: status for tid, status in cur.fetchall() if status in r.TERMINAL}
+            ended.update(shard.run(statuses))
+        if not ended:
+            return Settled()
+        out: list[Settled] = []
+        for shard in self._shards.all:
+            def body(cur) -> Settled:
+                cur.execute(f"SELECT DISTINCT child_id FROM graph_edges WHERE parent_id IN ({names(ended)})"
+                            " AND outcome IS NULL")
+                children = [row[0] for row in cur.fetchall()]
+                return self._settle(cur, children, ended, node, now) if children else Settled()
+            out.append(shard.run(body))
+        return _merge(out)
+
+    def _settle(self, cur, child_ids: list[str], ended: dict[str, str], node: str, now: dt.datetime) -> Settled:
+        """Count the ended parents on these children's unresolved edges and decide each child
+        still waiting, in the caller's transaction on the children's shard."""
+        ids = sorted(set(child_ids))   # one lock order for every applier: no deadlock between two
+        cur.execute("SELECT task_id, slot, join_rule, join_k, delay_ms, has_dependents, n_parents,"
+                    f" {', '.join(_COUNT_COLUMNS)} FROM graph_nodes WHERE task_id IN ({names(ids)})"
+                    " ORDER BY task_id FOR UPDATE")
+        nodes = {row[0]: row for row in cur.fetchall()}
+        rows = fenced.lock_states(cur, ids)
+        counts = {tid: Counts(row[6], *row[7:12]) for tid, row in nodes.items()}
+        if ended:
+            cur.execute(f"SELECT child_id, parent_id, on_failure FROM graph_edges WHERE child_id IN ({names(ids)})"
+                        f" AND parent_id IN ({names(ended)}) AND outcome IS NULL FOR UPDATE")
+            resolved = []
+            for child, parent, on_failure in cur.fetchall():
+                outcome = effective(ended[parent], OnFailure(on_failure))
+                if outcome is not None and child in counts:
+                    counts[child].add(outcome)
+                    resolved.append((outcome.value, now, child, parent))
+            if resolved:
+                cur.executemany("UPDATE graph_edges SET outcome = %s, resolved_at = %s"
+                                " WHERE child_id = %s AND parent_id = %s", resolved)
+                moved = {child for _, _, child, _ in resolved}
+                cur.executemany(f"UPDATE graph_nodes SET {', '.join(c + ' = %s' for c in _COUNT_COLUMNS)}"
+                                " WHERE task_id = %s",
+                                [(c.succeeded, c.failed, c.skipped, c.ignored, c.cancelled, tid)
+                                 for tid in sorted(moved) for c in (counts[tid],)])
+        due: list[tuple[str, int]] = []
+        ends: dict[Verdict, list[tuple[str, str]]] = {Verdict.SKIP: [], Verdict.CANCEL: []}
+        for tid, row in nodes.items():
+            if tid not in rows or rows[tid].status != r.WAITING:
+                continue
+            rule, k = JoinRule(row[2]), int(row[3])
+            verdict = evaluate(rule, k, counts[tid])
+            if verdict is Verdict.DUE:
+                due.append((tid, int(row[4])))
+            elif verdict is not Verdict.WAIT:
+                reason = (skip_reason(rule, k, counts[tid]) if verdict is Verdict.SKIP
+                          else "a task it depends on was cancelled")
+                ends[verdict].append((tid, reason))
+        released = self._release(cur, due, node, now)
+        for verdict, group in ends.items():
+            if not group:
+                continue
+            cur.executemany("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s AND status = %s",
+                            [(_VERDICT_STATUS[verdict], now, tid, r.WAITING) for tid, _ in group])
+            cur.executemany("UPDATE graph_nodes SET released_at = %s, reason = %s WHERE task_id = %s",
+                            [(now, reason[:512], tid) for tid, reason in group])
+            fenced.append_events(cur, [r.Event(tid, _VERDICT_STATE[verdict], now, node, 0, reason)
+                                       for tid, reason in group])
+            note_ends(cur, [(nodes[tid][1], tid) for tid, _ in group if nodes[tid][5]], now)
+        return Settled(released, len(ends[Verdict.SKIP]), len(ends[Verdict.CANCEL]),
+                       tuple((nodes[tid][1], tid) for group in ends.values() for tid, _ in group if nodes[tid][5]))
+
+    def _release(self, cur, due: list[tuple[str, int]], node: str, now: dt.datetime) -> tuple[Released, ...]:
+        """Waiting -> queued: on the Kafka path when its own delay is within the route
+        threshold (the caller produces its message), else on the MySQL path."""
+        if not due:
+            return ()
+        moves = []
+        for tid, delay_ms in due:
+            status = r.ENQUEUED if delay_ms <= self._route_threshold_ms else r.PENDING
+            moves.append((tid, status, now + dt.timedelta(milliseconds=delay_ms)))
+        cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, updated_at = %s"
+                        " WHERE task_id = %s AND status = %s",
+                        [(status, at, now, tid, r.WAITING) for tid, status, at in moves])
+        ids = [tid for tid, _ in due]
+        cur.execute(f"UPDATE graph_nodes SET released_at = %s WHERE task_id IN ({names(ids)})", (now,))
+        fenced.append_events(cur, [r.Event(tid, TaskState.QUEUED, now, node, 0,
+                                           "kafka" if status == r.ENQUEUED else "mysql")
+                                   for tid, status, _ in moves])
+        cur.execute(f"SELECT task_id, slot, priority, envelope FROM tasks WHERE task_id IN ({names(ids)})")
+        found = {row[0]: row for row in cur.fetchall()}
+        return tuple(Released(tid, found[tid][1], found[tid][2], status, at, found[tid][3])
+                     for tid, status, at in moves)
+
+    # ---- the outbox ----
+
+    def notes(self, slots: list[int], older_than: dt.datetime, limit: int) -> list[Note]:
+        out: list[Note] = []
+        for index, group in self._by_shard(slots, lambda s: s).items():
+            def body(cur, group=group) -> list[Note]:
+                cur.execute(f"SELECT id, slot, kind, ref FROM graph_outbox WHERE slot IN ({marks(len(group))})"
+                            " AND created_at < %s ORDER BY id LIMIT %s", [*group, older_than, limit])
+                return [Note(*row) for row in cur.fetchall()]
+            out += self._shards.all[index].run(body)
+        return out
+
+    def delete_notes(self, notes: list[Note]) -> None:
+        for index, group in self._by_shard(notes, lambda n: n.slot).items():
+            ids = [n.id for n in group]
+            self._shards.all[index].run(
+                lambda cur, ids=ids: cur.execute(f"DELETE FROM graph_outbox WHERE id IN ({marks(len(ids))})", ids))
+
+    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime) -> None:
+        """Delete the notes of these ends ((slot, task_id)) once applied: those written up to
+        `written_before` (a later end of the same task, after a replay, keeps its own)."""
+        for index, group in self._by_shard(ended, lambda e: e[0]).items():
+            ids = [tid for _, tid in group]
+            self._shards.all[index].run(lambda cur, ids=ids: cur.execute(
+                f"DELETE FROM graph_outbox WHERE kind = %s AND ref IN ({names(ids)}) AND created_at <= %s",
+                (TASK_NOTE, written_before)))
+
+    def forget_graph(self, home_slot: int, namespace: str, graph_id: str) -> None:
+        """Delete a graph's "graph" note once its roots were released."""
+        self._shards.of_slot(home_slot).run(lambda cur: cur.execute(
+            "DELETE FROM graph_outbox WHERE slot = %s AND kind = %s AND ref = %s",
+            (home_slot, GRAPH_NOTE, f"{namespace}/{graph_id}")))
+
+    # ---- reads ----
+
+    def graph(self, namespace: str, graph_id: str) -> GraphView:
+        head = None
+        nodes: list[NodeView] = []
+        for shard in self._shards.all:
+            def body(cur):
+                cur.execute("SELECT complete, created_at FROM graphs WHERE namespace = %s AND graph_id = %s",
+                            (namespace, graph_id))
+                row = cur.fetchone()
+                cur.execute("SELECT e.child_id, e.parent_key, e.parent_id, e.on_failure, e.outcome"
+                            " FROM graph_edges e JOIN graph_nodes n ON n.task_id = e.child_id"
+                            " WHERE n.namespace = %s AND n.graph_id = %s", (namespace, graph_id))
+                edges: dict[str, list[EdgeView]] = {}
+                for child, key, parent, on_failure, outcome in cur.fetchall():
+                    edges.setdefault(child, []).append(EdgeView(key, parent, OnFailure(on_failure), outcome))
+                cur.execute("SELECT n.task_id, n.node_key, n.seq, n.slot, t.status, t.attempts, t.trigger_at,"
+                            " n.join_rule, n.join_k, n.reason, t.last_error"
+                            " FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id"
+                            " WHERE n.namespace = %s AND n.graph_id = %s", (namespace, graph_id))
+                found = [NodeView(key=row_[1], task_id=row_[0], seq=row_[2], slot=row_[3], status=r.Status(row_[4]),
+                                  attempts=row_[5], trigger_at=row_[6], join_rule=JoinRule(row_[7]),
+                                  join_k=row_[8], edges=tuple(sorted(edges.get(row_[0], []),
+                                                                     key=lambda e: e.parent_key)),
+                                  reason=row_[9], last_error=row_[10]) for row_ in cur.fetchall()]
+                return row, found
+            row, found = shard.run(body)
+            if row is not None:
+                head = row
+            nodes += found
+        if head is None:
+            raise GraphNotFound(namespace, graph_id)
+        return GraphView(namespace, graph_id, bool(head[0]), head[1], tuple(sorted(nodes, key=lambda n: n.seq)))
+
+
+def _insert_nodes(cur, graph_id: str, nodes: Sequence[NewNode], node: str) -> None:
+    """One shard's part of a graph, idempotent: what an earlier call wrote stays as it is."""
+    ids = [n.task.task_id for n in nodes]
+    cur.execute(f"SELECT task_id, namespace FROM tasks WHERE task_id IN ({names(ids)})")
+    existing = dict(cur.fetchall())
+    for n in nodes:
+        if n.task.task_id in existing and existing[n.task.task_id] != n.task.namespace:
+            raise TaskIdTaken(n.task.task_id)
+    fresh = [n for n in nodes if n.task.task_id not in existing]
+    if not fresh:
+        return
+    TaskStore.insert_in(cur, [n.task for n in fresh], node, history_in_columns=False)
+    cur.executemany("INSERT IGNORE INTO graph_nodes (task_id, namespace, graph_id, node_key, seq, slot, join_rule,"
+                    " join_k, delay_ms, n_parents, has_dependents) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(n.task.task_id, n.task.namespace, graph_id, n.key, n.seq, n.task.slot, n.join_rule.value,
+                      n.join_k, n.delay_ms, len(n.parents), int(n.has_dependents)) for n in fresh])
+    edges = [(n.task.task_id, e.parent_id, e.parent_key, e.on_failure.value) for n in fresh for e in n.parents]
+    if edges:
+        cur.executemany("INSERT IGNORE INTO graph_edges (child_id, parent_id, parent_key, on_failure)"
+                        " VALUES (%s, %s, %s, %s)", edges)
+    at = fresh[0].task.created_at
+    fenced.append_events(cur, [e for n in fresh for e in (
+        r.Event(n.task.task_id, TaskState.ACCEPTED, at, node, 0),
+        r.Event(n.task.task_id, TaskState.WAITING, at, node, 0,
+                f"for {len(n.parents)} task(s) it depends on" if n.parents else "for its graph to be complete"))])
+
+
+def _merge(parts: list[Settled]) -> Settled:
+    return Settled(tuple(x for p in parts for x in p.released), sum(p.skipped for p in parts),
+                   sum(p.cancelled for p in parts), tuple(e for p in parts for e in p.ended))
+

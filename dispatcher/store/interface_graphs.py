@@ -1,0 +1,146 @@
+"""The contract of the graph store (store/graphs.py): the records a graph is written and read
+as, and what each call promises. Tables: migrations/016_graphs.sql."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Protocol
+
+from dispatcher.store import records as r
+from dispatcher.store.graph_rules import JoinRule, OnFailure
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewEdge:
+    parent_id: str
+    parent_key: str
+    on_failure: OnFailure
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewNode:
+    """One task of a graph: its row (status WAITING) and its graph side."""
+
+    task: r.NewTask
+    key: str
+    seq: int
+    join_rule: JoinRule
+    join_k: int
+    delay_ms: int
+    """The task's own delay, counted from its release."""
+    parents: tuple[NewEdge, ...]
+    has_dependents: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewGraph:
+    namespace: str
+    graph_id: str
+    home_slot: int
+    digest: str
+    """sha256 (hex) of the request: the same id with other tasks is refused."""
+    nodes: tuple[NewNode, ...]
+    created_at: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Released:
+    """A task that left `waiting` for one of the two paths: the caller produces the
+    Kafka message of one released `enqueued` (its row is swept to MySQL if none comes)."""
+
+    task_id: str
+    slot: int
+    priority: int
+    status: r.Status
+    """ENQUEUED or PENDING."""
+    trigger_at: dt.datetime
+    envelope: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Note:
+    """An outbox row: a parent that ended (kind "task", ref its task id) or a graph whose
+    rows are all committed (kind "graph", ref "namespace/graph_id")."""
+
+    id: int
+    slot: int
+    kind: str
+    ref: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settled:
+    """What one apply did: the tasks released, and how many were skipped or cancelled by
+    their parents (each of those with dependents left a note of its own)."""
+
+    released: tuple[Released, ...] = ()
+    skipped: int = 0
+    cancelled: int = 0
+    ended: tuple[tuple[int, str], ...] = ()
+    """(slot, task_id) of the skipped and cancelled tasks that have dependents: each left a
+    note, to be applied in turn."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EdgeView:
+    parent_key: str
+    parent_id: str
+    on_failure: OnFailure
+    outcome: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeView:
+    key: str
+    task_id: str
+    seq: int
+    slot: int
+    status: r.Status
+    attempts: int
+    trigger_at: dt.datetime
+    join_rule: JoinRule
+    join_k: int
+    edges: tuple[EdgeView, ...]
+    reason: str | None
+    last_error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GraphView:
+    namespace: str
+    graph_id: str
+    complete: bool
+    created_at: dt.datetime
+    nodes: tuple[NodeView, ...]
+
+
+class GraphStoreProtocol(Protocol):
+    def insert_graph(self, graph: NewGraph, node: str, now: dt.datetime) -> bool:
+        """Write the graph's rows, every task `waiting`, and mark it complete once every
+        shard's rows are committed (with a "graph" note). True when written now; False when
+        the graph existed whole with the same digest (nothing written). A graph left
+        incomplete by an earlier call is completed. Raises GraphExists for another digest."""
+
+    def release_roots(self, namespace: str, graph_id: str, node: str, now: dt.datetime) -> Settled:
+        """Release the complete graph's tasks without parents that still wait (none while
+        the graph is incomplete). Repeating it releases nothing twice."""
+
+    def apply_ends(self, parent_ids: list[str], node: str, now: dt.datetime) -> Settled:
+        """Count each ended parent (by its row's status) on its dependents' unresolved edges,
+        and release, skip or cancel the dependents whose join rule decides. Each edge is
+        counted once however often this is called; a parent not ended counts nothing."""
+
+    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime) -> None:
+        """Delete the notes of these applied ends ((slot, task_id)) written up to `written_before`."""
+
+    def forget_graph(self, home_slot: int, namespace: str, graph_id: str) -> None:
+        """Delete a graph's "graph" note once its roots were released."""
+
+    def notes(self, slots: list[int], older_than: dt.datetime, limit: int) -> list[Note]:
+        """The outbox rows of these slots written before `older_than`, oldest first."""
+
+    def delete_notes(self, notes: list[Note]) -> None:
+        """Forget applied notes."""
+
+    def graph(self, namespace: str, graph_id: str) -> GraphView:
+        """The graph with every task's state and edges; GraphNotFound when there is none."""

@@ -1,0 +1,72 @@
+-- Graphs: tasks that depend on other tasks (SubmitGraph; docs/graphs.md, store/graphs.py).
+--
+-- The one idea: a dependency is released by a conditional change of the CHILD's rows, in one
+-- transaction on the child's shard, driven by a "look at this parent" note that every end of
+-- a parent writes into graph_outbox in the transaction of that end, on the parent's shard. A
+-- note may be applied any number of times by any node: the edge's `outcome` says whether that
+-- parent was counted already, and the child's status whether it was released. No step spans
+-- two shards. A task of a graph is inserted `waiting` (lane 0: no owner acts on it) and
+-- released to `enqueued` or `pending` like a new task.
+
+-- One row per graph, on the shard of its home slot (crc32 of "namespace/graph_id").
+CREATE TABLE IF NOT EXISTS graphs (
+  namespace    VARCHAR(64)     NOT NULL,
+  graph_id     VARCHAR(64)     NOT NULL,
+  home_slot    SMALLINT UNSIGNED NOT NULL,
+  digest       CHAR(64)        NOT NULL,   -- sha256 of the request: same id, other tasks -> refused
+  node_count   INT UNSIGNED    NOT NULL,
+  complete     TINYINT(1)      NOT NULL DEFAULT 0, -- every shard's rows committed: roots may run
+  created_at   DATETIME(3)     NOT NULL,
+  PRIMARY KEY (namespace, graph_id)
+) ENGINE=InnoDB;
+
+-- The graph side of a task, on the task's shard: its key, join rule and the counts of its
+-- parents' ends, so the join reads nothing of another shard.
+CREATE TABLE IF NOT EXISTS graph_nodes (
+  task_id      VARCHAR(64)     NOT NULL,
+  namespace    VARCHAR(64)     NOT NULL,
+  graph_id     VARCHAR(64)     NOT NULL,
+  node_key     VARCHAR(128)    NOT NULL,
+  seq          INT UNSIGNED    NOT NULL,   -- its place in the request, for GetGraph's order
+  slot         SMALLINT UNSIGNED NOT NULL,
+  join_rule    VARCHAR(14)     NOT NULL,
+  join_k       INT UNSIGNED    NOT NULL DEFAULT 0,
+  delay_ms     BIGINT UNSIGNED NOT NULL DEFAULT 0, -- the task's own delay, counted from its release
+  n_parents    INT UNSIGNED    NOT NULL,
+  n_succeeded  INT UNSIGNED    NOT NULL DEFAULT 0,
+  n_failed     INT UNSIGNED    NOT NULL DEFAULT 0,
+  n_skipped    INT UNSIGNED    NOT NULL DEFAULT 0,
+  n_ignored    INT UNSIGNED    NOT NULL DEFAULT 0,
+  n_cancelled  INT UNSIGNED    NOT NULL DEFAULT 0,
+  has_dependents TINYINT(1)    NOT NULL DEFAULT 0, -- its end leaves a note (its children wait for it)
+  released_at  DATETIME(3)     NULL,       -- when it left `waiting` (queued, skipped or cancelled)
+  reason       VARCHAR(512)    NULL,       -- why it was skipped or cancelled by its parents
+  PRIMARY KEY (task_id),
+  KEY idx_graph (namespace, graph_id, seq)
+) ENGINE=InnoDB;
+
+-- One row per edge, on the CHILD's shard: everything the child's join reads is local to it.
+CREATE TABLE IF NOT EXISTS graph_edges (
+  child_id     VARCHAR(64)     NOT NULL,
+  parent_id    VARCHAR(64)     NOT NULL,
+  parent_key   VARCHAR(128)    NOT NULL,
+  on_failure   VARCHAR(8)      NOT NULL,   -- skip | ignore
+  outcome      VARCHAR(10)     NULL,       -- NULL until counted: graph_rules.EdgeOutcome
+  resolved_at  DATETIME(3)     NULL,
+  PRIMARY KEY (child_id, parent_id),
+  KEY idx_parent (parent_id)               -- a parent's children, on each shard
+) ENGINE=InnoDB;
+
+-- "Look at this": written in the transaction of a parent's end (kind 'task', ref = its task
+-- id, slot = its slot) or of a graph's completion (kind 'graph', ref = "namespace/graph_id",
+-- slot = its home slot). Deleted once applied; the owner of `slot` applies what is left
+-- (a node that died between its commit and the apply).
+CREATE TABLE IF NOT EXISTS graph_outbox (
+  id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  slot         SMALLINT UNSIGNED NOT NULL,
+  kind         VARCHAR(5)      NOT NULL,
+  ref          VARCHAR(140)    NOT NULL,
+  created_at   DATETIME(3)     NOT NULL,
+  PRIMARY KEY (id),
+  KEY idx_slot_id (slot, id)
+) ENGINE=InnoDB;

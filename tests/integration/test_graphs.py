@@ -1,0 +1,189 @@
+"""Graphs on the real stack (one node, Kafka, MariaDB): the order example runs in its order,
+a failure under `ignore` lets its dependents run, a failure under the default skips them and
+the skip travels down the graph, the join rules decide, no dependent starts before its parents
+ended, every history follows the lifecycle, a retried SubmitGraph is a duplicate and another
+graph under the same id is refused, and bad graphs are refused naming the field with nothing
+written."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from dispatcher.store import records as r
+from harness.processes import NodeProcess
+from harness.wait import wait_until
+from taskring import Client, TaskSpec, TaskState
+from taskring.errors import AlreadyExists, InvalidArgument, NotFound
+from taskring.graph import Graph, Join
+from taskring.wire import pb, pb_grpc
+
+pytestmark = pytest.mark.integration
+
+NS = "tests"
+
+
+def _finished(client: Client, graph_id: str):
+    info = client.get_graph(NS, graph_id)
+    return info if info.state == "finished" else None
+
+
+def _ended_at(client: Client, task_id: str):
+    """When a task ended, by the store's clock (its last event)."""
+    return client.get(task_id).history[-1].at
+
+
+def _queued_at(client: Client, task_id: str):
+    return next(e.at for e in client.get(task_id).history if e.state == TaskState.QUEUED)
+
+
+def _check_histories(client: Client, info) -> None:
+    for node in info.nodes.values():
+        states = [e.state.value for e in client.get(node.task_id).history]
+        assert r.history_errors(states) == [], (node.key, states)
+        assert states[:2] == ["accepted", "waiting"], (node.key, states)
+
+
+@pytest.fixture
+def node(taskring_env):
+    node = NodeProcess(taskring_env, "graphs-1", single=True).start()
+    try:
+        yield node.wait_ready()
+    finally:
+        node.terminate()
+
+
+def test_the_order_example_runs_in_order_and_an_ignored_failure_lets_what_follows_run(node, recording_executor):
+    g = Graph("order-1042")
+    charge = g.task("charge", TaskSpec(NS, "ok", {"order": 1042}))
+    ship = g.task("ship", TaskSpec(NS, "ok-3"), after=[charge])
+    email = g.task("email", TaskSpec(NS, "fatal"), after=[charge.on_failure("ignore")])
+    g.task("close", TaskSpec(NS, "ok-7"), after=[ship, email.on_failure("ignore")])
+    with Client(node.target) as client:
+        submitted = client.submit_graph(g)
+        assert not submitted.duplicate and list(submitted.tasks) == ["charge", "ship", "email", "close"]
+        info = wait_until(lambda: _finished(client, "order-1042"), 60, "the graph to finish")
+        states = {k: n.state for k, n in info.nodes.items()}
+        assert states == {"charge": TaskState.SUCCEEDED, "ship": TaskState.SUCCEEDED,
+                          "email": TaskState.DEAD_LETTERED, "close": TaskState.SUCCEEDED}
+        assert {(e.parent_key, e.outcome) for e in info.nodes["close"].depends_on} == {
+            ("ship", "succeeded"), ("email", "ignored")}
+        ids = {k: n.task_id for k, n in info.nodes.items()}
+        # No dependent was queued before the tasks it depends on ended (one clock: the store's).
+        for child, parents in (("ship", ["charge"]), ("email", ["charge"]), ("close", ["ship", "email"])):
+            for parent in parents:
+                assert _queued_at(client, ids[child]) >= _ended_at(client, ids[parent]), (child, parent)
+        _check_histories(client, info)
+        # Each ran once (the failing one once: non-retryable).
+        runs = [e.task_id for e in recording_executor.executions]
+        assert sorted(runs) == sorted(ids.values())
+
+        again = client.submit_graph(g)
+        assert again.duplicate and again.tasks["close"].state == TaskState.SUCCEEDED
+        other = Graph("order-1042")
+        other.task("charge", TaskSpec(NS, "ok", {"order": 9}))
+        with pytest.raises(AlreadyExists) as refused:
+            client.submit_graph(other)
+        assert "graph_id" in str(refused.value)
+
+
+def test_a_failure_skips_what_depends_on_it_and_the_skip_travels_down(node, recording_executor):
+    g = Graph("order-2")
+    charge = g.task("charge", TaskSpec(NS, "fatal"))
+    ship = g.task("ship", TaskSpec(NS, "ok"), after=[charge])
+    email = g.task("email", TaskSpec(NS, "ok-1"), after=[charge])
+    close = g.task("close", TaskSpec(NS, "ok-2"), after=[ship, email])
+    g.task("audit", TaskSpec(NS, "ok-4"), after=[close], join=Join.all_done())
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        info = wait_until(lambda: _finished(client, "order-2"), 60, "the graph to finish")
+        states = {k: n.state for k, n in info.nodes.items()}
+        assert states == {"charge": TaskState.DEAD_LETTERED, "ship": TaskState.SKIPPED, "email": TaskState.SKIPPED,
+                          "close": TaskState.SKIPPED, "audit": TaskState.SUCCEEDED}
+        assert info.nodes["ship"].reason == "join all_succeeded: 1 parent(s) failed, 0 skipped"
+        assert info.nodes["close"].reason == "join all_succeeded: 0 parent(s) failed, 2 skipped"
+        assert info.counts == {"dead_lettered": 1, "skipped": 3, "succeeded": 1}
+        _check_histories(client, info)
+        ran = {e.task_id for e in recording_executor.executions}
+        assert ran == {info.nodes["charge"].task_id, info.nodes["audit"].task_id}
+
+
+def test_join_rules_decide_on_the_real_stack(node, recording_executor):
+    g = Graph("joins")
+    good = g.task("good", TaskSpec(NS, "ok"))
+    bad1 = g.task("bad1", TaskSpec(NS, "fatal"))
+    bad2 = g.task("bad2", TaskSpec(NS, "fatal"))
+    g.task("any", TaskSpec(NS, "ok-5"), after=[good, bad1], join=Join.any_succeeded())
+    g.task("two", TaskSpec(NS, "ok-6"), after=[good, bad1, bad2], join=Join.at_least_succeeded(2))
+    g.task("none_failed", TaskSpec(NS, "ok-8"), after=[good, bad1], join=Join.none_failed())
+    g.task("all_done", TaskSpec(NS, "ok-9"), after=[good, bad1, bad2], join=Join.all_done())
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        info = wait_until(lambda: _finished(client, "joins"), 60, "the graph to finish")
+        states = {k: n.state for k, n in info.nodes.items()}
+        assert states == {"good": TaskState.SUCCEEDED, "bad1": TaskState.DEAD_LETTERED,
+                          "bad2": TaskState.DEAD_LETTERED, "any": TaskState.SUCCEEDED, "two": TaskState.SKIPPED,
+                          "none_failed": TaskState.SKIPPED, "all_done": TaskState.SUCCEEDED}
+        _check_histories(client, info)
+
+
+def test_a_waiting_task_says_what_it_waits_for(node, recording_executor):
+    g = Graph("slow-first")
+    slow = g.task("slow", TaskSpec(NS, "slow", {"ms": 3000}, timeout=30))
+    g.task("next", TaskSpec(NS, "ok"), after=[slow])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        wait_until(lambda: client.get_graph(NS, "slow-first").nodes["slow"].state == TaskState.DISPATCHED, 30,
+                   "the first to be handed to its executor")
+        waiting = client.get_graph(NS, "slow-first").nodes["next"]
+        assert waiting.state == TaskState.WAITING
+        assert waiting.waiting == "for 1 of 1 parent(s): slow (dispatched)"
+        assert client.get(waiting.task_id).state == TaskState.WAITING
+        wait_until(lambda: _finished(client, "slow-first"), 60, "the graph to finish")
+
+
+@pytest.mark.parametrize("build, field, problem", [
+    (lambda g: [g.tasks.add(key="a", task=_task(), depends_on=[{"key": "a"}])],
+     "tasks[0].depends_on[0]", "a task may not depend on itself"),
+    (lambda g: [g.tasks.add(key="a", task=_task(), depends_on=[{"key": "nope"}])],
+     "tasks[0].depends_on[0]", "names 'nope', which is no task of this graph"),
+    (lambda g: [g.tasks.add(key="a", task=_task(), depends_on=[{"key": "c"}]),
+                g.tasks.add(key="b", task=_task(), depends_on=[{"key": "a"}]),
+                g.tasks.add(key="c", task=_task(), depends_on=[{"key": "b"}])],
+     "tasks[1].depends_on[0]", "closes the cycle b -> c -> a -> b"),
+    (lambda g: [g.tasks.add(key="a", task=_task()), g.tasks.add(key="a", task=_task())],
+     "tasks[1].key", "repeats tasks[0].key 'a'"),
+    (lambda g: [g.tasks.add(key="a", task=_task(unique_key="k"))],
+     "tasks[0].task.unique_key", "not allowed in a graph"),
+    (lambda g: [g.tasks.add(key="a", task=_task(payload_json="[1]"))],
+     "tasks[0].task.payload_json", ""),
+])
+def test_a_bad_graph_is_refused_naming_the_field_and_nothing_is_written(node, build, field, problem):
+    request = pb.SubmitGraphRequest(namespace=NS, graph_id="bad")
+    build(request)
+    with grpc.insecure_channel(node.target) as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            pb_grpc.GraphServiceStub(channel).SubmitGraph(request, timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details().startswith(f"{field}: {problem}"), refused.value.details()
+    with Client(node.target) as client, pytest.raises(NotFound):
+        client.get_graph(NS, "bad")
+
+
+def _task(**fields):
+    return pb.Task(namespace=NS, task_type="ok", **fields)
+
+
+def test_the_sdk_refuses_what_it_can_see_before_sending(node):
+    g = Graph("sdk-checks")
+    a = g.task("a", TaskSpec(NS, "ok"))
+    with pytest.raises(ValueError, match=r"tasks\[1\].key: repeats 'a'"):
+        g.task("a", TaskSpec(NS, "ok"))
+    with pytest.raises(ValueError, match=r"depends_on\[0\]: 'a' is a task of another graph"):
+        Graph("other").task("b", TaskSpec(NS, "ok"), after=[a])
+    with pytest.raises(ValueError, match="at_least: must be a whole number >= 1"):
+        Join.at_least_succeeded(0)
+    with Client(node.target) as client, pytest.raises(InvalidArgument) as refused:
+        bad = Graph("sdk-checks")
+        bad.task("a", TaskSpec(NS, "ok", task_id="mine"))
+        client.submit_graph(bad)
+    assert refused.value.field == "tasks[0].task.task_id"
