@@ -143,7 +143,8 @@ def test_each_end_is_counted_once_whatever_the_order_and_repetition(stores):
 
 def test_racing_appliers_release_a_dependent_once(stores):
     store, graphs = stores
-    fan_in = {f"p{i}": (i % 16, [], JoinRule.ALL_SUCCEEDED) for i in range(12)}
+    fan_in: dict[str, tuple[int, list[str], JoinRule]] = {f"p{i}": (i % 16, [], JoinRule.ALL_SUCCEEDED)
+                                                         for i in range(12)}
     fan_in["sink"] = (5, list(fan_in), JoinRule.ALL_SUCCEEDED)
     graphs.insert_graph(_graph("g4", fan_in), NODE, T0)
     graphs.release_roots("ns", "g4", NODE, T0)

@@ -164,7 +164,7 @@ def test_a_bad_graph_is_refused_naming_the_field_and_nothing_is_written(node, bu
         with pytest.raises(grpc.RpcError) as refused:
             pb_grpc.GraphServiceStub(channel).SubmitGraph(request, timeout=10)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert refused.value.details().startswith(f"{field}: {problem}"), refused.value.details()
+    assert (refused.value.details() or "").startswith(f"{field}: {problem}"), refused.value.details()
     with Client(node.target) as client, pytest.raises(NotFound):
         client.get_graph(NS, "bad")
 
