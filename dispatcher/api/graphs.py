@@ -85,7 +85,8 @@ class GraphApi(pb_grpc.GraphServiceServicer):
             envelope = n.task.to_pb()
             envelope.schedule_time = ""   # due at its release plus delay_ms, which no envelope can say
             envelope.delay_ms = n.delay_ms
-            envelope.graph.CopyFrom(pb.GraphRef(graph_id=valid.graph_id, key=n.key, has_dependents=n.has_dependents))
+            envelope.graph.CopyFrom(pb.GraphRef(graph_id=valid.graph_id, key=n.key, has_dependents=n.has_dependents,
+                                                  parents=len(n.parents)))
             slot = slot_of(n.task.namespace, n.task.task_type, self._params.slot_count)
             row = r.NewTask(task_id=n.task.task_id, slot=slot, namespace=n.task.namespace,
                             task_type=n.task.task_type, priority=n.task.priority, status=r.WAITING,
@@ -103,22 +104,24 @@ class GraphApi(pb_grpc.GraphServiceServicer):
             raise InvalidArgument("namespace" if not request.namespace else "graph_id", "is required")
         self._auth.check_namespaces(token, calls.READ, (request.namespace,))
         view = await asyncio.to_thread(self._graphs.graph, request.namespace, request.graph_id)
-        return graph_response(view, self._clock.now())
+        results = (await asyncio.to_thread(self._graphs.results, [n.task_id for n in view.nodes])
+                   if request.with_results else {})
+        return graph_response(view, self._clock.now(), results)
 
 
-def graph_response(view: GraphView, now: dt.datetime) -> pb.GetGraphResponse:
+def graph_response(view: GraphView, now: dt.datetime, results: dict[str, str] | None = None) -> pb.GetGraphResponse:
     """The graph as callers see it: each task's lifecycle state, its edges and, for one that
-    waits, what for."""
+    waits, what for; with `results`, each kept result."""
     states = {n.key: r.api_state(n.status, n.attempts, n.trigger_at, now) for n in view.nodes}
     counts = collections.Counter(state.value for state in states.values())
     finished = all(s.is_terminal for s in states.values())
     return pb.GetGraphResponse(
         graph_id=view.graph_id, namespace=view.namespace,
         state="finished" if finished else ("running" if view.complete else "incomplete"),
-        counts=dict(counts), nodes=[_node(n, states) for n in view.nodes])
+        counts=dict(counts), nodes=[_node(n, states, (results or {}).get(n.task_id, "")) for n in view.nodes])
 
 
-def _node(n: NodeView, states: dict) -> pb.GraphNode:
+def _node(n: NodeView, states: dict, result_json: str) -> pb.GraphNode:
     edges = [pb.GraphEdge(parent_key=e.parent_key, on_failure=ON_FAILURE_TO_PB[e.on_failure], outcome=e.outcome or "")
              for e in n.edges]
     waiting = ""
@@ -129,4 +132,4 @@ def _node(n: NodeView, states: dict) -> pb.GraphNode:
                    if open_ else "for its graph to be complete")
     return pb.GraphNode(key=n.key, task_id=n.task_id, state=STATE_TO_PB[states[n.key]], attempts=n.attempts,
                         join=pb.Join(rule=RULE_TO_PB[n.join_rule], at_least=n.join_k), depends_on=edges,
-                        reason=n.reason or n.last_error or "", waiting=waiting)
+                        reason=n.reason or n.last_error or "", waiting=waiting, result_json=result_json)

@@ -29,6 +29,7 @@ from dispatcher.engine.due import KAFKA, MYSQL, Due
 from dispatcher.engine.due_queue import DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool, Reservation
 from dispatcher.engine.fair_share import FAIR_SHARE, FairShare
+from dispatcher.engine.graph_delivery import ParentEnds, with_parents
 from dispatcher.engine.limits import CONCURRENCY, PER_KEY, RETRY_CAP, ConcurrencyGate, TypeKey
 from dispatcher.engine.rates import RATE, RATE_PER_KEY, RateGate
 from dispatcher.engine.ready import HIGH
@@ -93,8 +94,11 @@ class Dispatch:
                  metrics: NodeMetrics, clock: Clock, due: DueQueue, slots: SlotTable, completer: Completer,
                  may_act: Callable[[], bool], lose: Callable[[set[int]], Awaitable[None]],
                  gate: ConcurrencyGate | None = None, rates: RateGate | None = None, fair: FairShare | None = None,
-                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None, tracing: NodeTracing | None = None):
+                 heartbeat_timeouts: Mapping[TypeKey, int] | None = None, tracing: NodeTracing | None = None,
+                 parent_ends: ParentEnds | None = None):
         self._params = params
+        # How the parents of a task of a graph ended, with their results (None: no graphs).
+        self._parent_ends = parent_ends
         self._tracing = tracing   # spans of traced attempts (base/tracing.py); None: off
         self._store = store
         self._executors = executors
@@ -474,6 +478,8 @@ class Dispatch:
             deliveries.append(pb.Delivery(task=d.task, attempt=d.attempt, epoch=d.epoch, timeout_ms=d.task.timeout_ms))
         if self._heartbeat_ms and items:
             await self._with_heartbeats(reservation.key, items, deliveries)
+        if self._parent_ends is not None and any(d.task.HasField("graph") for d in items):
+            await with_parents(deliveries, self._parent_ends)
         if not items:
             await self._executors.run(reservation, [])  # gives the capacity back
             return

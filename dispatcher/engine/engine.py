@@ -141,7 +141,8 @@ class Engine:
                                   clock=self._clock, due=self._due, slots=self._slots, completer=self._completer,
                                   may_act=self.may_act, lose=self._lose, gate=self._gate,
                                   rates=RateGate(type_limits), fair=FairShare(fairness),
-                                  heartbeat_timeouts=heartbeat_timeouts, tracing=tracing)
+                                  heartbeat_timeouts=heartbeat_timeouts, tracing=tracing,
+                                  parent_ends=graphs.parent_ends if graphs is not None else None)
         self._loops = [LoopTask("dispatch", self._dispatch.run, loops), LoopTask("commit", self._commit_loop, loops)]
         self._sweeper = Sweeper(params=params.sweep, store=store, clock=self._clock, slots=self,
                                 behind=self.slots_behind, loops=loops)

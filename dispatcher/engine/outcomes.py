@@ -8,6 +8,7 @@ row and its history in one transaction.
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections.abc import Callable
 
@@ -56,6 +57,23 @@ class DecideParams:
         positive(self, "route_threshold_ms")
 
 
+MAX_RESULT_BYTES = 65_536
+"""The most a handler's result (for the tasks that depend on it) may take, as JSON."""
+
+
+def _bad_result(result_json: str) -> str | None:
+    """Why a handler's result cannot be kept (None when it can): the SDKs check it too, and
+    an executor that did not is refused here rather than stored."""
+    size = len(result_json.encode())
+    if size > MAX_RESULT_BYTES:
+        return f"result_json: {size} bytes, more than {MAX_RESULT_BYTES}"
+    try:
+        json.loads(result_json)
+    except ValueError as exc:
+        return f"result_json: not JSON ({exc})"
+    return None
+
+
 def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random.Random) -> Decision:
     """Turn one outcome into the row's next state (and a Kafka message for a short retry)."""
     node = params.node_id
@@ -68,12 +86,17 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
     task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
     # A task of a graph whose end its dependents wait for (the envelope says so: no read).
     notify = d.task.HasField("graph") and d.task.graph.has_dependents
-    if o.kind == pb.OUTCOME_KIND_SUCCEEDED:
+    bad_result = _bad_result(o.result_json) if notify and o.result_json else None
+    if o.kind == pb.OUTCOME_KIND_SUCCEEDED and bad_result is None:
         events.append(r.Event(task_id, TaskState.SUCCEEDED, now, node, attempt))
         return Decision(r.OutcomeWrite(task_id, slot, attempt, result=r.SUCCEEDED, events=tuple(events),
-                                       notify=notify), None, kind)
-    error = o.error or kind
-    retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE
+                                       notify=notify, result_json=o.result_json if notify else None), None, kind)
+    if bad_result is not None:
+        kind = "non_retryable_failure"
+    error = bad_result or o.error or kind
+    # A result its dependents cannot be given is the handler's defect: running it again
+    # would return the same.
+    retryable = o.kind != pb.OUTCOME_KIND_NON_RETRYABLE_FAILURE and bad_result is None
     if retryable and attempt <= d.task.max_retries:
         policy = RetryPolicy.from_pb(d.task.retry_policy, RetryPolicy())
         delay = next_delay_ms(policy, attempt, rng)

@@ -133,6 +133,7 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
         if _record_happy(cur, happy, {w.task_id: w.attempt for w in firsts},
                          {w.slot: epochs[w.slot] for w in firsts}) == len(happy):
             note_ends(cur, [(w.slot, w.task_id) for w in ends], now)
+            _keep_results(cur, ends)
             return set()
     stale = fenced.stale_slots(cur, {w.slot: epochs[w.slot] for w in writes})
     live = _first_of_each([w for w in writes if w.slot not in stale])
@@ -165,7 +166,15 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
     # on; a note for a task that did not end is read and dropped by its applier).
     written = set(happy) | {w.task_id for w in others}
     note_ends(cur, [(w.slot, w.task_id) for w in ends if w.task_id in written], now)
+    _keep_results(cur, [w for w in ends if w.task_id in written])
     return stale
+
+
+def _keep_results(cur, ends: Sequence[r.OutcomeWrite]) -> None:
+    """The results of the successes among `ends`, for their dependents, with the outcome."""
+    kept = [(w.result_json, w.task_id) for w in ends if w.result_json and w.result == r.SUCCEEDED]
+    if kept:
+        cur.executemany("UPDATE graph_nodes SET result_json = %s WHERE task_id = %s", kept)
 
 
 def _record_happy(cur, happy: dict[str, tuple[dt.datetime | None, dt.datetime, str]],

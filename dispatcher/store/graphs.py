@@ -40,6 +40,7 @@ from dispatcher.store.interface_graphs import (
     NewNode,
     NodeView,
     Note,
+    ParentEnd,
     Released,
     Settled,
 )
@@ -253,6 +254,42 @@ class GraphStore:
             (home_slot, GRAPH_NOTE, f"{namespace}/{graph_id}")))
 
     # ---- reads ----
+
+    def parent_ends(self, child_ids: list[str]) -> dict[str, list[ParentEnd]]:
+        if not child_ids:
+            return {}
+        edges: list[tuple[str, str, str, str | None]] = []
+        for shard in self._shards.all:   # a task's edges are on its own shard
+            def body(cur) -> list:
+                cur.execute("SELECT child_id, parent_key, parent_id, outcome FROM graph_edges"
+                            f" WHERE child_id IN ({names(child_ids)})")
+                return list(cur.fetchall())
+            edges += shard.run(body)
+        parents = sorted({parent for _, _, parent, _ in edges})
+        found: dict[str, tuple[str | None, str | None]] = {}
+        for shard in self._shards.all:
+            def ends(cur) -> list:
+                cur.execute("SELECT n.task_id, n.result_json, t.last_error FROM graph_nodes n JOIN tasks t"
+                            f" ON t.task_id = n.task_id WHERE n.task_id IN ({names(parents)})")
+                return list(cur.fetchall())
+            found.update((tid, (result, error)) for tid, result, error in shard.run(ends))
+        out: dict[str, list[ParentEnd]] = {}
+        for child, key, parent, outcome in sorted(edges, key=lambda e: (e[0], e[1])):
+            result, error = found.get(parent, (None, None))
+            out.setdefault(child, []).append(ParentEnd(key, parent, outcome or "", result, error))
+        return out
+
+    def results(self, task_ids: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if not task_ids:
+            return out
+        for shard in self._shards.all:
+            def body(cur) -> list:
+                cur.execute(f"SELECT task_id, result_json FROM graph_nodes WHERE task_id IN ({names(task_ids)})"
+                            " AND result_json IS NOT NULL")
+                return list(cur.fetchall())
+            out.update(shard.run(body))
+        return out
 
     def graph(self, namespace: str, graph_id: str) -> GraphView:
         head = None

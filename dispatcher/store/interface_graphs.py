@@ -82,6 +82,18 @@ class Settled:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ParentEnd:
+    """How one parent of a task ended, with its result: what the task's handler is given."""
+
+    key: str
+    task_id: str
+    outcome: str
+    """The edge's outcome (succeeded, failed, ignored, skipped, cancelled)."""
+    result_json: str | None
+    error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class EdgeView:
     parent_key: str
     parent_id: str
@@ -141,6 +153,12 @@ class GraphStoreProtocol(Protocol):
 
     def delete_notes(self, notes: list[Note]) -> None:
         """Forget applied notes."""
+
+    def parent_ends(self, child_ids: list[str]) -> dict[str, list[ParentEnd]]:
+        """For each task, how the parents it was released by ended, with their results, by key."""
+
+    def results(self, task_ids: list[str]) -> dict[str, str]:
+        """The kept results of these tasks (those that have one)."""
 
     def graph(self, namespace: str, graph_id: str) -> GraphView:
         """The graph with every task's state and edges; GraphNotFound when there is none."""

@@ -203,6 +203,8 @@ class OutcomeWrite:
     notify: bool = False
     """A task of a graph with dependents: an end (not a retry) leaves a note for them
     (store/graph_notes.py) in the same transaction."""
+    result_json: str | None = None
+    """A success's result for its dependents (JSON, checked by outcomes.decide), kept with it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

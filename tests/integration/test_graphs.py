@@ -6,13 +6,15 @@ graph under the same id is refused, and bad graphs are refused naming the field 
 written."""
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 
 from dispatcher.store import records as r
 from harness.processes import NodeProcess
 from harness.wait import wait_until
-from taskring import Client, TaskSpec, TaskState
+from taskring import Client, Executor, TaskSpec, TaskState
 from taskring.errors import AlreadyExists, InvalidArgument, NotFound
 from taskring.graph import Graph, Join
 from taskring.wire import pb, pb_grpc
@@ -187,3 +189,60 @@ def test_the_sdk_refuses_what_it_can_see_before_sending(node):
         bad.task("a", TaskSpec(NS, "ok", task_id="mine"))
         client.submit_graph(bad)
     assert refused.value.field == "tasks[0].task.task_id"
+
+
+class Shop:
+    """An executor of the order example whose handlers return results and read their parents'."""
+
+    def __init__(self, zk_hosts: str):
+        self.seen: dict[str, dict] = {}
+        self.executor = Executor("shop", zk_hosts=zk_hosts)
+        self.executor.add_handler("charge_card", lambda ctx: {"charge_id": f"ch_{ctx.payload['order']}"})
+        self.executor.add_handler("ship_order", self._ship)
+        self.executor.add_handler("send_email", self._email)
+        self.executor.add_handler("close_order", self._close)
+        self.executor.add_handler("not_json", lambda ctx: {"when": {1, 2}})
+
+    def _ship(self, ctx):
+        self.seen["ship"] = {k: (p.outcome, p.result) for k, p in ctx.parent_results.items()}
+        return {"parcel": "pk_7", "for": ctx.parent_results["charge"].result["charge_id"]}
+
+    async def _email(self, ctx):   # an async handler's result travels too
+        await asyncio.sleep(0)
+        self.seen["email"] = {k: (p.outcome, p.result) for k, p in ctx.parent_results.items()}
+        return "sent"
+
+    def _close(self, ctx):
+        self.seen["close"] = {k: (p.outcome, p.result, p.error) for k, p in ctx.parent_results.items()}
+        self.seen["close_keeps"] = {"keeps": ctx.keeps_result}
+
+
+def test_results_are_handed_to_the_tasks_that_depend_on_them(node, taskring_env):
+    shop = Shop(taskring_env.zk_hosts)
+    shop.executor.start()
+    try:
+        g = Graph("order-81")
+        charge = g.task("charge", TaskSpec("shop", "charge_card", {"order": 81}))
+        ship = g.task("ship", TaskSpec("shop", "ship_order"), after=[charge])
+        email = g.task("email", TaskSpec("shop", "send_email"), after=[charge])
+        broken = g.task("broken", TaskSpec("shop", "not_json"), after=[charge])
+        g.task("close", TaskSpec("shop", "close_order"), after=[ship, email, broken.on_failure("ignore")])
+        with Client(node.target) as client:
+            client.submit_graph(g)
+            info = wait_until(lambda: client.get_graph("shop", "order-81") if client.get_graph(
+                "shop", "order-81").state == "finished" else None, 60, "the graph to finish")
+            assert info.nodes["close"].state == TaskState.SUCCEEDED
+            assert info.nodes["broken"].state == TaskState.DEAD_LETTERED
+            assert info.nodes["broken"].reason.startswith("result: the handler's return value is not JSON")
+            with_results = client.get_graph("shop", "order-81", with_results=True)
+            assert with_results.nodes["ship"].result == {"parcel": "pk_7", "for": "ch_81"}
+            assert with_results.nodes["close"].result is None   # nothing depends on it: not kept
+        assert shop.seen["ship"] == {"charge": ("succeeded", {"charge_id": "ch_81"})}
+        assert shop.seen["email"] == {"charge": ("succeeded", {"charge_id": "ch_81"})}
+        close = shop.seen["close"]
+        assert close["ship"] == ("succeeded", {"parcel": "pk_7", "for": "ch_81"}, "")
+        assert close["email"] == ("succeeded", "sent", "")
+        assert close["broken"][0:2] == ("ignored", None) and close["broken"][2].startswith("result: ")
+        assert shop.seen["close_keeps"] == {"keeps": False}
+    finally:
+        shop.executor.stop()

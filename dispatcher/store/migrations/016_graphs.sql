@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
   n_cancelled  INT UNSIGNED    NOT NULL DEFAULT 0,
   has_dependents TINYINT(1)    NOT NULL DEFAULT 0, -- its end leaves a note (its children wait for it)
   released_at  DATETIME(3)     NULL,       -- when it left `waiting` (queued, skipped or cancelled)
+  result_json  MEDIUMTEXT      NULL,       -- its handler's return value (<= 64 KiB), kept as long as the graph
   reason       VARCHAR(512)    NULL,       -- why it was skipped or cancelled by its parents
   PRIMARY KEY (task_id),
   KEY idx_graph (namespace, graph_id, seq)

@@ -67,7 +67,7 @@ from typing import Any
 
 from taskring._heartbeat import Beat, Link
 from taskring._threads import DaemonThreads
-from taskring.context import TaskContext
+from taskring.context import GraphPart, TaskContext, result_json_of
 from taskring.errors import NonRetryableError
 from taskring.wire import pb
 
@@ -182,10 +182,22 @@ _set_deadline = _slot_setter("deadline")
 _set_payload_version = _slot_setter("payload_version")
 _set_created_at = _slot_setter("created_at")
 _set_beat = _slot_setter("_beat")
+_set_graph = _slot_setter("_graph")
+
+
+def _kept_result(ctx: TaskContext, value: Any) -> tuple[str, str]:
+    """(result_json, "") for a success whose result its graph keeps; ("", why) when the value
+    cannot be kept (the attempt then fails, non-retryably: it would return the same again);
+    ("", "") when no result is wanted."""
+    graph = ctx._graph
+    if graph is None or not graph.keep_result:
+        return "", ""
+    return result_json_of(value)
 
 def _make_context(task_id: str, namespace: str, task_type: str, payload: dict[str, Any], attempt: int,
                   epoch: int, trace_id: str, deadline: float, payload_version: int,
-                  created_at: datetime | None, _beat: Beat | Link | None) -> TaskContext:
+                  created_at: datetime | None, _beat: Beat | Link | None,
+                  _graph: GraphPart | None = None) -> TaskContext:
     """TaskContext(...) by its slots: a frozen dataclass's __init__ sets each field through
     object.__setattr__, three times the cost of the rest of a no-op task's context.
     The same object (test_runner_internals pins it against the constructor and its fields)."""
@@ -201,6 +213,7 @@ def _make_context(task_id: str, namespace: str, task_type: str, payload: dict[st
     _set_payload_version(ctx, payload_version)
     _set_created_at(ctx, created_at)
     _set_beat(ctx, _beat)
+    _set_graph(ctx, _graph)
     return ctx
 
 
@@ -219,7 +232,7 @@ class _Resumed:
         self._first = first
         self._context = context
 
-    def __await__(self) -> Generator[Any, Any, None]:
+    def __await__(self) -> Generator[Any, Any, Any]:
         coro, run = self._coro, self._context.run
         yielded = self._first
         self._first = None
@@ -232,13 +245,13 @@ class _Resumed:
             except BaseException as exc:  # a cancellation (the timeout's) goes to the handler
                 try:
                     yielded = run(coro.throw, exc)
-                except StopIteration:
-                    return
+                except StopIteration as done:
+                    return done.value
             else:
                 try:
                     yielded = run(coro.send, sent)
-                except StopIteration:
-                    return
+                except StopIteration as done:
+                    return done.value
 
 
 @dataclass(slots=True)
@@ -360,9 +373,12 @@ class DeliveryRunner:
                         beat = link.start(d) if link is not None else Beat(
                             None, task.task_id, d.attempt, d.heartbeat_timeout_ms, d.heartbeat_details_json)
                     try:
+                        graph = (GraphPart(d.keep_result, d.parent_results, d.parent_results_truncated)
+                                 if task.HasField("graph") else None)
                         ctx = _make_context(task.task_id, task.namespace, task_type,
                                             _decode_payload(task.payload_json), d.attempt, d.epoch, task.trace_id,
-                                            received + timeout_ms / 1000.0, task.payload_version, created_at, beat)
+                                            received + timeout_ms / 1000.0, task.payload_version, created_at, beat,
+                                            graph)
                     except ValueError as e:  # a payload the server should never have accepted
                         add(task_id=task.task_id, attempt=d.attempt, kind=NON_RETRYABLE,
                             error=f"payload_json: {e}", started_at_ms=now_ms, finished_at_ms=now_ms)
@@ -390,7 +406,7 @@ class DeliveryRunner:
                                          context, ctx, timeout_ms, now_ms)
                         else:  # an awaitable of another kind: awaited by the host from the start
                             rest = _Rest(coro, None, context, ctx, timeout_ms, now_ms)
-                    except StopIteration:
+                    except StopIteration as done:
                         # Done in its first step. No waiter can have queued meanwhile (waiters
                         # queue from their own Tasks), so the slot goes straight back.
                         self._free += 1
@@ -398,8 +414,9 @@ class DeliveryRunner:
                         now = monotonic()
                         now_ms = int(wall0_ms + (now - received) * 1000.0)
                         fresh = True
-                        add(task_id=ctx.task_id, attempt=ctx.attempt, kind=SUCCEEDED,
-                            started_at_ms=started_ms, finished_at_ms=now_ms)
+                        result_json, bad = _kept_result(ctx, done.value) if graph is not None else ("", "")
+                        add(task_id=ctx.task_id, attempt=ctx.attempt, kind=NON_RETRYABLE if bad else SUCCEEDED,
+                            error=bad, result_json=result_json, started_at_ms=started_ms, finished_at_ms=now_ms)
                         continue
                     except Exception as e:
                         self._free += 1
@@ -491,14 +508,17 @@ class DeliveryRunner:
                             started_ms: int) -> pb.Outcome:
         """Await an async handler (the rest of it) under its deadline; holds a slot, gives it back."""
         kind: pb.OutcomeKind = SUCCEEDED
-        error, trace = "", ""
+        error, trace, result_json = "", "", ""
         try:
             cm = asyncio.timeout_at(ctx.deadline)
             try:
                 async with cm:
                     if type(ctx._beat) is Beat:   # a stop from the dispatcher interrupts it here
                         ctx._beat.running_under(cm)
-                    await awaitable
+                    value = await awaitable
+                result_json, error = _kept_result(ctx, value)
+                if error:
+                    kind = NON_RETRYABLE
             except TimeoutError as e:
                 if not cm.expired():
                     raise  # the handler's own TimeoutError: an ordinary failure
@@ -510,7 +530,7 @@ class DeliveryRunner:
             error, trace = _describe(e)
         finally:
             self._release()
-        return pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error,
+        return pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error, result_json=result_json,
                           stack_trace=trace, started_at_ms=started_ms, finished_at_ms=_now_ms())
 
     async def _wait_then_run(self, handler: Handler, ctx: TaskContext, d: pb.Delivery, timeout_ms: int,
@@ -552,7 +572,7 @@ class DeliveryRunner:
             started = _now_ms()
             started_box.append(started)
             kind: pb.OutcomeKind = SUCCEEDED
-            error, trace = "", ""
+            error, trace, result_json = "", "", ""
             try:
                 result = handler.fn(ctx)
                 if inspect.isawaitable(result):  # e.g. a lambda around a coroutine function
@@ -560,10 +580,13 @@ class DeliveryRunner:
                         result.close()
                     raise TypeError("the handler returned an awaitable instead of running; "
                                     "register an `async def` so the executor awaits it")
+                result_json, error = _kept_result(ctx, result)
+                if error:
+                    kind = NON_RETRYABLE
             except BaseException as e:  # a SystemExit in a handler is still a failed task
                 kind = _failure_kind(e)
                 error, trace = _describe(e)
-            outcome = pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error,
+            outcome = pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error, result_json=result_json,
                                  stack_trace=trace, started_at_ms=started, finished_at_ms=_now_ms())
             self._sync_finish(fut, timer, outcome)
 
@@ -634,10 +657,10 @@ class DeliveryRunner:
                           started_at_ms=now_ms, finished_at_ms=now_ms)
 
 
-async def _call(fn: HandlerFn, ctx: TaskContext) -> None:
+async def _call(fn: HandlerFn, ctx: TaskContext) -> Any:
     """Call and await an async handler, so that an error in the call itself (a wrong
-    signature) is the handler's failure too."""
-    await fn(ctx)
+    signature) is the handler's failure too; its return value."""
+    return await fn(ctx)
 
 
 def _too_late(d: pb.Delivery, received: float, now: float, now_ms: int) -> str:

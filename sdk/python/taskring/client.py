@@ -226,11 +226,12 @@ class Client:
             raise from_rpc_error(e) from e
         return submitted_from_pb(resp)
 
-    def get_graph(self, namespace: str, graph_id: str) -> GraphInfo:
-        """The graph: each task's state, its edges and what a waiting one waits for."""
+    def get_graph(self, namespace: str, graph_id: str, *, with_results: bool = False) -> GraphInfo:
+        """The graph: each task's state, its edges and what a waiting one waits for; with
+        `with_results`, each task's kept result (``nodes[key].result``)."""
         try:
-            resp = self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id),
-                                         timeout=self._timeout)
+            resp = self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id,
+                                                            with_results=with_results), timeout=self._timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from e
         return graph_from_pb(resp)
@@ -304,11 +305,11 @@ class AsyncClient:
             raise from_rpc_error(e) from e
         return submitted_from_pb(resp)
 
-    async def get_graph(self, namespace: str, graph_id: str) -> GraphInfo:
+    async def get_graph(self, namespace: str, graph_id: str, *, with_results: bool = False) -> GraphInfo:
         """As `Client.get_graph`."""
         try:
-            resp = await self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id),
-                                               timeout=self._timeout)
+            resp = await self._graphs.GetGraph(pb.GetGraphRequest(namespace=namespace, graph_id=graph_id,
+                                                                  with_results=with_results), timeout=self._timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from e
         return graph_from_pb(resp)

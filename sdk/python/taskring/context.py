@@ -10,11 +10,74 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from taskring._heartbeat import Beat, Link
+
+MAX_RESULT_BYTES = 65_536
+"""The most a handler's result may take as JSON (the server refuses more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParentResult:
+    """How a task that this one depends on ended, and what its handler returned."""
+
+    key: str
+    task_id: str
+    outcome: str
+    """``"succeeded"``, ``"failed"``, ``"ignored"`` (failed under ``on_failure("ignore")``),
+    ``"skipped"`` or ``"cancelled"``."""
+    error: str
+    """Its last error, for one that failed."""
+    result_json: str
+    """Its handler's return value as JSON ("" when it returned None or failed)."""
+    truncated: bool = False
+    """The results of this task's parents came to more than 1 MiB, and this one's was left
+    out of the delivery: read it with ``Client.get_graph(..., with_results=True)``."""
+
+    @property
+    def result(self) -> Any:
+        """The value its handler returned (decoded), or None."""
+        if self.truncated:
+            raise LookupError(f"the result of {self.key!r} was not delivered: the parents' results are over 1 MiB;"
+                              " read it with Client.get_graph(namespace, graph_id, with_results=True)")
+        return json.loads(self.result_json) if self.result_json else None
+
+
+class GraphPart:
+    """The graph part of a delivery, decoded on first use."""
+
+    __slots__ = ("_decoded", "_raw", "_truncated", "keep_result")
+
+    def __init__(self, keep_result: bool, raw: Sequence[Any], truncated: bool):
+        self.keep_result = keep_result
+        self._raw = raw
+        self._truncated = truncated
+        self._decoded: dict[str, ParentResult] | None = None
+
+    def parents(self) -> Mapping[str, ParentResult]:
+        if self._decoded is None:
+            self._decoded = {p.key: ParentResult(p.key, p.task_id, p.outcome, p.error, p.result_json,
+                                                 self._truncated and not p.result_json and p.outcome == "succeeded")
+                             for p in self._raw}
+        return self._decoded
+
+
+def result_json_of(value: Any) -> tuple[str, str]:
+    """(the JSON of a handler's return value, "") or ("", why it cannot be kept)."""
+    if value is None:
+        return "", ""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        return "", f"result: the handler's return value is not JSON ({e})"
+    size = len(text.encode())
+    if size > MAX_RESULT_BYTES:
+        return "", f"result: {size} bytes as JSON, more than {MAX_RESULT_BYTES}"
+    return text, ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +106,22 @@ class TaskContext:
     _beat: Beat | Link | None = field(default=None, repr=False, compare=False)
     """Where heartbeats go: the attempt's own (its type heartbeats), its stream's, or None
     (a delivery of an Execute call, with no stream to send on)."""
+    _graph: GraphPart | None = field(default=None, repr=False, compare=False)
+    """For a task of a graph: whether its result is wanted, and its parents' ends."""
+
+    # ---- graphs (taskring.graph, docs/graphs.md) ----
+
+    @property
+    def parent_results(self) -> Mapping[str, ParentResult]:
+        """For a task of a graph, how each task it depends on ended, with the value its handler
+        returned, by key ({} for any other task)."""
+        return self._graph.parents() if self._graph is not None else {}
+
+    @property
+    def keeps_result(self) -> bool:
+        """Whether the value this handler returns is kept and handed to the tasks that depend
+        on it (it must then be JSON, at most 64 KiB); otherwise the return value is ignored."""
+        return self._graph is not None and self._graph.keep_result
 
     # ---- heartbeats (docs/limits.md, "Heartbeats") ----
 

@@ -21,8 +21,10 @@ server checks everything again and names the field of what it refuses (``tasks[3
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from taskring import _envelope
 from taskring.task import TaskSpec, TaskState
@@ -188,6 +190,13 @@ class GraphNode:
     """Why it was skipped or cancelled, or its last error."""
     waiting: str
     """What a waiting task waits for, in words."""
+    result_json: str = ""
+    """Its handler's kept result as JSON (with ``get_graph(..., with_results=True)``; "" when none)."""
+
+    @property
+    def result(self) -> Any:
+        """Its handler's kept result, decoded (None when none was kept or asked for)."""
+        return json.loads(self.result_json) if self.result_json else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,5 +222,5 @@ def graph_from_pb(msg: pb.GetGraphResponse) -> GraphInfo:
         n.key: GraphNode(n.key, n.task_id, _envelope.state_from_pb(n.state), n.attempts,
                          Join(_RULE_FROM_PB.get(n.join.rule, JoinRule.ALL_SUCCEEDED), n.join.at_least),
                          tuple(Edge(e.parent_key, _ON_FAILURE_FROM_PB.get(e.on_failure, OnFailure.SKIP), e.outcome)
-                               for e in n.depends_on), n.reason, n.waiting)
+                               for e in n.depends_on), n.reason, n.waiting, n.result_json)
         for n in msg.nodes})

@@ -30,6 +30,7 @@ import type { ListCronRulesResponse as _taskring_v1_ListCronRulesResponse, ListC
 import type { ListTypePoliciesRequest as _taskring_v1_ListTypePoliciesRequest, ListTypePoliciesRequest__Output as _taskring_v1_ListTypePoliciesRequest__Output } from './taskring/v1/ListTypePoliciesRequest';
 import type { ListTypePoliciesResponse as _taskring_v1_ListTypePoliciesResponse, ListTypePoliciesResponse__Output as _taskring_v1_ListTypePoliciesResponse__Output } from './taskring/v1/ListTypePoliciesResponse';
 import type { Outcome as _taskring_v1_Outcome, Outcome__Output as _taskring_v1_Outcome__Output } from './taskring/v1/Outcome';
+import type { ParentResult as _taskring_v1_ParentResult, ParentResult__Output as _taskring_v1_ParentResult__Output } from './taskring/v1/ParentResult';
 import type { PolicyServiceClient as _taskring_v1_PolicyServiceClient, PolicyServiceDefinition as _taskring_v1_PolicyServiceDefinition } from './taskring/v1/PolicyService';
 import type { PutCronRuleRequest as _taskring_v1_PutCronRuleRequest, PutCronRuleRequest__Output as _taskring_v1_PutCronRuleRequest__Output } from './taskring/v1/PutCronRuleRequest';
 import type { PutCronRuleResponse as _taskring_v1_PutCronRuleResponse, PutCronRuleResponse__Output as _taskring_v1_PutCronRuleResponse__Output } from './taskring/v1/PutCronRuleResponse';
@@ -88,6 +89,7 @@ export interface ProtoGrpcType {
       OnFailure: EnumTypeDefinition
       Outcome: MessageTypeDefinition<_taskring_v1_Outcome, _taskring_v1_Outcome__Output>
       OutcomeKind: EnumTypeDefinition
+      ParentResult: MessageTypeDefinition<_taskring_v1_ParentResult, _taskring_v1_ParentResult__Output>
       PolicyService: SubtypeConstructor<typeof grpc.Client, _taskring_v1_PolicyServiceClient> & { service: _taskring_v1_PolicyServiceDefinition }
       Priority: EnumTypeDefinition
       PutCronRuleRequest: MessageTypeDefinition<_taskring_v1_PutCronRuleRequest, _taskring_v1_PutCronRuleRequest__Output>

@@ -665,6 +665,7 @@ type GraphRef struct {
 	GraphId       string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
 	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                           // the task's key in its graph
 	HasDependents bool                   `protobuf:"varint,3,opt,name=has_dependents,json=hasDependents,proto3" json:"has_dependents,omitempty"` // some task depends on this one: its end releases them
+	Parents       uint32                 `protobuf:"varint,4,opt,name=parents,proto3" json:"parents,omitempty"`                                  // how many tasks it depends on
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +719,13 @@ func (x *GraphRef) GetHasDependents() bool {
 		return x.HasDependents
 	}
 	return false
+}
+
+func (x *GraphRef) GetParents() uint32 {
+	if x != nil {
+		return x.Parents
+	}
+	return 0
 }
 
 type SubmitRequest struct {
@@ -2777,8 +2785,16 @@ type Delivery struct {
 	// The details of the last heartbeat an earlier attempt of this task sent (JSON text),
 	// for resuming where it stopped; "" when there are none.
 	HeartbeatDetailsJson string `protobuf:"bytes,8,opt,name=heartbeat_details_json,json=heartbeatDetailsJson,proto3" json:"heartbeat_details_json,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// A task of a graph that other tasks depend on: the handler's return value is sent back
+	// (Outcome.result_json) and handed to them. Unset: nothing is sent (no cost).
+	KeepResult bool `protobuf:"varint,9,opt,name=keep_result,json=keepResult,proto3" json:"keep_result,omitempty"`
+	// A task of a graph: how each task it depends on ended, with its result, by key order.
+	ParentResults []*ParentResult `protobuf:"bytes,10,rep,name=parent_results,json=parentResults,proto3" json:"parent_results,omitempty"`
+	// The parents' results came to more than 1 MiB: those past it carry none here (read them
+	// with GetGraph with_results).
+	ParentResultsTruncated bool `protobuf:"varint,11,opt,name=parent_results_truncated,json=parentResultsTruncated,proto3" json:"parent_results_truncated,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -2867,6 +2883,103 @@ func (x *Delivery) GetHeartbeatDetailsJson() string {
 	return ""
 }
 
+func (x *Delivery) GetKeepResult() bool {
+	if x != nil {
+		return x.KeepResult
+	}
+	return false
+}
+
+func (x *Delivery) GetParentResults() []*ParentResult {
+	if x != nil {
+		return x.ParentResults
+	}
+	return nil
+}
+
+func (x *Delivery) GetParentResultsTruncated() bool {
+	if x != nil {
+		return x.ParentResultsTruncated
+	}
+	return false
+}
+
+type ParentResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Outcome       string                 `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`                         // succeeded, failed, ignored, skipped, cancelled
+	ResultJson    string                 `protobuf:"bytes,4,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"` // its handler's return value ("" when none or not delivered)
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`                             // its last error, for one that failed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParentResult) Reset() {
+	*x = ParentResult{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParentResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParentResult) ProtoMessage() {}
+
+func (x *ParentResult) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParentResult.ProtoReflect.Descriptor instead.
+func (*ParentResult) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ParentResult) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ParentResult) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ParentResult) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ParentResult) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+func (x *ParentResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type ExecuteRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Deliveries     []*Delivery            `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
@@ -2879,7 +2992,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3004,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3017,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -2946,7 +3059,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3071,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3084,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Heartbeat) GetTaskId() string {
@@ -3015,7 +3128,7 @@ type HeartbeatAnswer struct {
 
 func (x *HeartbeatAnswer) Reset() {
 	*x = HeartbeatAnswer{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3140,7 @@ func (x *HeartbeatAnswer) String() string {
 func (*HeartbeatAnswer) ProtoMessage() {}
 
 func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3153,7 @@ func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
 func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *HeartbeatAnswer) GetSequence() uint64 {
@@ -3079,21 +3192,23 @@ func (x *HeartbeatAnswer) GetReason() string {
 }
 
 type Outcome struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Kind          OutcomeKind            `protobuf:"varint,3,opt,name=kind,proto3,enum=taskring.v1.OutcomeKind" json:"kind,omitempty"`
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	StackTrace    string                 `protobuf:"bytes,5,opt,name=stack_trace,json=stackTrace,proto3" json:"stack_trace,omitempty"`
-	StartedAtMs   int64                  `protobuf:"varint,6,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"` // unix epoch milliseconds
-	FinishedAtMs  int64                  `protobuf:"varint,7,opt,name=finished_at_ms,json=finishedAtMs,proto3" json:"finished_at_ms,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TaskId       string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt      uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Kind         OutcomeKind            `protobuf:"varint,3,opt,name=kind,proto3,enum=taskring.v1.OutcomeKind" json:"kind,omitempty"`
+	Error        string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	StackTrace   string                 `protobuf:"bytes,5,opt,name=stack_trace,json=stackTrace,proto3" json:"stack_trace,omitempty"`
+	StartedAtMs  int64                  `protobuf:"varint,6,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"` // unix epoch milliseconds
+	FinishedAtMs int64                  `protobuf:"varint,7,opt,name=finished_at_ms,json=finishedAtMs,proto3" json:"finished_at_ms,omitempty"`
+	// The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
+	ResultJson    string `protobuf:"bytes,8,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3220,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3233,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -3170,6 +3285,13 @@ func (x *Outcome) GetFinishedAtMs() int64 {
 	return 0
 }
 
+func (x *Outcome) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
 type ExecuteResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Outcomes []*Outcome             `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"` // one per delivery, any order
@@ -3181,7 +3303,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3193,7 +3315,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3206,7 +3328,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -3238,7 +3360,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3372,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3385,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -3328,11 +3450,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x05graph\x18\x13 \x01(\v2\x15.taskring.v1.GraphRefR\x05graphB\r\n" +
 	"\v_timeout_msB\x0e\n" +
 	"\f_max_retriesB\x10\n" +
-	"\x0e_unique_ttl_ms\"^\n" +
+	"\x0e_unique_ttl_ms\"x\n" +
 	"\bGraphRef\x12\x19\n" +
 	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12%\n" +
-	"\x0ehas_dependents\x18\x03 \x01(\bR\rhasDependents\"6\n" +
+	"\x0ehas_dependents\x18\x03 \x01(\bR\rhasDependents\x12\x18\n" +
+	"\aparents\x18\x04 \x01(\rR\aparents\"6\n" +
 	"\rSubmitRequest\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\"\xa0\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
@@ -3504,7 +3627,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x05nodes\x18\x05 \x03(\v2\x16.taskring.v1.GraphNodeR\x05nodes\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xb9\x02\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xd6\x03\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -3514,7 +3637,19 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x0fstart_within_ms\x18\x05 \x01(\rR\rstartWithinMs\x12'\n" +
 	"\x10start_by_unix_ms\x18\x06 \x01(\x03R\rstartByUnixMs\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\a \x01(\rR\x12heartbeatTimeoutMs\x124\n" +
-	"\x16heartbeat_details_json\x18\b \x01(\tR\x14heartbeatDetailsJson\"\xbb\x01\n" +
+	"\x16heartbeat_details_json\x18\b \x01(\tR\x14heartbeatDetailsJson\x12\x1f\n" +
+	"\vkeep_result\x18\t \x01(\bR\n" +
+	"keepResult\x12@\n" +
+	"\x0eparent_results\x18\n" +
+	" \x03(\v2\x19.taskring.v1.ParentResultR\rparentResults\x128\n" +
+	"\x18parent_results_truncated\x18\v \x01(\bR\x16parentResultsTruncated\"\x8a\x01\n" +
+	"\fParentResult\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x1f\n" +
+	"\vresult_json\x18\x04 \x01(\tR\n" +
+	"resultJson\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xbb\x01\n" +
 	"\x0eExecuteRequest\x125\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x15.taskring.v1.DeliveryR\n" +
@@ -3531,7 +3666,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x127\n" +
 	"\averdict\x18\x04 \x01(\x0e2\x1d.taskring.v1.HeartbeatVerdictR\averdict\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xeb\x01\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x8c\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12,\n" +
@@ -3540,7 +3675,9 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\vstack_trace\x18\x05 \x01(\tR\n" +
 	"stackTrace\x12\"\n" +
 	"\rstarted_at_ms\x18\x06 \x01(\x03R\vstartedAtMs\x12$\n" +
-	"\x0efinished_at_ms\x18\a \x01(\x03R\ffinishedAtMs\"{\n" +
+	"\x0efinished_at_ms\x18\a \x01(\x03R\ffinishedAtMs\x12\x1f\n" +
+	"\vresult_json\x18\b \x01(\tR\n" +
+	"resultJson\"{\n" +
 	"\x0fExecuteResponse\x120\n" +
 	"\boutcomes\x18\x01 \x03(\v2\x14.taskring.v1.OutcomeR\boutcomes\x126\n" +
 	"\n" +
@@ -3634,7 +3771,7 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 }
 
 var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_taskring_v1_taskring_proto_goTypes = []any{
 	(Priority)(0),                    // 0: taskring.v1.Priority
 	(TaskState)(0),                   // 1: taskring.v1.TaskState
@@ -3677,13 +3814,14 @@ var file_taskring_v1_taskring_proto_goTypes = []any{
 	(*GraphNode)(nil),                // 38: taskring.v1.GraphNode
 	(*GetGraphResponse)(nil),         // 39: taskring.v1.GetGraphResponse
 	(*Delivery)(nil),                 // 40: taskring.v1.Delivery
-	(*ExecuteRequest)(nil),           // 41: taskring.v1.ExecuteRequest
-	(*Heartbeat)(nil),                // 42: taskring.v1.Heartbeat
-	(*HeartbeatAnswer)(nil),          // 43: taskring.v1.HeartbeatAnswer
-	(*Outcome)(nil),                  // 44: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),          // 45: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),               // 46: taskring.v1.QueuedTask
-	nil,                              // 47: taskring.v1.GetGraphResponse.CountsEntry
+	(*ParentResult)(nil),             // 41: taskring.v1.ParentResult
+	(*ExecuteRequest)(nil),           // 42: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),                // 43: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),          // 44: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),                  // 45: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),          // 46: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),               // 47: taskring.v1.QueuedTask
+	nil,                              // 48: taskring.v1.GetGraphResponse.CountsEntry
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	6,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
@@ -3715,59 +3853,60 @@ var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	1,  // 26: taskring.v1.GraphNode.state:type_name -> taskring.v1.TaskState
 	31, // 27: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
 	37, // 28: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
-	47, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
+	48, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
 	38, // 30: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
 	7,  // 31: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	40, // 32: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	43, // 33: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
-	4,  // 34: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
-	5,  // 35: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	44, // 36: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	42, // 37: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
-	7,  // 38: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	9,  // 39: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	11, // 40: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	13, // 41: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	15, // 42: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	20, // 43: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	20, // 44: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	19, // 45: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	22, // 46: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	19, // 47: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 48: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 49: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	25, // 50: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
-	28, // 51: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
-	26, // 52: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
-	27, // 53: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
-	33, // 54: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
-	36, // 55: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
-	41, // 56: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	41, // 57: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	10, // 58: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	12, // 59: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	14, // 60: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	17, // 61: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	21, // 62: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	21, // 63: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	18, // 64: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	23, // 65: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	18, // 66: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	18, // 67: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	18, // 68: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	24, // 69: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
-	29, // 70: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
-	24, // 71: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
-	24, // 72: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
-	35, // 73: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
-	39, // 74: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
-	45, // 75: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	45, // 76: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	58, // [58:77] is the sub-list for method output_type
-	39, // [39:58] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	41, // 32: taskring.v1.Delivery.parent_results:type_name -> taskring.v1.ParentResult
+	40, // 33: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	44, // 34: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	4,  // 35: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	5,  // 36: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	45, // 37: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	43, // 38: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	7,  // 39: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	9,  // 40: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	11, // 41: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	13, // 42: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	15, // 43: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	20, // 44: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	20, // 45: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	19, // 46: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	22, // 47: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	19, // 48: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 49: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	19, // 50: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	25, // 51: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
+	28, // 52: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
+	26, // 53: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
+	27, // 54: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
+	33, // 55: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
+	36, // 56: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
+	42, // 57: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	42, // 58: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	10, // 59: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	12, // 60: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	14, // 61: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	17, // 62: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	21, // 63: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	21, // 64: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	18, // 65: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	23, // 66: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	18, // 67: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	18, // 68: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	18, // 69: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	24, // 70: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
+	29, // 71: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
+	24, // 72: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
+	24, // 73: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
+	35, // 74: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
+	39, // 75: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
+	46, // 76: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	46, // 77: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	59, // [59:78] is the sub-list for method output_type
+	40, // [40:59] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -3785,7 +3924,7 @@ func file_taskring_v1_taskring_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -1,6 +1,7 @@
 // Original file: proto/taskring/v1/taskring.proto
 
 import type { Task as _taskring_v1_Task, Task__Output as _taskring_v1_Task__Output } from '../../taskring/v1/Task';
+import type { ParentResult as _taskring_v1_ParentResult, ParentResult__Output as _taskring_v1_ParentResult__Output } from '../../taskring/v1/ParentResult';
 import type { Long } from '@grpc/proto-loader';
 
 export interface Delivery {
@@ -46,6 +47,20 @@ export interface Delivery {
    * for resuming where it stopped; "" when there are none.
    */
   'heartbeat_details_json'?: (string);
+  /**
+   * A task of a graph that other tasks depend on: the handler's return value is sent back
+   * (Outcome.result_json) and handed to them. Unset: nothing is sent (no cost).
+   */
+  'keep_result'?: (boolean);
+  /**
+   * A task of a graph: how each task it depends on ended, with its result, by key order.
+   */
+  'parent_results'?: (_taskring_v1_ParentResult)[];
+  /**
+   * The parents' results came to more than 1 MiB: those past it carry none here (read them
+   * with GetGraph with_results).
+   */
+  'parent_results_truncated'?: (boolean);
 }
 
 export interface Delivery__Output {
@@ -91,4 +106,18 @@ export interface Delivery__Output {
    * for resuming where it stopped; "" when there are none.
    */
   'heartbeat_details_json': (string);
+  /**
+   * A task of a graph that other tasks depend on: the handler's return value is sent back
+   * (Outcome.result_json) and handed to them. Unset: nothing is sent (no cost).
+   */
+  'keep_result': (boolean);
+  /**
+   * A task of a graph: how each task it depends on ended, with its result, by key order.
+   */
+  'parent_results': (_taskring_v1_ParentResult__Output)[];
+  /**
+   * The parents' results came to more than 1 MiB: those past it carry none here (read them
+   * with GetGraph with_results).
+   */
+  'parent_results_truncated': (boolean);
 }

@@ -14,6 +14,10 @@ export interface GraphRef {
    * some task depends on this one: its end releases them
    */
   'has_dependents'?: (boolean);
+  /**
+   * how many tasks it depends on
+   */
+  'parents'?: (number);
 }
 
 /**
@@ -29,4 +33,8 @@ export interface GraphRef__Output {
    * some task depends on this one: its end releases them
    */
   'has_dependents': (boolean);
+  /**
+   * how many tasks it depends on
+   */
+  'parents': (number);
 }

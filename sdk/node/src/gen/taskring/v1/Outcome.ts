@@ -14,6 +14,10 @@ export interface Outcome {
    */
   'started_at_ms'?: (number | string | Long);
   'finished_at_ms'?: (number | string | Long);
+  /**
+   * The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
+   */
+  'result_json'?: (string);
 }
 
 export interface Outcome__Output {
@@ -27,4 +31,8 @@ export interface Outcome__Output {
    */
   'started_at_ms': (string);
   'finished_at_ms': (string);
+  /**
+   * The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
+   */
+  'result_json': (string);
 }

@@ -156,14 +156,16 @@ class Task(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ..., cron_rule: _Optional[str] = ..., cron_fire_time: _Optional[str] = ..., graph: _Optional[_Union[GraphRef, _Mapping]] = ...) -> None: ...
 
 class GraphRef(_message.Message):
-    __slots__ = ("graph_id", "key", "has_dependents")
+    __slots__ = ("graph_id", "key", "has_dependents", "parents")
     GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     HAS_DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
     graph_id: str
     key: str
     has_dependents: bool
-    def __init__(self, graph_id: _Optional[str] = ..., key: _Optional[str] = ..., has_dependents: _Optional[bool] = ...) -> None: ...
+    parents: int
+    def __init__(self, graph_id: _Optional[str] = ..., key: _Optional[str] = ..., has_dependents: _Optional[bool] = ..., parents: _Optional[int] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
     __slots__ = ("task",)
@@ -523,7 +525,7 @@ class GetGraphResponse(_message.Message):
     def __init__(self, graph_id: _Optional[str] = ..., namespace: _Optional[str] = ..., state: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json")
+    __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json", "keep_result", "parent_results", "parent_results_truncated")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -532,6 +534,9 @@ class Delivery(_message.Message):
     START_BY_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    KEEP_RESULT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_RESULTS_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     task: Task
     attempt: int
     epoch: int
@@ -540,7 +545,24 @@ class Delivery(_message.Message):
     start_by_unix_ms: int
     heartbeat_timeout_ms: int
     heartbeat_details_json: str
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ..., start_by_unix_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., heartbeat_details_json: _Optional[str] = ...) -> None: ...
+    keep_result: bool
+    parent_results: _containers.RepeatedCompositeFieldContainer[ParentResult]
+    parent_results_truncated: bool
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., attempt: _Optional[int] = ..., epoch: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., start_within_ms: _Optional[int] = ..., start_by_unix_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., heartbeat_details_json: _Optional[str] = ..., keep_result: _Optional[bool] = ..., parent_results: _Optional[_Iterable[_Union[ParentResult, _Mapping]]] = ..., parent_results_truncated: _Optional[bool] = ...) -> None: ...
+
+class ParentResult(_message.Message):
+    __slots__ = ("key", "task_id", "outcome", "result_json", "error")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    task_id: str
+    outcome: str
+    result_json: str
+    error: str
+    def __init__(self, key: _Optional[str] = ..., task_id: _Optional[str] = ..., outcome: _Optional[str] = ..., result_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
     __slots__ = ("deliveries", "dispatcher_node", "heartbeat_answers")
@@ -579,7 +601,7 @@ class HeartbeatAnswer(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., verdict: _Optional[_Union[HeartbeatVerdict, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
-    __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms")
+    __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms", "result_json")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -587,6 +609,7 @@ class Outcome(_message.Message):
     STACK_TRACE_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     attempt: int
     kind: OutcomeKind
@@ -594,7 +617,8 @@ class Outcome(_message.Message):
     stack_trace: str
     started_at_ms: int
     finished_at_ms: int
-    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ...) -> None: ...
+    result_json: str
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., result_json: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ("outcomes", "heartbeats")
