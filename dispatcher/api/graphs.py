@@ -29,6 +29,9 @@ from dispatcher.store import records as r
 from dispatcher.store.interface_graphs import GraphStoreProtocol, GraphView, NewEdge, NewGraph, NewNode, NodeView
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
+_CANCEL_MODES = {pb.CANCEL_MODE_UNSPECIFIED: "graceful", pb.CANCEL_MODE_GRACEFUL: "graceful",
+                 pb.CANCEL_MODE_IMMEDIATE: "immediate"}
+
 ReleaseGraph = Callable[[int, str, str], Awaitable[object]]
 """(home slot, namespace, graph id): release a complete graph's roots (GraphRelay.release_graph)."""
 
@@ -96,6 +99,23 @@ class GraphApi(pb_grpc.GraphServiceServicer):
                                  delay_ms=n.delay_ms, has_dependents=n.has_dependents,
                                  parents=tuple(NewEdge(ids[key], key, policy) for key, policy in n.parents)))
         return NewGraph(valid.namespace, valid.graph_id, home, valid.digest, tuple(nodes), created)
+
+    @_guarded
+    async def CancelGraph(self, request: pb.CancelGraphRequest, context) -> pb.CancelGraphResponse:
+        token = self._auth.token(context, calls.CANCEL)
+        if not request.namespace or not request.graph_id:
+            raise InvalidArgument("namespace" if not request.namespace else "graph_id", "is required")
+        mode = _CANCEL_MODES.get(request.mode)
+        if mode is None:
+            raise InvalidArgument("mode", f"unknown cancel mode {request.mode}; use GRACEFUL (1) or IMMEDIATE (2)")
+        if len(request.reason) > 1000:
+            raise InvalidArgument("reason", f"is {len(request.reason)} characters, at most 1000")
+        self._auth.check_namespaces(token, calls.CANCEL, (request.namespace,))
+        cancelled, running = await asyncio.to_thread(
+            self._graphs.cancel_graph, request.namespace, request.graph_id, mode,
+            self._limits.retry_policies.heartbeat_by_type, request.reason or "cancelled by request",
+            self._params.node_id, self._clock.now())
+        return pb.CancelGraphResponse(cancelled=cancelled, running=running)
 
     @_guarded
     async def GetGraph(self, request: pb.GetGraphRequest, context) -> pb.GetGraphResponse:

@@ -85,7 +85,8 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
     kind = outcome_kind(o)
     task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
     # A task of a graph whose end its dependents wait for (the envelope says so: no read).
-    notify = d.task.HasField("graph") and d.task.graph.has_dependents
+    in_graph = d.task.HasField("graph")
+    notify = in_graph and d.task.graph.has_dependents
     bad_result = _bad_result(o.result_json) if notify and o.result_json else None
     if o.kind == pb.OUTCOME_KIND_SUCCEEDED and bad_result is None:
         events.append(r.Event(task_id, TaskState.SUCCEEDED, now, node, attempt))
@@ -109,7 +110,7 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
             message = queued_message(params.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
         write = r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
                                retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
-                               error=error, stack_trace=o.stack_trace or None)
+                               error=error, stack_trace=o.stack_trace or None, in_graph=in_graph)
         return Decision(write, message, kind, KAFKA if short else MYSQL)
     events.append(r.Event(task_id, TaskState.FAILED, now, node, attempt, f"{kind}: {error}", o.stack_trace or None))
     events.append(r.Event(task_id, TaskState.DEAD_LETTERED, now, node, attempt,

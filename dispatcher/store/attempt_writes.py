@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from dispatcher.store import dead_lettering, fenced
 from dispatcher.store import records as r
-from dispatcher.store.graph_notes import note_ends
+from dispatcher.store.graph_notes import graph_cancels, note_ends
 from dispatcher.store.sql_literals import CASE_ROWS, case_times, marks, names
 from taskring.task import TaskState
 
@@ -150,6 +150,9 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
     done = [w.task_id for w in others if w.result == r.SUCCEEDED]
     retry = [w for w in others if w.result == r.RETRY]
     dead = [w for w in others if w.result == r.DEAD_LETTERED]
+    stopped = graph_cancels(cur, [w for w in retry if w.in_graph], now)
+    if stopped:   # their graph was cancelled: no retry (graph_notes.py)
+        retry = [w for w in retry if w.task_id not in stopped]
     if done:
         cur.execute("UPDATE tasks SET status = %s, updated_at = %s"
                     f" WHERE task_id IN ({marks(len(done))})", [r.SUCCEEDED, now, *done])

@@ -6,6 +6,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from dispatcher.store import fenced
+from dispatcher.store import records as r
+from taskring.task import TaskState
+
 TASK_NOTE, GRAPH_NOTE = "task", "graph"
 
 
@@ -22,3 +26,22 @@ def note_end_if_graph(cur, task_id: str, now: dt.datetime) -> None:
     graph with dependents; nothing for any other task."""
     cur.execute("INSERT INTO graph_outbox (slot, kind, ref, created_at) SELECT slot, %s, task_id, %s"
                 " FROM graph_nodes WHERE task_id = %s AND has_dependents = 1", (TASK_NOTE, now, task_id))
+
+
+def graph_cancels(cur, retries: Sequence[r.OutcomeWrite], now: dt.datetime) -> set[str]:
+    """Of these failed attempts of tasks of graphs, those whose graph was cancelled: cancelled
+    now instead of retried (a graceful cancel lets a running task finish, and nothing new
+    start). Inside the outcome's transaction, after the attempt's events; returns their ids."""
+    if not retries:
+        return set()
+    by_id = {w.task_id: w for w in retries}
+    marks = ",".join(["%s"] * len(by_id))
+    cur.execute(f"SELECT task_id FROM graph_nodes WHERE task_id IN ({marks}) AND cancel_mode IS NOT NULL",
+                list(by_id))
+    stopped = {row[0] for row in cur.fetchall()}
+    if stopped:
+        cur.executemany("UPDATE tasks SET status = %s, last_error = %s, updated_at = %s WHERE task_id = %s",
+                        [(r.CANCELLED, by_id[t].error, now, t) for t in sorted(stopped)])
+        fenced.append_events(cur, [r.Event(t, TaskState.CANCELLED, now, by_id[t].events[-1].node, by_id[t].attempt,
+                                           "its graph was cancelled: not retried") for t in sorted(stopped)])
+    return stopped

@@ -24,7 +24,7 @@ completes a graph an earlier call left incomplete.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TypeVar
 
 from dispatcher.base.errors import TaskIdTaken
@@ -50,6 +50,7 @@ from dispatcher.store.sql_literals import marks, names
 from taskring.task import TaskState
 
 T = TypeVar("T")
+_OPEN = tuple(str(s) for s in (r.WAITING, r.PENDING, r.ENQUEUED, r.CLAIMED, r.DISPATCHED))
 _COUNT_COLUMNS = ("n_succeeded", "n_failed", "n_skipped", "n_ignored", "n_cancelled")
 _VERDICT_STATUS = {Verdict.SKIP: r.SKIPPED, Verdict.CANCEL: r.CANCELLED}
 _VERDICT_STATE = {Verdict.SKIP: TaskState.SKIPPED, Verdict.CANCEL: TaskState.CANCELLED}
@@ -149,7 +150,7 @@ class GraphStore:
         still waiting, in the caller's transaction on the children's shard."""
         ids = sorted(set(child_ids))   # one lock order for every applier: no deadlock between two
         cur.execute("SELECT task_id, slot, join_rule, join_k, delay_ms, has_dependents, n_parents,"
-                    f" {', '.join(_COUNT_COLUMNS)} FROM graph_nodes WHERE task_id IN ({names(ids)})"
+                    f" {', '.join(_COUNT_COLUMNS)}, cancel_mode FROM graph_nodes WHERE task_id IN ({names(ids)})"
                     " ORDER BY task_id FOR UPDATE")
         nodes = {row[0]: row for row in cur.fetchall()}
         rows = fenced.lock_states(cur, ids)
@@ -178,6 +179,9 @@ class GraphStore:
                 continue
             rule, k = JoinRule(row[2]), int(row[3])
             verdict = evaluate(rule, k, counts[tid])
+            if row[12] is not None and verdict is not Verdict.WAIT:   # its graph was cancelled: never released
+                ends[Verdict.CANCEL].append((tid, "its graph was cancelled"))
+                continue
             if verdict is Verdict.DUE:
                 due.append((tid, int(row[4])))
             elif verdict is not Verdict.WAIT:
@@ -219,6 +223,58 @@ class GraphStore:
         found = {row[0]: row for row in cur.fetchall()}
         return tuple(Released(tid, found[tid][1], found[tid][2], status, at, found[tid][3])
                      for tid, status, at in moves)
+
+    # ---- cancel ----
+
+    def cancel_graph(self, namespace: str, graph_id: str, mode: str, heartbeat_types: Container[tuple[str, str]],
+                     reason: str, node: str, now: dt.datetime) -> tuple[int, list[str]]:
+        """Cancel every task of the graph that has not ended; returns (how many were cancelled,
+        the keys of the running ones left to finish). Every shard's tasks are marked first, so
+        that none is released by a parent ending meanwhile (`_settle` reads the mark under the
+        task's lock) and a running one's failure is not retried (graph_notes.graph_cancels);
+        then each shard's are cancelled. Running ones are cancelled too under `immediate`
+        when their type heartbeats (the handler hears it at its next heartbeat)."""
+        marked = 0
+        for shard in self._shards.all:
+            marked += shard.run(lambda cur: cur.execute(
+                "UPDATE graph_nodes SET cancel_mode = %s WHERE namespace = %s AND graph_id = %s"
+                " AND cancel_mode IS NULL", (mode, namespace, graph_id)))
+        cancelled, running = 0, []
+        for shard in self._shards.all:
+            def body(cur) -> tuple[int, list[str]]:
+                cur.execute("SELECT n.task_id, n.node_key, t.namespace, t.task_type FROM graph_nodes n JOIN tasks t"
+                            " ON t.task_id = n.task_id WHERE n.namespace = %s AND n.graph_id = %s"
+                            f" AND t.status IN ({marks(len(_OPEN))}) ORDER BY n.task_id",
+                            (namespace, graph_id, *_OPEN))
+                found = {tid: (key, (ns, task_type)) for tid, key, ns, task_type in cur.fetchall()}
+                if not found:
+                    return 0, []
+                rows = fenced.lock_states(cur, sorted(found))
+                stop, left = [], []
+                for tid, row in rows.items():
+                    if row.status in r.CANCELLABLE:
+                        stop.append(tid)
+                    elif row.status == r.DISPATCHED:
+                        if mode == "immediate" and found[tid][1] in heartbeat_types:
+                            stop.append(tid)
+                        else:
+                            left.append(found[tid][0])
+                running_now = [tid for tid in stop if rows[tid].status == r.DISPATCHED]
+                fenced.move_dispatch_to_events(cur, running_now, rows)
+                if stop:
+                    cur.execute(f"UPDATE tasks SET status = %s, updated_at = %s WHERE task_id IN ({names(stop)})",
+                                (r.CANCELLED, now))
+                    cur.execute(f"UPDATE graph_nodes SET released_at = COALESCE(released_at, %s), reason = %s"
+                                f" WHERE task_id IN ({names(stop)})", (now, f"graph cancelled: {reason}"[:512]))
+                    fenced.append_events(cur, [r.Event(tid, TaskState.CANCELLED, now, node, rows[tid].attempts,
+                                                       f"graph cancelled ({mode}): {reason}") for tid in stop])
+                return len(stop), left
+            n, left = shard.run(body)
+            cancelled += n
+            running += left
+        if not marked and not cancelled and not running:
+            self.graph(namespace, graph_id)   # GraphNotFound for a graph that does not exist
+        return cancelled, sorted(running)
 
     # ---- the outbox ----
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Container
 from typing import Protocol
 
 from dispatcher.store import records as r
@@ -141,6 +142,11 @@ class GraphStoreProtocol(Protocol):
         """Count each ended parent (by its row's status) on its dependents' unresolved edges,
         and release, skip or cancel the dependents whose join rule decides. Each edge is
         counted once however often this is called; a parent not ended counts nothing."""
+
+    def cancel_graph(self, namespace: str, graph_id: str, mode: str, heartbeat_types: Container[tuple[str, str]],
+                     reason: str, node: str, now: dt.datetime) -> tuple[int, list[str]]:
+        """Cancel every task of the graph that has not ended (`mode` graceful|immediate); (how
+        many were cancelled, the keys of the running ones left to finish, never retried)."""
 
     def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime) -> None:
         """Delete the notes of these applied ends ((slot, task_id)) written up to `written_before`."""

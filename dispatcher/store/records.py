@@ -205,6 +205,8 @@ class OutcomeWrite:
     (store/graph_notes.py) in the same transaction."""
     result_json: str | None = None
     """A success's result for its dependents (JSON, checked by outcomes.decide), kept with it."""
+    in_graph: bool = False
+    """A task of a graph: a retry is not made once its graph was cancelled (store/graphs.py)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -242,3 +242,39 @@ def test_a_long_delay_releases_to_the_mysql_path_counted_from_the_release(stores
     assert released["g8.ship"].status == r.PENDING
     assert released["g8.ship"].trigger_at == later + dt.timedelta(hours=1)
     assert released["g8.email"].status == r.ENQUEUED
+
+
+def test_a_graph_cancel_marks_every_shard_first_and_leaves_running_tasks_to_finish(stores):
+    store, graphs = stores
+    graphs.insert_graph(_graph("g9", ORDER), NODE, T0)
+    graphs.release_roots("ns", "g9", NODE, T0)
+    epoch = store.claim_slot(0, NODE, T0)
+    store.begin_dispatch([r.DispatchClaim("g9.charge", 0, 1, "kafka", T0)], {0: epoch}, NODE, T0)
+    cancelled, running = graphs.cancel_graph("ns", "g9", "graceful", (), "order withdrawn", NODE, T0)
+    assert (cancelled, running) == (3, ["charge"])
+    assert _states(graphs, "g9") == {"charge": r.DISPATCHED, "ship": r.CANCELLED, "email": r.CANCELLED,
+                                     "close": r.CANCELLED}
+    assert _history(store, "g9.close") == ["accepted", "waiting", "cancelled"]
+    # The running one fails: no retry, cancelled; its end releases nothing.
+    failed = r.OutcomeWrite("g9.charge", 0, 1, r.RETRY, (r.Event("g9.charge", TaskState.RETRY_WAIT, T0, NODE, 1,
+                                                                 "boom; retry in 10 ms"),),
+                            retry_status=r.ENQUEUED, retry_at=T0, error="boom", notify=True, in_graph=True)
+    assert store.record_outcomes([failed], {0: epoch}, T0) == set()
+    assert _states(graphs, "g9")["charge"] == r.CANCELLED
+    assert _history(store, "g9.charge")[-2:] == ["retry_wait", "cancelled"]
+    assert graphs.cancel_graph("ns", "g9", "graceful", (), "again", NODE, T0) == (0, [])
+    with pytest.raises(GraphNotFound):
+        graphs.cancel_graph("ns", "nope", "graceful", (), "", NODE, T0)
+
+
+def test_an_immediate_cancel_stops_running_tasks_that_heartbeat_and_a_marked_task_is_never_released(stores):
+    store, graphs = stores
+    graphs.insert_graph(_graph("g10", ORDER), NODE, T0)
+    graphs.release_roots("ns", "g10", NODE, T0)
+    epoch = store.claim_slot(0, NODE, T0)
+    store.begin_dispatch([r.DispatchClaim("g10.charge", 0, 1, "kafka", T0)], {0: epoch}, NODE, T0)
+    cancelled, running = graphs.cancel_graph("ns", "g10", "immediate", {("ns", "type-0")}, "stop", NODE, T0)
+    assert (cancelled, running) == (4, [])
+    assert set(_states(graphs, "g10").values()) == {r.CANCELLED}
+    # A note applied after the cancel releases nothing.
+    assert graphs.apply_ends(["g10.charge"], NODE, T0).released == ()

@@ -246,3 +246,24 @@ def test_results_are_handed_to_the_tasks_that_depend_on_them(node, taskring_env)
         assert shop.seen["close_keeps"] == {"keeps": False}
     finally:
         shop.executor.stop()
+
+
+def test_a_graceful_cancel_lets_the_running_task_finish_and_starts_nothing_after_it(node, recording_executor):
+    g = Graph("to-cancel")
+    slow = g.task("slow", TaskSpec(NS, "slow", {"ms": 2500}, timeout=30))
+    after = g.task("after", TaskSpec(NS, "ok"), after=[slow])
+    g.task("last", TaskSpec(NS, "ok-1"), after=[after])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        wait_until(lambda: client.get_graph(NS, "to-cancel").nodes["slow"].state == TaskState.DISPATCHED, 30,
+                   "the first to run")
+        cancelled = client.cancel_graph(NS, "to-cancel", reason="the order was withdrawn")
+        assert (cancelled.cancelled, cancelled.running) == (2, ("slow",))
+        info = wait_until(lambda: _finished(client, "to-cancel"), 30, "the graph to finish")
+        assert {k: n.state for k, n in info.nodes.items()} == {
+            "slow": TaskState.SUCCEEDED, "after": TaskState.CANCELLED, "last": TaskState.CANCELLED}
+        assert info.nodes["after"].reason == "graph cancelled: the order was withdrawn"
+        ran = {e.task_id for e in recording_executor.executions}
+        assert ran == {info.nodes["slow"].task_id}
+        with pytest.raises(ValueError, match="mode: must be 'graceful' or 'immediate'"):
+            client.cancel_graph(NS, "to-cancel", mode="now")

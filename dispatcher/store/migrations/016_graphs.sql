@@ -42,6 +42,8 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
   released_at  DATETIME(3)     NULL,       -- when it left `waiting` (queued, skipped or cancelled)
   result_json  MEDIUMTEXT      NULL,       -- its handler's return value (<= 64 KiB), kept as long as the graph
   reason       VARCHAR(512)    NULL,       -- why it was skipped or cancelled by its parents
+  cancel_mode  VARCHAR(9)      NULL,       -- its graph was cancelled (graceful|immediate): never
+                                           -- released, and a failed attempt is not retried
   PRIMARY KEY (task_id),
   KEY idx_graph (namespace, graph_id, seq)
 ) ENGINE=InnoDB;

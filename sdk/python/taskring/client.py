@@ -31,7 +31,16 @@ from taskring import _envelope
 from taskring._auth import AsyncBearerToken, BearerToken
 from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
-from taskring.graph import Graph, GraphInfo, SubmittedGraph, graph_from_pb, submitted_from_pb
+from taskring.graph import (
+    CancelledGraph,
+    CancelMode,
+    Graph,
+    GraphInfo,
+    SubmittedGraph,
+    cancel_graph_request,
+    graph_from_pb,
+    submitted_from_pb,
+)
 from taskring.policies import Policies
 from taskring.task import (
     Priority,
@@ -236,6 +245,19 @@ class Client:
             raise from_rpc_error(e) from e
         return graph_from_pb(resp)
 
+    def cancel_graph(self, namespace: str, graph_id: str, *, mode: CancelMode | str = "graceful",
+                     reason: str = "") -> CancelledGraph:
+        """Cancel every task of the graph that has not ended. ``"graceful"``: running tasks finish
+        (a failed one is not retried) and nothing new starts; ``"immediate"``: running tasks of
+        types that heartbeat are told to stop too. Returns how many were cancelled and the keys
+        of those left running."""
+        try:
+            resp = self._graphs.CancelGraph(cancel_graph_request(namespace, graph_id, mode, reason),
+                                            timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return CancelledGraph(resp.cancelled, tuple(resp.running))
+
     def cancel(self, task_id: str) -> TaskState:
         """Cancel a task that has not finished; returns its state (CANCELLED).
 
@@ -313,6 +335,16 @@ class AsyncClient:
         except grpc.RpcError as e:
             raise from_rpc_error(e) from e
         return graph_from_pb(resp)
+
+    async def cancel_graph(self, namespace: str, graph_id: str, *, mode: CancelMode | str = "graceful",
+                           reason: str = "") -> CancelledGraph:
+        """As `Client.cancel_graph`."""
+        try:
+            resp = await self._graphs.CancelGraph(cancel_graph_request(namespace, graph_id, mode, reason),
+                                                  timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return CancelledGraph(resp.cancelled, tuple(resp.running))
 
     async def submit(
         self,

@@ -224,3 +224,29 @@ def graph_from_pb(msg: pb.GetGraphResponse) -> GraphInfo:
                          tuple(Edge(e.parent_key, _ON_FAILURE_FROM_PB.get(e.on_failure, OnFailure.SKIP), e.outcome)
                                for e in n.depends_on), n.reason, n.waiting, n.result_json)
         for n in msg.nodes})
+
+
+class CancelMode(enum.StrEnum):
+    GRACEFUL = "graceful"
+    """Running tasks finish (a failed one is not retried); nothing new starts."""
+    IMMEDIATE = "immediate"
+    """Running tasks of types that heartbeat are told to stop at their next heartbeat too."""
+
+
+_CANCEL_MODE_PB = {CancelMode.GRACEFUL: pb.CANCEL_MODE_GRACEFUL, CancelMode.IMMEDIATE: pb.CANCEL_MODE_IMMEDIATE}
+
+
+@dataclass(frozen=True, slots=True)
+class CancelledGraph:
+    cancelled: int
+    """Tasks cancelled now."""
+    running: tuple[str, ...]
+    """Keys of the tasks left to finish (graceful, or types without heartbeats)."""
+
+
+def cancel_graph_request(namespace: str, graph_id: str, mode: CancelMode | str, reason: str) -> pb.CancelGraphRequest:
+    try:
+        wire = _CANCEL_MODE_PB[CancelMode(mode)]
+    except ValueError:
+        raise ValueError(f"mode: must be 'graceful' or 'immediate', got {mode!r}") from None
+    return pb.CancelGraphRequest(namespace=namespace, graph_id=graph_id, mode=wire, reason=reason)

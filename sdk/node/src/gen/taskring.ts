@@ -1,6 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { CancelGraphRequest as _taskring_v1_CancelGraphRequest, CancelGraphRequest__Output as _taskring_v1_CancelGraphRequest__Output } from './taskring/v1/CancelGraphRequest';
+import type { CancelGraphResponse as _taskring_v1_CancelGraphResponse, CancelGraphResponse__Output as _taskring_v1_CancelGraphResponse__Output } from './taskring/v1/CancelGraphResponse';
 import type { CancelRequest as _taskring_v1_CancelRequest, CancelRequest__Output as _taskring_v1_CancelRequest__Output } from './taskring/v1/CancelRequest';
 import type { CancelResponse as _taskring_v1_CancelResponse, CancelResponse__Output as _taskring_v1_CancelResponse__Output } from './taskring/v1/CancelResponse';
 import type { CronRule as _taskring_v1_CronRule, CronRule__Output as _taskring_v1_CronRule__Output } from './taskring/v1/CronRule';
@@ -56,6 +58,9 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 export interface ProtoGrpcType {
   taskring: {
     v1: {
+      CancelGraphRequest: MessageTypeDefinition<_taskring_v1_CancelGraphRequest, _taskring_v1_CancelGraphRequest__Output>
+      CancelGraphResponse: MessageTypeDefinition<_taskring_v1_CancelGraphResponse, _taskring_v1_CancelGraphResponse__Output>
+      CancelMode: EnumTypeDefinition
       CancelRequest: MessageTypeDefinition<_taskring_v1_CancelRequest, _taskring_v1_CancelRequest__Output>
       CancelResponse: MessageTypeDefinition<_taskring_v1_CancelResponse, _taskring_v1_CancelResponse__Output>
       CronRule: MessageTypeDefinition<_taskring_v1_CronRule, _taskring_v1_CronRule__Output>

@@ -272,6 +272,56 @@ func (OnFailure) EnumDescriptor() ([]byte, []int) {
 	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{3}
 }
 
+// How a cancel treats the tasks of a graph that are running. UNSPECIFIED is GRACEFUL.
+type CancelMode int32
+
+const (
+	CancelMode_CANCEL_MODE_UNSPECIFIED CancelMode = 0
+	CancelMode_CANCEL_MODE_GRACEFUL    CancelMode = 1 // running tasks finish (a failed one is not retried); nothing new starts
+	CancelMode_CANCEL_MODE_IMMEDIATE   CancelMode = 2 // running tasks of types that heartbeat are told to stop at their next
+)
+
+// Enum value maps for CancelMode.
+var (
+	CancelMode_name = map[int32]string{
+		0: "CANCEL_MODE_UNSPECIFIED",
+		1: "CANCEL_MODE_GRACEFUL",
+		2: "CANCEL_MODE_IMMEDIATE",
+	}
+	CancelMode_value = map[string]int32{
+		"CANCEL_MODE_UNSPECIFIED": 0,
+		"CANCEL_MODE_GRACEFUL":    1,
+		"CANCEL_MODE_IMMEDIATE":   2,
+	}
+)
+
+func (x CancelMode) Enum() *CancelMode {
+	p := new(CancelMode)
+	*p = x
+	return p
+}
+
+func (x CancelMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CancelMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_taskring_v1_taskring_proto_enumTypes[4].Descriptor()
+}
+
+func (CancelMode) Type() protoreflect.EnumType {
+	return &file_taskring_v1_taskring_proto_enumTypes[4]
+}
+
+func (x CancelMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CancelMode.Descriptor instead.
+func (CancelMode) EnumDescriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{4}
+}
+
 type HeartbeatVerdict int32
 
 const (
@@ -318,11 +368,11 @@ func (x HeartbeatVerdict) String() string {
 }
 
 func (HeartbeatVerdict) Descriptor() protoreflect.EnumDescriptor {
-	return file_taskring_v1_taskring_proto_enumTypes[4].Descriptor()
+	return file_taskring_v1_taskring_proto_enumTypes[5].Descriptor()
 }
 
 func (HeartbeatVerdict) Type() protoreflect.EnumType {
-	return &file_taskring_v1_taskring_proto_enumTypes[4]
+	return &file_taskring_v1_taskring_proto_enumTypes[5]
 }
 
 func (x HeartbeatVerdict) Number() protoreflect.EnumNumber {
@@ -331,7 +381,7 @@ func (x HeartbeatVerdict) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HeartbeatVerdict.Descriptor instead.
 func (HeartbeatVerdict) EnumDescriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{4}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{5}
 }
 
 type OutcomeKind int32
@@ -382,11 +432,11 @@ func (x OutcomeKind) String() string {
 }
 
 func (OutcomeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_taskring_v1_taskring_proto_enumTypes[5].Descriptor()
+	return file_taskring_v1_taskring_proto_enumTypes[6].Descriptor()
 }
 
 func (OutcomeKind) Type() protoreflect.EnumType {
-	return &file_taskring_v1_taskring_proto_enumTypes[5]
+	return &file_taskring_v1_taskring_proto_enumTypes[6]
 }
 
 func (x OutcomeKind) Number() protoreflect.EnumNumber {
@@ -395,7 +445,7 @@ func (x OutcomeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OutcomeKind.Descriptor instead.
 func (OutcomeKind) EnumDescriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{5}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{6}
 }
 
 // How a failed attempt is retried. Either exponential backoff with full jitter
@@ -2758,6 +2808,126 @@ func (x *GetGraphResponse) GetNodes() []*GraphNode {
 	return nil
 }
 
+type CancelGraphRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	GraphId       string                 `protobuf:"bytes,2,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	Mode          CancelMode             `protobuf:"varint,3,opt,name=mode,proto3,enum=taskring.v1.CancelMode" json:"mode,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"` // kept in each cancelled task's history
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelGraphRequest) Reset() {
+	*x = CancelGraphRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelGraphRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelGraphRequest) ProtoMessage() {}
+
+func (x *CancelGraphRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelGraphRequest.ProtoReflect.Descriptor instead.
+func (*CancelGraphRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CancelGraphRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CancelGraphRequest) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *CancelGraphRequest) GetMode() CancelMode {
+	if x != nil {
+		return x.Mode
+	}
+	return CancelMode_CANCEL_MODE_UNSPECIFIED
+}
+
+func (x *CancelGraphRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CancelGraphResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cancelled     uint32                 `protobuf:"varint,1,opt,name=cancelled,proto3" json:"cancelled,omitempty"` // tasks cancelled now
+	Running       []string               `protobuf:"bytes,2,rep,name=running,proto3" json:"running,omitempty"`      // keys of the tasks left to finish (see CancelMode)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelGraphResponse) Reset() {
+	*x = CancelGraphResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelGraphResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelGraphResponse) ProtoMessage() {}
+
+func (x *CancelGraphResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelGraphResponse.ProtoReflect.Descriptor instead.
+func (*CancelGraphResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CancelGraphResponse) GetCancelled() uint32 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+func (x *CancelGraphResponse) GetRunning() []string {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
 type Delivery struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Task      *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
@@ -2799,7 +2969,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2981,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2994,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{34}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Delivery) GetTask() *Task {
@@ -2917,7 +3087,7 @@ type ParentResult struct {
 
 func (x *ParentResult) Reset() {
 	*x = ParentResult{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3099,7 @@ func (x *ParentResult) String() string {
 func (*ParentResult) ProtoMessage() {}
 
 func (x *ParentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3112,7 @@ func (x *ParentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParentResult.ProtoReflect.Descriptor instead.
 func (*ParentResult) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ParentResult) GetKey() string {
@@ -2992,7 +3162,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3174,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3187,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -3059,7 +3229,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3071,7 +3241,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3084,7 +3254,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Heartbeat) GetTaskId() string {
@@ -3128,7 +3298,7 @@ type HeartbeatAnswer struct {
 
 func (x *HeartbeatAnswer) Reset() {
 	*x = HeartbeatAnswer{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3310,7 @@ func (x *HeartbeatAnswer) String() string {
 func (*HeartbeatAnswer) ProtoMessage() {}
 
 func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3323,7 @@ func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
 func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HeartbeatAnswer) GetSequence() uint64 {
@@ -3208,7 +3378,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3390,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3403,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -3303,7 +3473,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3485,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3498,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -3360,7 +3530,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3542,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3555,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{41}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -3627,7 +3797,15 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x05nodes\x18\x05 \x03(\v2\x16.taskring.v1.GraphNodeR\x05nodes\x1a9\n" +
 	"\vCountsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xd6\x03\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\x92\x01\n" +
+	"\x12CancelGraphRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bgraph_id\x18\x02 \x01(\tR\agraphId\x12+\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x17.taskring.v1.CancelModeR\x04mode\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"M\n" +
+	"\x13CancelGraphResponse\x12\x1c\n" +
+	"\tcancelled\x18\x01 \x01(\rR\tcancelled\x12\x18\n" +
+	"\arunning\x18\x02 \x03(\tR\arunning\"\xd6\x03\n" +
 	"\bDelivery\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x14\n" +
@@ -3717,7 +3895,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\tOnFailure\x12\x1a\n" +
 	"\x16ON_FAILURE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fON_FAILURE_SKIP\x10\x01\x12\x15\n" +
-	"\x11ON_FAILURE_IGNORE\x10\x02*\xae\x01\n" +
+	"\x11ON_FAILURE_IGNORE\x10\x02*^\n" +
+	"\n" +
+	"CancelMode\x12\x1b\n" +
+	"\x17CANCEL_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CANCEL_MODE_GRACEFUL\x10\x01\x12\x19\n" +
+	"\x15CANCEL_MODE_IMMEDIATE\x10\x02*\xae\x01\n" +
 	"\x10HeartbeatVerdict\x12!\n" +
 	"\x1dHEARTBEAT_VERDICT_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aHEARTBEAT_VERDICT_CONTINUE\x10\x01\x12\x1c\n" +
@@ -3750,10 +3933,11 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rGetTypePolicy\x12\x1a.taskring.v1.TypePolicyRef\x1a\x17.taskring.v1.TypePolicy\x12_\n" +
 	"\x10ListTypePolicies\x12$.taskring.v1.ListTypePoliciesRequest\x1a%.taskring.v1.ListTypePoliciesResponse\x12K\n" +
 	"\rPutTypePolicy\x12!.taskring.v1.PutTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy\x12Q\n" +
-	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\xa9\x01\n" +
+	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\xfb\x01\n" +
 	"\fGraphService\x12P\n" +
 	"\vSubmitGraph\x12\x1f.taskring.v1.SubmitGraphRequest\x1a .taskring.v1.SubmitGraphResponse\x12G\n" +
-	"\bGetGraph\x12\x1c.taskring.v1.GetGraphRequest\x1a\x1d.taskring.v1.GetGraphResponse2\x9e\x01\n" +
+	"\bGetGraph\x12\x1c.taskring.v1.GetGraphRequest\x1a\x1d.taskring.v1.GetGraphResponse\x12P\n" +
+	"\vCancelGraph\x12\x1f.taskring.v1.CancelGraphRequest\x1a .taskring.v1.CancelGraphResponse2\x9e\x01\n" +
 	"\x0fExecutorService\x12D\n" +
 	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse\x12E\n" +
 	"\x04Work\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse(\x010\x01b\x06proto3"
@@ -3770,143 +3954,149 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 	return file_taskring_v1_taskring_proto_rawDescData
 }
 
-var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_taskring_v1_taskring_proto_goTypes = []any{
 	(Priority)(0),                    // 0: taskring.v1.Priority
 	(TaskState)(0),                   // 1: taskring.v1.TaskState
 	(JoinRule)(0),                    // 2: taskring.v1.JoinRule
 	(OnFailure)(0),                   // 3: taskring.v1.OnFailure
-	(HeartbeatVerdict)(0),            // 4: taskring.v1.HeartbeatVerdict
-	(OutcomeKind)(0),                 // 5: taskring.v1.OutcomeKind
-	(*RetryPolicy)(nil),              // 6: taskring.v1.RetryPolicy
-	(*Task)(nil),                     // 7: taskring.v1.Task
-	(*GraphRef)(nil),                 // 8: taskring.v1.GraphRef
-	(*SubmitRequest)(nil),            // 9: taskring.v1.SubmitRequest
-	(*SubmitResponse)(nil),           // 10: taskring.v1.SubmitResponse
-	(*SubmitBatchRequest)(nil),       // 11: taskring.v1.SubmitBatchRequest
-	(*SubmitBatchResponse)(nil),      // 12: taskring.v1.SubmitBatchResponse
-	(*CancelRequest)(nil),            // 13: taskring.v1.CancelRequest
-	(*CancelResponse)(nil),           // 14: taskring.v1.CancelResponse
-	(*GetTaskRequest)(nil),           // 15: taskring.v1.GetTaskRequest
-	(*TaskEvent)(nil),                // 16: taskring.v1.TaskEvent
-	(*GetTaskResponse)(nil),          // 17: taskring.v1.GetTaskResponse
-	(*CronRule)(nil),                 // 18: taskring.v1.CronRule
-	(*CronRuleRef)(nil),              // 19: taskring.v1.CronRuleRef
-	(*PutCronRuleRequest)(nil),       // 20: taskring.v1.PutCronRuleRequest
-	(*PutCronRuleResponse)(nil),      // 21: taskring.v1.PutCronRuleResponse
-	(*ListCronRulesRequest)(nil),     // 22: taskring.v1.ListCronRulesRequest
-	(*ListCronRulesResponse)(nil),    // 23: taskring.v1.ListCronRulesResponse
-	(*TypePolicy)(nil),               // 24: taskring.v1.TypePolicy
-	(*TypePolicyRef)(nil),            // 25: taskring.v1.TypePolicyRef
-	(*PutTypePolicyRequest)(nil),     // 26: taskring.v1.PutTypePolicyRequest
-	(*DeleteTypePolicyRequest)(nil),  // 27: taskring.v1.DeleteTypePolicyRequest
-	(*ListTypePoliciesRequest)(nil),  // 28: taskring.v1.ListTypePoliciesRequest
-	(*ListTypePoliciesResponse)(nil), // 29: taskring.v1.ListTypePoliciesResponse
-	(*Dependency)(nil),               // 30: taskring.v1.Dependency
-	(*Join)(nil),                     // 31: taskring.v1.Join
-	(*GraphTask)(nil),                // 32: taskring.v1.GraphTask
-	(*SubmitGraphRequest)(nil),       // 33: taskring.v1.SubmitGraphRequest
-	(*GraphTaskRef)(nil),             // 34: taskring.v1.GraphTaskRef
-	(*SubmitGraphResponse)(nil),      // 35: taskring.v1.SubmitGraphResponse
-	(*GetGraphRequest)(nil),          // 36: taskring.v1.GetGraphRequest
-	(*GraphEdge)(nil),                // 37: taskring.v1.GraphEdge
-	(*GraphNode)(nil),                // 38: taskring.v1.GraphNode
-	(*GetGraphResponse)(nil),         // 39: taskring.v1.GetGraphResponse
-	(*Delivery)(nil),                 // 40: taskring.v1.Delivery
-	(*ParentResult)(nil),             // 41: taskring.v1.ParentResult
-	(*ExecuteRequest)(nil),           // 42: taskring.v1.ExecuteRequest
-	(*Heartbeat)(nil),                // 43: taskring.v1.Heartbeat
-	(*HeartbeatAnswer)(nil),          // 44: taskring.v1.HeartbeatAnswer
-	(*Outcome)(nil),                  // 45: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),          // 46: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),               // 47: taskring.v1.QueuedTask
-	nil,                              // 48: taskring.v1.GetGraphResponse.CountsEntry
+	(CancelMode)(0),                  // 4: taskring.v1.CancelMode
+	(HeartbeatVerdict)(0),            // 5: taskring.v1.HeartbeatVerdict
+	(OutcomeKind)(0),                 // 6: taskring.v1.OutcomeKind
+	(*RetryPolicy)(nil),              // 7: taskring.v1.RetryPolicy
+	(*Task)(nil),                     // 8: taskring.v1.Task
+	(*GraphRef)(nil),                 // 9: taskring.v1.GraphRef
+	(*SubmitRequest)(nil),            // 10: taskring.v1.SubmitRequest
+	(*SubmitResponse)(nil),           // 11: taskring.v1.SubmitResponse
+	(*SubmitBatchRequest)(nil),       // 12: taskring.v1.SubmitBatchRequest
+	(*SubmitBatchResponse)(nil),      // 13: taskring.v1.SubmitBatchResponse
+	(*CancelRequest)(nil),            // 14: taskring.v1.CancelRequest
+	(*CancelResponse)(nil),           // 15: taskring.v1.CancelResponse
+	(*GetTaskRequest)(nil),           // 16: taskring.v1.GetTaskRequest
+	(*TaskEvent)(nil),                // 17: taskring.v1.TaskEvent
+	(*GetTaskResponse)(nil),          // 18: taskring.v1.GetTaskResponse
+	(*CronRule)(nil),                 // 19: taskring.v1.CronRule
+	(*CronRuleRef)(nil),              // 20: taskring.v1.CronRuleRef
+	(*PutCronRuleRequest)(nil),       // 21: taskring.v1.PutCronRuleRequest
+	(*PutCronRuleResponse)(nil),      // 22: taskring.v1.PutCronRuleResponse
+	(*ListCronRulesRequest)(nil),     // 23: taskring.v1.ListCronRulesRequest
+	(*ListCronRulesResponse)(nil),    // 24: taskring.v1.ListCronRulesResponse
+	(*TypePolicy)(nil),               // 25: taskring.v1.TypePolicy
+	(*TypePolicyRef)(nil),            // 26: taskring.v1.TypePolicyRef
+	(*PutTypePolicyRequest)(nil),     // 27: taskring.v1.PutTypePolicyRequest
+	(*DeleteTypePolicyRequest)(nil),  // 28: taskring.v1.DeleteTypePolicyRequest
+	(*ListTypePoliciesRequest)(nil),  // 29: taskring.v1.ListTypePoliciesRequest
+	(*ListTypePoliciesResponse)(nil), // 30: taskring.v1.ListTypePoliciesResponse
+	(*Dependency)(nil),               // 31: taskring.v1.Dependency
+	(*Join)(nil),                     // 32: taskring.v1.Join
+	(*GraphTask)(nil),                // 33: taskring.v1.GraphTask
+	(*SubmitGraphRequest)(nil),       // 34: taskring.v1.SubmitGraphRequest
+	(*GraphTaskRef)(nil),             // 35: taskring.v1.GraphTaskRef
+	(*SubmitGraphResponse)(nil),      // 36: taskring.v1.SubmitGraphResponse
+	(*GetGraphRequest)(nil),          // 37: taskring.v1.GetGraphRequest
+	(*GraphEdge)(nil),                // 38: taskring.v1.GraphEdge
+	(*GraphNode)(nil),                // 39: taskring.v1.GraphNode
+	(*GetGraphResponse)(nil),         // 40: taskring.v1.GetGraphResponse
+	(*CancelGraphRequest)(nil),       // 41: taskring.v1.CancelGraphRequest
+	(*CancelGraphResponse)(nil),      // 42: taskring.v1.CancelGraphResponse
+	(*Delivery)(nil),                 // 43: taskring.v1.Delivery
+	(*ParentResult)(nil),             // 44: taskring.v1.ParentResult
+	(*ExecuteRequest)(nil),           // 45: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),                // 46: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),          // 47: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),                  // 48: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),          // 49: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),               // 50: taskring.v1.QueuedTask
+	nil,                              // 51: taskring.v1.GetGraphResponse.CountsEntry
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
-	6,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
+	7,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
 	0,  // 1: taskring.v1.Task.priority:type_name -> taskring.v1.Priority
-	8,  // 2: taskring.v1.Task.graph:type_name -> taskring.v1.GraphRef
-	7,  // 3: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
+	9,  // 2: taskring.v1.Task.graph:type_name -> taskring.v1.GraphRef
+	8,  // 3: taskring.v1.SubmitRequest.task:type_name -> taskring.v1.Task
 	1,  // 4: taskring.v1.SubmitResponse.state:type_name -> taskring.v1.TaskState
-	7,  // 5: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
-	10, // 6: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
+	8,  // 5: taskring.v1.SubmitBatchRequest.tasks:type_name -> taskring.v1.Task
+	11, // 6: taskring.v1.SubmitBatchResponse.results:type_name -> taskring.v1.SubmitResponse
 	1,  // 7: taskring.v1.CancelResponse.state:type_name -> taskring.v1.TaskState
 	1,  // 8: taskring.v1.TaskEvent.state:type_name -> taskring.v1.TaskState
-	7,  // 9: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
+	8,  // 9: taskring.v1.GetTaskResponse.task:type_name -> taskring.v1.Task
 	1,  // 10: taskring.v1.GetTaskResponse.state:type_name -> taskring.v1.TaskState
-	16, // 11: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
+	17, // 11: taskring.v1.GetTaskResponse.history:type_name -> taskring.v1.TaskEvent
 	1,  // 12: taskring.v1.CronRule.last_fire_state:type_name -> taskring.v1.TaskState
-	18, // 13: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
-	18, // 14: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
-	18, // 15: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
-	24, // 16: taskring.v1.ListTypePoliciesResponse.policies:type_name -> taskring.v1.TypePolicy
+	19, // 13: taskring.v1.PutCronRuleRequest.rule:type_name -> taskring.v1.CronRule
+	19, // 14: taskring.v1.PutCronRuleResponse.rule:type_name -> taskring.v1.CronRule
+	19, // 15: taskring.v1.ListCronRulesResponse.rules:type_name -> taskring.v1.CronRule
+	25, // 16: taskring.v1.ListTypePoliciesResponse.policies:type_name -> taskring.v1.TypePolicy
 	3,  // 17: taskring.v1.Dependency.on_failure:type_name -> taskring.v1.OnFailure
 	2,  // 18: taskring.v1.Join.rule:type_name -> taskring.v1.JoinRule
-	7,  // 19: taskring.v1.GraphTask.task:type_name -> taskring.v1.Task
-	30, // 20: taskring.v1.GraphTask.depends_on:type_name -> taskring.v1.Dependency
-	31, // 21: taskring.v1.GraphTask.join:type_name -> taskring.v1.Join
-	32, // 22: taskring.v1.SubmitGraphRequest.tasks:type_name -> taskring.v1.GraphTask
+	8,  // 19: taskring.v1.GraphTask.task:type_name -> taskring.v1.Task
+	31, // 20: taskring.v1.GraphTask.depends_on:type_name -> taskring.v1.Dependency
+	32, // 21: taskring.v1.GraphTask.join:type_name -> taskring.v1.Join
+	33, // 22: taskring.v1.SubmitGraphRequest.tasks:type_name -> taskring.v1.GraphTask
 	1,  // 23: taskring.v1.GraphTaskRef.state:type_name -> taskring.v1.TaskState
-	34, // 24: taskring.v1.SubmitGraphResponse.tasks:type_name -> taskring.v1.GraphTaskRef
+	35, // 24: taskring.v1.SubmitGraphResponse.tasks:type_name -> taskring.v1.GraphTaskRef
 	3,  // 25: taskring.v1.GraphEdge.on_failure:type_name -> taskring.v1.OnFailure
 	1,  // 26: taskring.v1.GraphNode.state:type_name -> taskring.v1.TaskState
-	31, // 27: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
-	37, // 28: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
-	48, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
-	38, // 30: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
-	7,  // 31: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	41, // 32: taskring.v1.Delivery.parent_results:type_name -> taskring.v1.ParentResult
-	40, // 33: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	44, // 34: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
-	4,  // 35: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
-	5,  // 36: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	45, // 37: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	43, // 38: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
-	7,  // 39: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	9,  // 40: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	11, // 41: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	13, // 42: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	15, // 43: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	20, // 44: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	20, // 45: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	19, // 46: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	22, // 47: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	19, // 48: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 49: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	19, // 50: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	25, // 51: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
-	28, // 52: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
-	26, // 53: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
-	27, // 54: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
-	33, // 55: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
-	36, // 56: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
-	42, // 57: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	42, // 58: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	10, // 59: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	12, // 60: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	14, // 61: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	17, // 62: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	21, // 63: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	21, // 64: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	18, // 65: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	23, // 66: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	18, // 67: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	18, // 68: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	18, // 69: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	24, // 70: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
-	29, // 71: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
-	24, // 72: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
-	24, // 73: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
-	35, // 74: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
-	39, // 75: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
-	46, // 76: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	46, // 77: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	59, // [59:78] is the sub-list for method output_type
-	40, // [40:59] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	32, // 27: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
+	38, // 28: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
+	51, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
+	39, // 30: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
+	4,  // 31: taskring.v1.CancelGraphRequest.mode:type_name -> taskring.v1.CancelMode
+	8,  // 32: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	44, // 33: taskring.v1.Delivery.parent_results:type_name -> taskring.v1.ParentResult
+	43, // 34: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	47, // 35: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	5,  // 36: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	6,  // 37: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	48, // 38: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	46, // 39: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	8,  // 40: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	10, // 41: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	12, // 42: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	14, // 43: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	16, // 44: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	21, // 45: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	21, // 46: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	20, // 47: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	23, // 48: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	20, // 49: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	20, // 50: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	20, // 51: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	26, // 52: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
+	29, // 53: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
+	27, // 54: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
+	28, // 55: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
+	34, // 56: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
+	37, // 57: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
+	41, // 58: taskring.v1.GraphService.CancelGraph:input_type -> taskring.v1.CancelGraphRequest
+	45, // 59: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	45, // 60: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	11, // 61: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	13, // 62: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	15, // 63: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	18, // 64: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	22, // 65: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	22, // 66: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	19, // 67: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	24, // 68: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	19, // 69: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	19, // 70: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	19, // 71: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	25, // 72: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
+	30, // 73: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
+	25, // 74: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
+	25, // 75: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
+	36, // 76: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
+	40, // 77: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
+	42, // 78: taskring.v1.GraphService.CancelGraph:output_type -> taskring.v1.CancelGraphResponse
+	49, // 79: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	49, // 80: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	61, // [61:81] is the sub-list for method output_type
+	41, // [41:61] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -3923,8 +4113,8 @@ func file_taskring_v1_taskring_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   43,
+			NumEnums:      7,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -799,6 +799,7 @@ var PolicyService_ServiceDesc = grpc.ServiceDesc{
 const (
 	GraphService_SubmitGraph_FullMethodName = "/taskring.v1.GraphService/SubmitGraph"
 	GraphService_GetGraph_FullMethodName    = "/taskring.v1.GraphService/GetGraph"
+	GraphService_CancelGraph_FullMethodName = "/taskring.v1.GraphService/CancelGraph"
 )
 
 // GraphServiceClient is the client API for GraphService service.
@@ -809,6 +810,9 @@ type GraphServiceClient interface {
 	// (tasks[3].depends_on[0], ...). Idempotent by graph_id.
 	SubmitGraph(ctx context.Context, in *SubmitGraphRequest, opts ...grpc.CallOption) (*SubmitGraphResponse, error)
 	GetGraph(ctx context.Context, in *GetGraphRequest, opts ...grpc.CallOption) (*GetGraphResponse, error)
+	// Every task of the graph that has not ended is cancelled, or, running, left to finish
+	// without a retry. (Cancel of one task of a graph cancels what depends on it.)
+	CancelGraph(ctx context.Context, in *CancelGraphRequest, opts ...grpc.CallOption) (*CancelGraphResponse, error)
 }
 
 type graphServiceClient struct {
@@ -839,6 +843,16 @@ func (c *graphServiceClient) GetGraph(ctx context.Context, in *GetGraphRequest, 
 	return out, nil
 }
 
+func (c *graphServiceClient) CancelGraph(ctx context.Context, in *CancelGraphRequest, opts ...grpc.CallOption) (*CancelGraphResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelGraphResponse)
+	err := c.cc.Invoke(ctx, GraphService_CancelGraph_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GraphServiceServer is the server API for GraphService service.
 // All implementations must embed UnimplementedGraphServiceServer
 // for forward compatibility.
@@ -847,6 +861,9 @@ type GraphServiceServer interface {
 	// (tasks[3].depends_on[0], ...). Idempotent by graph_id.
 	SubmitGraph(context.Context, *SubmitGraphRequest) (*SubmitGraphResponse, error)
 	GetGraph(context.Context, *GetGraphRequest) (*GetGraphResponse, error)
+	// Every task of the graph that has not ended is cancelled, or, running, left to finish
+	// without a retry. (Cancel of one task of a graph cancels what depends on it.)
+	CancelGraph(context.Context, *CancelGraphRequest) (*CancelGraphResponse, error)
 	mustEmbedUnimplementedGraphServiceServer()
 }
 
@@ -862,6 +879,9 @@ func (UnimplementedGraphServiceServer) SubmitGraph(context.Context, *SubmitGraph
 }
 func (UnimplementedGraphServiceServer) GetGraph(context.Context, *GetGraphRequest) (*GetGraphResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetGraph not implemented")
+}
+func (UnimplementedGraphServiceServer) CancelGraph(context.Context, *CancelGraphRequest) (*CancelGraphResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelGraph not implemented")
 }
 func (UnimplementedGraphServiceServer) mustEmbedUnimplementedGraphServiceServer() {}
 func (UnimplementedGraphServiceServer) testEmbeddedByValue()                      {}
@@ -920,6 +940,24 @@ func _GraphService_GetGraph_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _GraphService_CancelGraph_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelGraphRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GraphServiceServer).CancelGraph(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GraphService_CancelGraph_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GraphServiceServer).CancelGraph(ctx, req.(*CancelGraphRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // GraphService_ServiceDesc is the grpc.ServiceDesc for GraphService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -934,6 +972,10 @@ var GraphService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetGraph",
 			Handler:    _GraphService_GetGraph_Handler,
+		},
+		{
+			MethodName: "CancelGraph",
+			Handler:    _GraphService_CancelGraph_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

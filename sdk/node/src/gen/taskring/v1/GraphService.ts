@@ -2,12 +2,31 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { CancelGraphRequest as _taskring_v1_CancelGraphRequest, CancelGraphRequest__Output as _taskring_v1_CancelGraphRequest__Output } from '../../taskring/v1/CancelGraphRequest';
+import type { CancelGraphResponse as _taskring_v1_CancelGraphResponse, CancelGraphResponse__Output as _taskring_v1_CancelGraphResponse__Output } from '../../taskring/v1/CancelGraphResponse';
 import type { GetGraphRequest as _taskring_v1_GetGraphRequest, GetGraphRequest__Output as _taskring_v1_GetGraphRequest__Output } from '../../taskring/v1/GetGraphRequest';
 import type { GetGraphResponse as _taskring_v1_GetGraphResponse, GetGraphResponse__Output as _taskring_v1_GetGraphResponse__Output } from '../../taskring/v1/GetGraphResponse';
 import type { SubmitGraphRequest as _taskring_v1_SubmitGraphRequest, SubmitGraphRequest__Output as _taskring_v1_SubmitGraphRequest__Output } from '../../taskring/v1/SubmitGraphRequest';
 import type { SubmitGraphResponse as _taskring_v1_SubmitGraphResponse, SubmitGraphResponse__Output as _taskring_v1_SubmitGraphResponse__Output } from '../../taskring/v1/SubmitGraphResponse';
 
 export interface GraphServiceClient extends grpc.Client {
+  /**
+   * Every task of the graph that has not ended is cancelled, or, running, left to finish
+   * without a retry. (Cancel of one task of a graph cancels what depends on it.)
+   */
+  CancelGraph(argument: _taskring_v1_CancelGraphRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  CancelGraph(argument: _taskring_v1_CancelGraphRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  CancelGraph(argument: _taskring_v1_CancelGraphRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  CancelGraph(argument: _taskring_v1_CancelGraphRequest, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Every task of the graph that has not ended is cancelled, or, running, left to finish
+   * without a retry. (Cancel of one task of a graph cancels what depends on it.)
+   */
+  cancelGraph(argument: _taskring_v1_CancelGraphRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  cancelGraph(argument: _taskring_v1_CancelGraphRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  cancelGraph(argument: _taskring_v1_CancelGraphRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  cancelGraph(argument: _taskring_v1_CancelGraphRequest, callback: grpc.requestCallback<_taskring_v1_CancelGraphResponse__Output>): grpc.ClientUnaryCall;
+  
   GetGraph(argument: _taskring_v1_GetGraphRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_GetGraphResponse__Output>): grpc.ClientUnaryCall;
   GetGraph(argument: _taskring_v1_GetGraphRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_taskring_v1_GetGraphResponse__Output>): grpc.ClientUnaryCall;
   GetGraph(argument: _taskring_v1_GetGraphRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_taskring_v1_GetGraphResponse__Output>): grpc.ClientUnaryCall;
@@ -37,6 +56,12 @@ export interface GraphServiceClient extends grpc.Client {
 }
 
 export interface GraphServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Every task of the graph that has not ended is cancelled, or, running, left to finish
+   * without a retry. (Cancel of one task of a graph cancels what depends on it.)
+   */
+  CancelGraph: grpc.handleUnaryCall<_taskring_v1_CancelGraphRequest__Output, _taskring_v1_CancelGraphResponse>;
+  
   GetGraph: grpc.handleUnaryCall<_taskring_v1_GetGraphRequest__Output, _taskring_v1_GetGraphResponse>;
   
   /**
@@ -48,6 +73,7 @@ export interface GraphServiceHandlers extends grpc.UntypedServiceImplementation 
 }
 
 export interface GraphServiceDefinition extends grpc.ServiceDefinition {
+  CancelGraph: MethodDefinition<_taskring_v1_CancelGraphRequest, _taskring_v1_CancelGraphResponse, _taskring_v1_CancelGraphRequest__Output, _taskring_v1_CancelGraphResponse__Output>
   GetGraph: MethodDefinition<_taskring_v1_GetGraphRequest, _taskring_v1_GetGraphResponse, _taskring_v1_GetGraphRequest__Output, _taskring_v1_GetGraphResponse__Output>
   SubmitGraph: MethodDefinition<_taskring_v1_SubmitGraphRequest, _taskring_v1_SubmitGraphResponse, _taskring_v1_SubmitGraphRequest__Output, _taskring_v1_SubmitGraphResponse__Output>
 }

@@ -44,6 +44,12 @@ class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ON_FAILURE_SKIP: _ClassVar[OnFailure]
     ON_FAILURE_IGNORE: _ClassVar[OnFailure]
 
+class CancelMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CANCEL_MODE_UNSPECIFIED: _ClassVar[CancelMode]
+    CANCEL_MODE_GRACEFUL: _ClassVar[CancelMode]
+    CANCEL_MODE_IMMEDIATE: _ClassVar[CancelMode]
+
 class HeartbeatVerdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     HEARTBEAT_VERDICT_UNSPECIFIED: _ClassVar[HeartbeatVerdict]
@@ -87,6 +93,9 @@ JOIN_RULE_AT_LEAST: JoinRule
 ON_FAILURE_UNSPECIFIED: OnFailure
 ON_FAILURE_SKIP: OnFailure
 ON_FAILURE_IGNORE: OnFailure
+CANCEL_MODE_UNSPECIFIED: CancelMode
+CANCEL_MODE_GRACEFUL: CancelMode
+CANCEL_MODE_IMMEDIATE: CancelMode
 HEARTBEAT_VERDICT_UNSPECIFIED: HeartbeatVerdict
 HEARTBEAT_VERDICT_CONTINUE: HeartbeatVerdict
 HEARTBEAT_VERDICT_CANCEL: HeartbeatVerdict
@@ -523,6 +532,26 @@ class GetGraphResponse(_message.Message):
     counts: _containers.ScalarMap[str, int]
     nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
     def __init__(self, graph_id: _Optional[str] = ..., namespace: _Optional[str] = ..., state: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ...) -> None: ...
+
+class CancelGraphRequest(_message.Message):
+    __slots__ = ("namespace", "graph_id", "mode", "reason")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    graph_id: str
+    mode: CancelMode
+    reason: str
+    def __init__(self, namespace: _Optional[str] = ..., graph_id: _Optional[str] = ..., mode: _Optional[_Union[CancelMode, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelGraphResponse(_message.Message):
+    __slots__ = ("cancelled", "running")
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    cancelled: int
+    running: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cancelled: _Optional[int] = ..., running: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("task", "attempt", "epoch", "timeout_ms", "start_within_ms", "start_by_unix_ms", "heartbeat_timeout_ms", "heartbeat_details_json", "keep_result", "parent_results", "parent_results_truncated")

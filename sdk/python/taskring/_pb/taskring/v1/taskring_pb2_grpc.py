@@ -781,6 +781,11 @@ class GraphServiceStub:
                 request_serializer=taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.SerializeToString,
                 response_deserializer=taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.FromString,
                 _registered_method=True)
+        self.CancelGraph = channel.unary_unary(
+                '/taskring.v1.GraphService/CancelGraph',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.FromString,
+                _registered_method=True)
 
 
 class GraphServiceServicer:
@@ -800,6 +805,14 @@ class GraphServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelGraph(self, request, context):
+        """Every task of the graph that has not ended is cancelled, or, running, left to finish
+        without a retry. (Cancel of one task of a graph cancels what depends on it.)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GraphServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -812,6 +825,11 @@ def add_GraphServiceServicer_to_server(servicer, server):
                     servicer.GetGraph,
                     request_deserializer=taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.FromString,
                     response_serializer=taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.SerializeToString,
+            ),
+            'CancelGraph': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelGraph,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -868,6 +886,33 @@ class GraphService:
             '/taskring.v1.GraphService/GetGraph',
             taskring_dot_v1_dot_taskring__pb2.GetGraphRequest.SerializeToString,
             taskring_dot_v1_dot_taskring__pb2.GetGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelGraph(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.GraphService/CancelGraph',
+            taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.FromString,
             options,
             channel_credentials,
             insecure,
