@@ -76,16 +76,21 @@ func (t *Task) SetResult(v any) {
 	t.result = v
 }
 
+// Result is the value last given with SetResult (nil when none), for a
+// handler's unit tests.
+func (t *Task) Result() any {
+	t.resultMu.Lock()
+	defer t.resultMu.Unlock()
+	return t.result
+}
+
 // keptResult is the result_json of a succeeded attempt: "" when none is
 // wanted or given, or why the result cannot be kept.
 func (t *Task) keptResult() (text string, problem string) {
 	if !t.KeepResult {
 		return "", ""
 	}
-	t.resultMu.Lock()
-	v := t.result
-	t.resultMu.Unlock()
-	return encodeResult(v)
+	return encodeResult(t.Result())
 }
 
 // encodeResult is result_json_of in Python, with the same errors.

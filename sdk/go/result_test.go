@@ -167,3 +167,19 @@ func TestExecutorRefusesADeliveryWhoseParentResultIsNotJSON(t *testing.T) {
 		t.Errorf("ran %v, outcome %v", ran.Load(), o)
 	}
 }
+
+func TestSetResultLastCallWins(t *testing.T) {
+	task := &Task{KeepResult: true}
+	if task.Result() != nil {
+		t.Error("a result before any SetResult")
+	}
+	task.SetResult(1)
+	task.SetResult(map[string]int{"n": 2})
+	if text, problem := task.keptResult(); text != `{"n":2}` || problem != "" {
+		t.Errorf("kept %q (%q)", text, problem)
+	}
+	task.SetResult(nil)
+	if text, problem := task.keptResult(); text != "" || problem != "" || task.Result() != nil {
+		t.Errorf("taken back: kept %q (%q)", text, problem)
+	}
+}
