@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -98,37 +99,50 @@ func (t *Task) DecodeLastHeartbeatDetails(v any) (bool, error) {
 // encodeDetails is the compact JSON text of details, "" for nil (a nil
 // json.RawMessage too), as encodePayload does for a payload but for any JSON value.
 func encodeDetails(details any) (string, error) {
+	text, problem := compactJSONValue(details)
+	if problem != "" {
+		return "", invalid("details", "%s", problem)
+	}
+	if len(text) > maxDetailsBytes {
+		return "", invalid("details", "%d bytes of JSON, more than the %d allowed", len(text), maxDetailsBytes)
+	}
+	return text, nil
+}
+
+// compactJSONValue is the compact JSON text of v, "" for nil (a nil
+// json.RawMessage or []byte too), or why v is not JSON. json.RawMessage and
+// []byte are taken as JSON text and only compacted; other values go through
+// encoding/json without HTML escaping, as Python's json.dumps. Heartbeat
+// details and handler results share it, so both accept the same values.
+func compactJSONValue(v any) (text string, problem string) {
 	var raw []byte
-	switch d := details.(type) {
+	switch d := v.(type) {
 	case nil:
-		return "", nil
+		return "", ""
 	case json.RawMessage:
 		if d == nil {
-			return "", nil
+			return "", ""
 		}
 		raw = d
 	case []byte:
 		if d == nil {
-			return "", nil
+			return "", ""
 		}
 		raw = d
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(details); err != nil {
-			return "", invalid("details", "not encodable as JSON: %v", err)
+		if err := enc.Encode(v); err != nil {
+			return "", fmt.Sprintf("not encodable as JSON: %v", err)
 		}
 		raw = bytes.TrimRight(buf.Bytes(), "\n")
 	}
 	var out bytes.Buffer
 	if err := json.Compact(&out, raw); err != nil {
-		return "", invalid("details", "not valid JSON: %v", err)
+		return "", fmt.Sprintf("not valid JSON: %v", err)
 	}
-	if out.Len() > maxDetailsBytes {
-		return "", invalid("details", "%d bytes of JSON, more than the %d allowed", out.Len(), maxDetailsBytes)
-	}
-	return out.String(), nil
+	return out.String(), ""
 }
 
 // beatStream is one Work stream's side of heartbeats: it numbers them,

@@ -19,6 +19,7 @@ type nodes struct {
 	stubs []pb.TaskServiceClient
 	crons []pb.CronServiceClient   // on the same connections, so WithToken and WithTLS apply to them too
 	pols  []pb.PolicyServiceClient // likewise
+	graph []pb.GraphServiceClient  // likewise
 	next  atomic.Uint64
 }
 
@@ -34,6 +35,7 @@ func dialNodes(addrs []string, opts []grpc.DialOption) (*nodes, error) {
 		n.stubs = append(n.stubs, pb.NewTaskServiceClient(cc))
 		n.crons = append(n.crons, pb.NewCronServiceClient(cc))
 		n.pols = append(n.pols, pb.NewPolicyServiceClient(cc))
+		n.graph = append(n.graph, pb.NewGraphServiceClient(cc))
 	}
 	return n, nil
 }
@@ -55,6 +57,11 @@ func (n *nodes) callCron(ctx context.Context, idempotent bool, fn func(context.C
 // callPolicies is call for the PolicyService, with the same round-robin and the same single retry.
 func (n *nodes) callPolicies(ctx context.Context, idempotent bool, fn func(context.Context, pb.PolicyServiceClient) error) error {
 	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.pols[i]) })
+}
+
+// callGraphs is call for the GraphService, with the same round-robin and the same single retry.
+func (n *nodes) callGraphs(ctx context.Context, idempotent bool, fn func(context.Context, pb.GraphServiceClient) error) error {
+	return n.try(ctx, idempotent, func(ctx context.Context, i int) error { return fn(ctx, n.graph[i]) })
 }
 
 // try runs fn with the index of the next node, and once more with the one

@@ -106,6 +106,10 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 	if err != nil { // a payload the server should never have accepted: no attempt can succeed
 		return quick(pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, "payload_json: "+err.Error())
 	}
+	parents, err := parentResultsFromPB(d)
+	if err != nil { // the server stores only JSON results: a delivery that says otherwise cannot run as meant
+		return quick(pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, err.Error())
+	}
 	switch r.acquire(ctx, deadline) {
 	case acquiredTimedOut:
 		return quick(pb.OutcomeKind_OUTCOME_KIND_TIMED_OUT, fmt.Sprintf(
@@ -127,6 +131,8 @@ func (r *runner) outcome(ctx context.Context, d *pb.Delivery, received time.Time
 		TraceID: task.GetTraceId(), Deadline: deadline, CreatedAt: createdAt,
 		HeartbeatTimeout:     time.Duration(d.GetHeartbeatTimeoutMs()) * time.Millisecond,
 		LastHeartbeatDetails: d.GetHeartbeatDetailsJson(), stream: beats,
+		GraphID: task.GetGraph().GetGraphId(), GraphKey: task.GetGraph().GetKey(),
+		KeepResult: d.GetKeepResult(), ParentResults: parents, ParentResultsTruncated: d.GetParentResultsTruncated(),
 	}
 	return r.runHandler(ctx, handler, t, timeout)
 }
@@ -247,7 +253,12 @@ func (r *runner) runHandler(ctx context.Context, h HandlerFunc, t *Task, timeout
 		o.Error = fmt.Sprintf("panic: %v", res.value)
 		o.StackTrace = trimTrace(string(res.stack))
 	case res.err == nil:
-		o.Kind = pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED
+		// A result that cannot be kept fails the attempt for good: it would give the same again.
+		if text, problem := t.keptResult(); problem != "" {
+			o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, problem
+		} else {
+			o.Kind, o.ResultJson = pb.OutcomeKind_OUTCOME_KIND_SUCCEEDED, text
+		}
 	case errors.As(res.err, new(*NonRetryableError)):
 		o.Kind, o.Error = pb.OutcomeKind_OUTCOME_KIND_NON_RETRYABLE_FAILURE, res.err.Error()
 	case errors.Is(res.err, context.DeadlineExceeded) && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

@@ -3,6 +3,7 @@ package taskring
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,23 @@ type Task struct {
 	// there are none. This attempt's own heartbeats do not change it.
 	LastHeartbeatDetails string
 
+	// Graphs (graph.go, result.go): set on a task of a graph, zero otherwise.
+	GraphID  string // the graph the task is of
+	GraphKey string // the task's key in it
+	// KeepResult: some task of the graph depends on this one, so the result
+	// given with SetResult is sent back and handed to it.
+	KeepResult bool
+	// ParentResults is how each task this one depends on ended, with its
+	// result, in key order; ParentResult(key) finds one.
+	ParentResults []ParentResult
+	// ParentResultsTruncated: the parents' results came to more than 1 MiB
+	// and those past it were left out of the delivery (their Truncated is set).
+	ParentResultsTruncated bool
+
+	// The result given with SetResult, read by the runner once the handler returned.
+	resultMu sync.Mutex
+	result   any
+
 	// Heartbeat state (heartbeat.go). stream is nil on an Execute call;
 	// cancelRun ends the handler's ctx; beat and ended are guarded by stream.mu.
 	stream    *beatStream
@@ -41,7 +59,8 @@ type Task struct {
 // Decode unmarshals the payload into v.
 func (t *Task) Decode(v any) error { return json.Unmarshal(t.Payload, v) }
 
-// HandlerFunc runs one attempt. Return nil on success, any error to retry
+// HandlerFunc runs one attempt. Return nil on success (with t.SetResult for
+// a task of a graph whose result the tasks after it use), any error to retry
 // after the task's backoff, NonRetryable(err) to dead-letter at once. ctx ends
 // at t.Deadline, or earlier when the executor hands the work back on Stop or
 // a heartbeat's answer stops the attempt (context.Cause is then a

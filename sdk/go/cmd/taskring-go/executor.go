@@ -38,7 +38,7 @@ func parseExecutor(args []string, getenv func(string) string) (executorArgs, err
 	fs.StringVar(&a.zk, "zk", "", "ZooKeeper HOST:PORT[,HOST:PORT...][/chroot]")
 	fs.StringVar(&a.namespace, "namespace", "", "namespace")
 	types := fs.String("types", "", "task types, a,b")
-	fs.StringVar(&a.behavior, "behavior", "ok", "ok | panic-once | fail-once | heartbeat")
+	fs.StringVar(&a.behavior, "behavior", "ok", "ok | panic-once | fail-once | heartbeat | graph-results")
 	fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "listen address")
 	fs.StringVar(&a.instanceID, "instance-id", "", "znode name (default hostname-pid-random)")
 	fs.IntVar(&a.maxInFlight, "max-in-flight", 64, "handlers running at once")
@@ -91,7 +91,7 @@ func (l *lines) printf(format string, args ...any) {
 }
 
 // behavior is the handler of --behavior; out is where it prints (the
-// heartbeat one's "stopped" line), nil to only check the name. The "once"
+// heartbeat one's "stopped" line, graph-results' runs), nil to only check the name. The "once"
 // behaviours key on the delivery's attempt number, not on memory, so they
 // hold across executors.
 func behavior(name string, out *lines) (taskring.HandlerFunc, error) {
@@ -114,8 +114,10 @@ func behavior(name string, out *lines) (taskring.HandlerFunc, error) {
 		}, nil
 	case "heartbeat":
 		return func(ctx context.Context, t *taskring.Task) error { return heartbeating(ctx, t, out) }, nil
+	case "graph-results":
+		return graphResults(out), nil
 	}
-	return nil, fmt.Errorf("--behavior must be ok, panic-once, fail-once or heartbeat, got %q", name)
+	return nil, fmt.Errorf("--behavior must be ok, panic-once, fail-once, heartbeat or graph-results, got %q", name)
 }
 
 // heartbeatPayload is what the heartbeat behaviour reads from the payload:

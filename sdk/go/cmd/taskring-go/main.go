@@ -32,12 +32,24 @@
 //	    that is not a JSON object is refused before anything is sent
 //	    ("policy_json: must be a JSON object, ...").
 //
-//	submit, get, cron and policies read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
+//	taskring-go graph submit --nodes host:port,... --file GRAPH.json
+//	taskring-go graph get --nodes host:port,... --namespace NS --graph-id ID [--with-results]
+//	    GRAPH.json is {"namespace", "graph_id", "tasks": [{"key", "task_type",
+//	    "payload", "after": [{"key", "on_failure": "skip"|"ignore"}], "join":
+//	    {"rule", "at_least"}}]}, sent as it is (the server judges it whole).
+//	    submit prints {"graph_id", "duplicate", "tasks": {key: {"task_id",
+//	    "state", "slot"}}}; get prints {"graph_id", "namespace", "state",
+//	    "counts", "nodes": {key: {"task_id", "state", "attempts", "reason",
+//	    "waiting", "result", "depends_on": [{"parent_key", "on_failure",
+//	    "outcome"}]}}}, tasks in their order, one JSON line; a refusal exits 1
+//	    like cron's, e.g. "graph submit: INVALID_ARGUMENT: tasks[0].depends_on[0]: ...".
+//
+//	submit, get, cron, policies and graph read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
 //	for TLS, TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE]
 //	from the environment, like the Python commands; never from flags.
 //
 //	taskring-go executor --zk HOST:PORT[/chroot] --namespace NS --types a,b
-//	                     --behavior ok|panic-once|fail-once|heartbeat [--listen 127.0.0.1:0]
+//	                     --behavior ok|panic-once|fail-once|heartbeat|graph-results [--listen 127.0.0.1:0]
 //	                     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
 //	    registers, serves until SIGTERM/SIGINT, prints "task_id attempt outcome"
 //	    per delivery. panic-once panics on attempt 1 and succeeds from attempt 2;
@@ -46,7 +58,11 @@
 //	    100), resuming from the previous attempt's last details, then succeeds;
 //	    stopped (a CANCEL or LOST answer, the deadline) it prints
 //	    "stopped <task_id> cancelled: <reason>" (lost: ..., or the ctx's cause)
-//	    and returns. --tls-cert/--tls-key
+//	    and returns. graph-results gives {"type": <task type>, "saw": {key:
+//	    {"outcome", "result"}}} from its parents' results as its result, prints
+//	    {"graph_run": <task type>, "task_id", "parents": <the same saw>} per
+//	    run, and fails non-retryably when the payload says {"fail": true}.
+//	    --tls-cert/--tls-key
 //	    serve TLS to the dispatchers, --tls-client-ca requires mutual TLS; they
 //	    default to TASKRING_EXECUTOR_TLS_CERT_FILE, TASKRING_EXECUTOR_TLS_KEY_FILE
 //	    and TASKRING_EXECUTOR_TLS_CLIENT_CA_FILE.
@@ -70,7 +86,7 @@ func main() {
 
 func run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|cron|policies|executor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: taskring-go submit|get|cron|policies|graph|executor [flags]")
 		return 2
 	}
 	var err error
@@ -83,10 +99,12 @@ func run(args []string) int {
 		err = runCron(args[1:], os.Stdout)
 	case "policies":
 		err = runPolicies(args[1:], os.Stdout)
+	case "graph":
+		err = runGraph(args[1:], os.Stdout)
 	case "executor":
 		err = runExecutor(args[1:], os.Stdout)
 	default:
-		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get, cron, policies or executor)\n", args[0])
+		fmt.Fprintf(os.Stderr, "taskring-go: unknown mode %q (submit, get, cron, policies, graph or executor)\n", args[0])
 		return 2
 	}
 	if err != nil {
