@@ -40,6 +40,7 @@ export type { GraphEdge, GraphInfo, GraphNode, GraphTaskRef, SubmittedGraph } fr
 export { formatInstant, parseInstant } from './instant';
 export { consoleLogger, silentLogger, type Logger } from './log';
 export { Policies, type PolicySource, type TypePolicy } from './policies';
+export { MAX_RESULT_BYTES, ParentResult } from './result';
 export { backoffCeilingMs, retryDelayMs, type ResolvedRetryPolicy } from './retry';
 export type { BuiltOutcome as Outcome, Handler } from './runner';
 export {
