@@ -9,8 +9,7 @@ const grpc = require('@grpc/grpc-js');
 const sdk = require('../dist/index');
 const { graphToWire } = require('../dist/graph');
 const { graphInfoFromWire, submittedGraphFromWire } = require('../dist/graph-info');
-const { loadWire } = require('../dist/wire/load');
-const { serve } = require('./helpers');
+const { fakeGraphNode } = require('./helpers');
 
 const { Graph, Join, ValidationError } = sdk;
 const spec = (taskType, payload) => ({ namespace: 'shop', taskType, ...(payload ? { payload } : {}) });
@@ -169,22 +168,6 @@ test('graphInfoFromWire: what this SDK cannot read is a ProtocolError', () => {
 });
 
 // ---- the client against a fake GraphService ----
-
-async function fakeGraphNode(name, handlers) {
-  const wire = loadWire();
-  const calls = [];
-  const impl = {};
-  for (const method of ['SubmitGraph', 'GetGraph']) {
-    impl[method] = (call, callback) => {
-      calls.push({ method, request: call.request, authorization: call.metadata.get('authorization') });
-      const h = handlers[method];
-      if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
-      Promise.resolve().then(() => h(call.request)).then((r) => callback(null, r), (err) => callback(err));
-    };
-  }
-  const s = await serve([[wire.GraphService.service, impl]]);
-  return { ...s, calls, name };
-}
 
 const echoSubmit = (req) => ({ graph_id: req.graph_id, duplicate: false, tasks: req.tasks.map((t) => REF(t.key)) });
 
