@@ -3,7 +3,7 @@
  * A small executor for cross-language tests:
  *
  *   node dist/cli.js executor --zk HOST:PORT/chroot --namespace NS --types a,b \
- *     [--behavior ok|reject-once|fail-once|heartbeat] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]
+ *     [--behavior ok|reject-once|fail-once|heartbeat|graph-results] [--host H] [--port P] [--max-in-flight N] [--instance-id ID]
  *     [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
  *
  * Registers in ZooKeeper, serves until SIGTERM/SIGINT, then stops gracefully.
@@ -18,7 +18,10 @@
  * and resuming from the previous attempt's last details, then succeeds; when
  * ctx.signal is aborted (a CANCEL or LOST answer, the deadline) it prints
  * "stopped <task_id> <why>" on stdout, why being "cancelled: <reason>",
- * "lost: <reason>" or the abort's message, and ends. Prints one line per
+ * "lost: <reason>" or the abort's message, and ends; graph-results prints
+ * {"graph_run": <type>, "task_id", "parents": {key: {"outcome", "result"}}},
+ * fails non-retryably when the payload says {"fail": true}, else returns
+ * {"type": <type>, "saw": <parents>} as its result (cli-graph.ts). Prints one line per
  * delivery on stdout, "<task_id> <attempt> <OUTCOME>" (e.g. SUCCEEDED,
  * RETRYABLE_FAILURE, STOPPED), and "ready <address> <znode>" on stderr once registered.
  *
@@ -43,7 +46,12 @@
  *     print one JSON line per type policy (`typePolicyJson`; list: one per policy, nothing for none),
  *     the same command and keys as the Go and Java CLIs.
  *
- * submit, get, cron and policies read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
+ *   node dist/cli.js graph submit --nodes H:P --file GRAPH.json
+ *   node dist/cli.js graph get --nodes H:P --namespace NS --graph-id ID [--with-results]
+ *     print one JSON line (`submittedGraphJson`, `graphInfoJson`; the file and the keys in cli-graph.ts),
+ *     the same command and keys as the Go and Java CLIs.
+ *
+ * submit, get, cron, policies and graph read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
  * TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE] from the
  * environment, like the Python commands; never from arguments (which `ps` shows).
  * A refused call prints its error on stderr and exits 1.
@@ -51,8 +59,12 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError, intOption } from './cli-args';
+import { GRAPH_ACTIONS, graphArgs, graphInfoJson, graphResultsHandler, readGraphFile, submittedGraphJson,
+  type GraphAction, type GraphArgs } from './cli-graph';
 import { Client, tlsCredentials, type ClientOptions } from './client';
 import type { CronRuleInfo, CronRuleSpec } from './cron';
+import type { GraphSpec } from './graph';
 import type { TypePolicy } from './policies';
 import { NonRetryableError, TaskringError, TaskStoppedError } from './errors';
 import { Executor, type ExecutorOptions } from './executor';
@@ -71,8 +83,10 @@ const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--p
   '       cli.js policies get --nodes H:P,... --namespace NS --type T\n' +
   '       cli.js policies delete --nodes H:P,... --namespace NS --type T --reason R [--if-revision N]\n' +
   '       cli.js policies list --nodes H:P,... [--namespace NS]\n' +
+  '       cli.js graph submit --nodes H:P,... --file GRAPH.json\n' +
+  '       cli.js graph get --nodes H:P,... --namespace NS --graph-id ID [--with-results]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
-  '[--behavior ok|reject-once|fail-once|heartbeat] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
+  '[--behavior ok|reject-once|fail-once|heartbeat|graph-results] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
   '[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]';
 
 /** Why ctx.signal was aborted, for the "stopped" line: "cancelled: <reason>", "lost: <reason>", or the abort's message. */
@@ -116,7 +130,7 @@ async function heartbeating(ctx: TaskContext, print: (line: string) => void): Pr
   }
 }
 
-/** The handler of --behavior; `print` writes one stdout line (the heartbeat behaviour's "stopped" line). */
+/** The handler of --behavior; `print` writes one stdout line (heartbeat's "stopped" line, graph-results' runs). */
 export function handlerFor(behavior: string, print: (line: string) => void = () => undefined): Handler {
   switch (behavior) {
     case 'ok':
@@ -129,8 +143,10 @@ export function handlerFor(behavior: string, print: (line: string) => void = () 
       };
     case 'heartbeat':
       return (ctx) => heartbeating(ctx, print);
+    case 'graph-results':
+      return graphResultsHandler(print);
     default:
-      throw new RangeError(`--behavior: must be ok, reject-once, fail-once or heartbeat, got ${JSON.stringify(behavior)}`);
+      throw new RangeError(`--behavior: must be ok, reject-once, fail-once, heartbeat or graph-results, got ${JSON.stringify(behavior)}`);
   }
 }
 
@@ -246,19 +262,6 @@ const PUT_OPTIONS = {
   'timeout-ms': { type: 'string' },
   'max-retries': { type: 'string' },
 } as const;
-
-/** Thrown for a bad command line: printed with the usage, exit status 2. */
-class UsageError extends Error {}
-
-/** An integer option (as Python's argparse `type=int`); undefined when not given. */
-function intOption(values: Record<string, unknown>, flag: string): number | undefined {
-  const raw = values[flag];
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !/^[+-]?\d+$/.test(raw.trim())) {
-    throw new UsageError(`--${flag}: must be an integer, got ${JSON.stringify(raw)}`);
-  }
-  return Number(raw.trim());
-}
 
 /** The spec of `cron create|update`: every field from its flag, so an update replaces the whole rule. */
 function cronSpecOf(values: Record<string, string | boolean | undefined>): CronRuleSpec {
@@ -449,6 +452,34 @@ async function policiesMode(rest: string[]): Promise<number> {
   }
 }
 
+async function graphMode(rest: string[]): Promise<number> {
+  let a: GraphArgs;
+  let spec: GraphSpec | undefined;
+  try {
+    a = graphArgs(rest);
+    if (a.action === 'submit') spec = readGraphFile(a.file);
+  } catch (e) {
+    if (!(e instanceof UsageError) && !(e instanceof TypeError)) throw e; // parseArgs throws TypeErrors
+    console.error(`graph${GRAPH_ACTIONS.includes(rest[0] as GraphAction) ? ` ${rest[0]}` : ''}: ${e.message}\n${USAGE}`);
+    return 2;
+  }
+  const client = new Client({ nodes: a.nodes, rpcTimeoutMs: a.rpcTimeoutMs, ...securityFromEnv(process.env) });
+  try {
+    const out = spec !== undefined
+      ? submittedGraphJson(await client.submitGraph(spec))
+      : graphInfoJson(await client.getGraph(a.namespace, a.graphId, { withResults: a.withResults }));
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof TaskringError)) throw e;
+    // "<STATUS_NAME>: <server's message>", e.g. "INVALID_ARGUMENT: tasks[0].depends_on[0]: closes the cycle ...".
+    console.error(`graph ${a.action}: ${e.message}`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
 const TLS_FLAGS: ExecutorTlsNames = { certFile: '--tls-cert', keyFile: '--tls-key', clientCaFile: '--tls-client-ca' };
 
 /** What `executor` runs with: the Executor's options (handlers aside) and the --behavior. */
@@ -520,6 +551,7 @@ async function main(argv: string[]): Promise<number> {
   if (mode === 'submit' || mode === 'get') return clientMode(mode, rest);
   if (mode === 'cron') return cronMode(rest);
   if (mode === 'policies') return policiesMode(rest);
+  if (mode === 'graph') return graphMode(rest);
   if (mode !== 'executor') {
     console.error(USAGE);
     return 2;

@@ -7,7 +7,8 @@
  * Several dispatcher nodes can be given; calls go round-robin over them, and
  * an idempotent call that meets UNAVAILABLE is tried once on the next node
  * (nodes.ts). Idempotent means: get, cancel, and a submit (or a batch) whose
- * tasks all carry a `taskId` (for `client.cron`, see cron.ts; for `client.policies`, policies.ts). The Python SDK does not make ids on the client
+ * tasks all carry a `taskId`, submitGraph (idempotent by its graph id) and getGraph
+ * (for `client.cron`, see cron.ts; for `client.policies`, policies.ts). The Python SDK does not make ids on the client
  * (the server assigns a UUIDv7), so neither does this one: a submit without a
  * taskId is never retried, since the retry could create a second task.
  */
@@ -15,14 +16,19 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { CronRules, type CronInvoke } from './cron';
 import { ProtocolError, fromRpcError } from './errors';
-import { specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
+import { requiredText, specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
 import type { CancelResponse__Output } from './gen/taskring/v1/CancelResponse';
 import type { CronServiceClient } from './gen/taskring/v1/CronService';
+import type { GetGraphResponse__Output } from './gen/taskring/v1/GetGraphResponse';
 import type { GetTaskResponse__Output } from './gen/taskring/v1/GetTaskResponse';
+import type { GraphServiceClient } from './gen/taskring/v1/GraphService';
 import type { PolicyServiceClient } from './gen/taskring/v1/PolicyService';
 import type { SubmitBatchResponse__Output } from './gen/taskring/v1/SubmitBatchResponse';
+import type { SubmitGraphResponse__Output } from './gen/taskring/v1/SubmitGraphResponse';
 import type { SubmitResponse__Output } from './gen/taskring/v1/SubmitResponse';
 import type { TaskServiceClient } from './gen/taskring/v1/TaskService';
+import { Graph, graphToWire, type GraphSpec } from './graph';
+import { graphInfoFromWire, submittedGraphFromWire, type GraphInfo, type SubmittedGraph } from './graph-info';
 import { NodeList } from './nodes';
 import { Policies, type PolicyInvoke } from './policies';
 import type { SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
@@ -87,6 +93,7 @@ interface NodeStubs {
   task: TaskServiceClient;
   cron: CronServiceClient;
   policy: PolicyServiceClient;
+  graph: GraphServiceClient;
 }
 
 export class Client {
@@ -113,11 +120,12 @@ export class Client {
     };
     this.nodes = new NodeList(splitNodes(options.nodes).map((address) => {
       const task = new wire.TaskService(address, credentials, channelOptions);
-      // The CronService and PolicyService ride the TaskService's channel: one connection (and TLS session) per node.
+      // The other services ride the TaskService's channel: one connection (and TLS session) per node.
       const shared = { ...channelOptions, channelOverride: task.getChannel() };
       const cron = new wire.CronService(address, credentials, shared);
       const policy = new wire.PolicyService(address, credentials, shared);
-      return { task, cron, policy };
+      const graph = new wire.GraphService(address, credentials, shared);
+      return { task, cron, policy, graph };
     }));
     this.timeoutMs = options.rpcTimeoutMs === undefined ? 10_000 : options.rpcTimeoutMs;
     this.cron = new CronRules(<Res>(idempotent: boolean, invoke: CronInvoke<Res>) => this.rpc(idempotent, (n) => n.cron, invoke));
@@ -172,7 +180,42 @@ export class Client {
     return taskInfoFromWire(resp);
   }
 
-  /** Close every channel (the cron and policy stubs share them). Safe to call twice. */
+  /**
+   * Submit a graph of tasks (graph.ts) in one call: a `Graph` built with its
+   * checks, or a plain `GraphSpec` (checked by the server only). The server
+   * validates it whole before writing anything (InvalidArgumentError naming
+   * the field, "tasks[2].depends_on[0]"). A retry with the same graph id and
+   * tasks answers the graph as it stands with `duplicate: true`, so the call
+   * is retried on the next node after UNAVAILABLE.
+   */
+  async submitGraph(graph: Graph | GraphSpec): Promise<SubmittedGraph> {
+    const spec = graph instanceof Graph ? graph.toSpec() : graph;
+    const request = graphToWire(spec, currentTraceparent()); // read before the first await, as in submit
+    const resp = await this.rpc<GraphServiceClient, SubmitGraphResponse__Output>(true, (n) => n.graph,
+      (s, m, o, done) => s.SubmitGraph(request, m, o, done));
+    if (resp.tasks.length !== request.tasks?.length) {
+      throw new ProtocolError(`SubmitGraph returned ${resp.tasks.length} tasks for ${request.tasks?.length ?? 0}`);
+    }
+    return submittedGraphFromWire(resp);
+  }
+
+  /**
+   * The graph: each task's state, attempts, edges and what a waiting one
+   * waits for; with `withResults`, each task's kept result (`nodes.get(key).result`).
+   * NotFoundError for an unknown graph.
+   */
+  async getGraph(namespace: string, graphId: string, options: { withResults?: boolean } = {}): Promise<GraphInfo> {
+    const request = {
+      namespace: requiredText(namespace, 'namespace'),
+      graph_id: requiredText(graphId, 'graph_id'),
+      with_results: options.withResults === true,
+    };
+    const resp = await this.rpc<GraphServiceClient, GetGraphResponse__Output>(true, (n) => n.graph,
+      (s, m, o, done) => s.GetGraph(request, m, o, done));
+    return graphInfoFromWire(resp);
+  }
+
+  /** Close every channel (the other services' stubs share them). Safe to call twice. */
   close(): void {
     for (const node of this.nodes.all()) node.task.close();
   }

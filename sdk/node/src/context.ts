@@ -13,7 +13,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { TaskStoppedError } from './errors';
+import type { ParentResult__Output } from './gen/taskring/v1/ParentResult';
 import { encodeDetails, type HeartbeatStream } from './heartbeat';
+import { parentResultsFromWire, type ParentResult } from './result';
 
 export interface TaskContext {
   readonly taskId: string;
@@ -54,6 +56,23 @@ export interface TaskContext {
    * decoded from JSON, to resume where it stopped; undefined when there are none.
    */
   readonly lastHeartbeatDetails: unknown;
+  /**
+   * A task of a graph that other tasks depend on: the value the handler
+   * returns is kept and handed to them (it must then be JSON, at most 65,536
+   * bytes, or the attempt fails non-retryably with "result: ..."). Otherwise
+   * the return value is ignored (result.ts).
+   */
+  readonly keepsResult: boolean;
+  /**
+   * A task of a graph: how each task it depends on ended, with the value its
+   * handler returned, by key (empty for any other task). Decoded on first use.
+   */
+  readonly parentResults: ReadonlyMap<string, ParentResult>;
+  /**
+   * The parents' results came to more than 1 MiB, and some were left out (their
+   * `truncated` is true): read them with `client.getGraph(..., { withResults: true })`.
+   */
+  readonly parentResultsTruncated: boolean;
   /** Milliseconds left before the deadline (negative once passed). */
   remainingMs(): number;
   /**
@@ -73,7 +92,7 @@ export interface TaskContext {
 }
 
 /** What the runner fills in; the rest is the context's own. */
-export type ContextFields = Omit<TaskContext, 'signal' | 'remainingMs' | 'heartbeat'>;
+export type ContextFields = Omit<TaskContext, 'signal' | 'remainingMs' | 'heartbeat' | 'parentResults'>;
 
 // The class gets the fields' declarations from here (declaration merging); its constructor copies them in.
 export interface AttemptContext extends ContextFields {}
@@ -88,13 +107,23 @@ export class AttemptContext implements TaskContext {
   #beating = false;
   /** The attempt has been answered: a heartbeat now could only be refused. */
   #ended = false;
+  /** The delivery's parent_results, as they came: most tasks are of no graph, and most handlers never look. */
+  readonly #parentsWire: readonly ParentResult__Output[];
+  #parents: ReadonlyMap<string, ParentResult> | undefined;
 
-  constructor(fields: ContextFields, controller: AbortController, stream: HeartbeatStream | null) {
+  constructor(fields: ContextFields, controller: AbortController, stream: HeartbeatStream | null,
+    parents: readonly ParentResult__Output[] = []) {
     Object.assign(this, fields);
     this.signal = controller.signal;
     this.#controller = controller;
     this.#stream = stream;
+    this.#parentsWire = parents;
     Object.freeze(this); // the private fields above stay writable: they are not properties
+  }
+
+  get parentResults(): ReadonlyMap<string, ParentResult> {
+    this.#parents ??= parentResultsFromWire(this.#parentsWire, this.parentResultsTruncated);
+    return this.#parents;
   }
 
   remainingMs(): number {

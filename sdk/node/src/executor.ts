@@ -283,7 +283,7 @@ export class Executor {
       const now = String(Date.now());
       outcomes = Promise.resolve(deliveries.map((d) => ({
         task_id: d.task?.task_id ?? '', attempt: d.attempt, kind: RETRYABLE, error: 'executor is stopping',
-        stack_trace: '', started_at_ms: now, finished_at_ms: now,
+        stack_trace: '', result_json: '', started_at_ms: now, finished_at_ms: now,
       })));
     } else {
       outcomes = Promise.all(deliveries.map((d) => runner.run(d, received)));
@@ -367,7 +367,7 @@ export class Executor {
         if (closing || this.state !== 'running' || runner === null) {
           const now = String(Date.now());
           send({ task_id: d.task?.task_id ?? '', attempt: d.attempt, kind: RETRYABLE, error: 'executor is stopping',
-            stack_trace: '', started_at_ms: now, finished_at_ms: now });
+            stack_trace: '', result_json: '', started_at_ms: now, finished_at_ms: now });
           continue;
         }
         open += 1;

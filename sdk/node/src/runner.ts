@@ -41,6 +41,7 @@ import type { Outcome } from './gen/taskring/v1/Outcome';
 import type { OutcomeKind__Output } from './gen/taskring/v1/OutcomeKind';
 import { decodeDetails, type HeartbeatStream } from './heartbeat';
 import { parseInstant } from './instant';
+import { resultJsonOf } from './result';
 import { Slots } from './slots';
 import { callTraced } from './tracing';
 
@@ -96,6 +97,7 @@ export interface BuiltOutcome extends Outcome {
   kind: OutcomeKind__Output;
   error: string;
   stack_trace: string;
+  result_json: string;
   started_at_ms: string;
   finished_at_ms: string;
 }
@@ -122,6 +124,17 @@ export function describeThrown(thrown: unknown): { error: string; trace: string 
     text = Object.prototype.toString.call(thrown);
   }
   return { error: `non-Error value thrown: ${text.slice(0, 1000)}`, trace: '' };
+}
+
+/**
+ * A success with its result when the delivery keeps it (`keep_result`); a
+ * NON_RETRYABLE failure "result: ..." when the value cannot be kept (a retry
+ * would return the same); the success as it is when no result is wanted.
+ */
+export function keptResult(ctx: TaskContext, value: unknown, success: BuiltOutcome): BuiltOutcome {
+  if (!ctx.keepsResult) return success;
+  const { json, error } = resultJsonOf(value);
+  return error ? { ...success, kind: NON_RETRYABLE, error } : { ...success, result_json: json };
 }
 
 function failureKind(thrown: unknown): OutcomeKind__Output {
@@ -167,7 +180,7 @@ export class DeliveryRunner {
     const answer = (kind: OutcomeKind__Output, error: string, trace = '', started?: number): BuiltOutcome => {
       const now = Date.now();
       return {
-        task_id: taskId, attempt: d.attempt, kind, error, stack_trace: trace,
+        task_id: taskId, attempt: d.attempt, kind, error, stack_trace: trace, result_json: '',
         started_at_ms: String(started ?? now), finished_at_ms: String(now),
       };
     };
@@ -203,7 +216,8 @@ export class DeliveryRunner {
         epoch: d.epoch, traceId: task.trace_id, payloadVersion: task.payload_version,
         createdAt: createdAt(task.created_at), deadline, heartbeatTimeoutMs: d.heartbeat_timeout_ms,
         lastHeartbeatDetails: decodeDetails(d.heartbeat_details_json),
-      }, controller, heartbeats);
+        keepsResult: d.keep_result, parentResultsTruncated: d.parent_results_truncated,
+      }, controller, heartbeats, d.parent_results);
       return await this.runHandler(handler, ctx, controller, timeoutMs, answer);
     } catch (e) { // a bug here must not fail the whole batch
       const { error, trace } = describeThrown(e);
@@ -253,7 +267,7 @@ export class DeliveryRunner {
       }
       result
         .then(
-          () => finish(answer(SUCCEEDED, '', '', started)),
+          (value) => finish(keptResult(ctx, value, answer(SUCCEEDED, '', '', started))),
           (e: unknown) => {
             const { error, trace } = describeThrown(e);
             finish(answer(failureKind(e), error, trace, started));

@@ -235,6 +235,25 @@ async function fakePolicyNode(name, policy = {}, task = {}) {
   return { ...s, calls, name };
 }
 
+/** A fake node serving GraphService (`graph` handlers); every call is recorded in `calls`. */
+async function fakeGraphNode(name, graph = {}) {
+  const wire = loadWire();
+  const calls = [];
+  const impl = {};
+  for (const method of ['SubmitGraph', 'GetGraph']) {
+    impl[method] = (call, callback) => {
+      calls.push({ method, request: call.request, node: name, authorization: call.metadata.get('authorization') });
+      const h = graph[method];
+      if (!h) return callback({ code: grpc.status.UNIMPLEMENTED, details: `${method} not faked` });
+      Promise.resolve()
+        .then(() => h(call.request, name))
+        .then((resp) => callback(null, resp), (err) => callback(err));
+    };
+  }
+  const s = await serve([[wire.GraphService.service, impl]]);
+  return { ...s, calls, name };
+}
+
 /**
  * PolicyService handlers over an in-memory map, with the refusals of the
  * contract the CLI must pass on: an empty reason (INVALID_ARGUMENT naming
@@ -351,5 +370,5 @@ async function until(check, ms = 2_000) {
 
 module.exports = {
   VECTORS, loadVector, type, toProto3Json, fromProto3Json, encodeProto3Json, serve, fakeDispatcher, fakeCronNode,
-  memoryCron, fakePolicyNode, memoryPolicies, execute, delivery, makeCerts, sleep, until,
+  memoryCron, fakePolicyNode, memoryPolicies, fakeGraphNode, execute, delivery, makeCerts, sleep, until,
 };
