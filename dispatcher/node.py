@@ -18,9 +18,11 @@ import grpc
 
 from cluster.coordinator import ClusterOwnership
 from cluster.interface import Ownership
+from cluster.slots import slot_of
 from cluster.static import StaticOwnership
 from dispatcher.admin.auth import admin_authenticator
 from dispatcher.admin.console.routes import console_routes
+from dispatcher.admin.graph_routes import GraphRoutes
 from dispatcher.admin.ops_wiring import Operations
 from dispatcher.admin.policy_routes import PolicyRoutes, live_limits
 from dispatcher.admin.ring_view import RingView
@@ -49,18 +51,21 @@ from dispatcher.engine.heartbeats import HeartbeatDesk
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.log.intake import KafkaIntake
 from dispatcher.log.kafka import PartitionReader, TaskProducer
+from dispatcher.ops.graphs import GraphOps
 from dispatcher.params import api_params, engine_params, plan_params
 from dispatcher.policy.follow import PolicyChange, PolicyFollower, read_layers
 from dispatcher.policy.layers import PolicyLayers
 from dispatcher.store.cron import CronStore
 from dispatcher.store.graphs import GraphStore
 from dispatcher.store.interface_audit import AuditRecord
+from dispatcher.store.interface_dead_letters import Replayed
 from dispatcher.store.policies import PolicyStore
 from dispatcher.store.sharded import store_of
 from dispatcher.store.shards import shards_of
 from dispatcher.store.task_stats import TaskStatsStore
 from membership.executors import ExecutorDirectory
 from membership.session import ZkSession
+from taskring.wire import pb
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +156,11 @@ class Node:
                                           apply_now=self.policies.check, clock=self.clock)
         self.policy_api = PolicyApi(self.type_policies, auth=self.auth)
         self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
+                                     on_replayed=self._replayed,
                                      stats=self.stats, loops=self.loops)
+        self.graph_ops = GraphOps(graphs=self.graphs, audit=self.operations.audit, node=config.node_id,
+                                  clock=self.clock, reopened=self._graph_reopened,
+                                  heartbeat_types=lambda: self.limits.retry_policies.heartbeat_by_type)
         self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, kafka=config.kafka,
                                   store=self.store, ownership_snapshot=self.ownership.snapshot,
                                   node_status=self._status)
@@ -164,6 +173,7 @@ class Node:
                                  # The console first, so that `/` is the console (the ring page stays at /ring.html).
                                  routes=[*console_routes(self.ring_view.snapshot, self._status),
                                          *self.operations.routes(),
+                                         *GraphRoutes(self.graph_ops).routes(),
                                          *PolicyRoutes(self.type_policies, live_limits(
                                              self.metrics.limit_waiting, self.metrics.limit_held)).routes()],
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
@@ -175,6 +185,20 @@ class Node:
         self.grpc_port: int | None = None
         self._started = False
         self._serving = False
+
+    def _replayed(self, replayed: Replayed) -> None:
+        """A dead letter replayed (an admin request's thread): a task of a graph with dependents
+        has them count it again at once (its note is swept up anyway if this node stops first)."""
+        task = pb.Task.FromString(replayed.after)
+        if task.graph.has_dependents:
+            self._graph_reopened([(slot_of(task.namespace, task.task_type, self.config.slot_count), task.task_id)])
+
+    def _graph_reopened(self, tasks: list[tuple[int, str]]) -> None:
+        """From an admin request's thread: an operator's skip, for the graph relay at once (its
+        note is swept up anyway if this node stops first)."""
+        relay = self.engine.graph_relay
+        if self._loop is not None and relay is not None:
+            self._loop.call_soon_threadsafe(relay.reopened, tasks)
 
     def _policies_changed(self, change: PolicyChange) -> None:
         """From the follower's thread (or an API call's): applied on the event loop, between its turns."""

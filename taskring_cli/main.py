@@ -96,10 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     ring.set_defaults(run=_cmd_ring)
 
     from taskring_cli.cron import add_parser as add_cron
+    from taskring_cli.graph import add_parser as add_graph
     from taskring_cli.ops import add_parsers as add_ops
     from taskring_cli.policies import add_parser as add_policies
     from taskring_cli.submit import add_parsers as add_submit
     add_cron(sub)
+    add_graph(sub)
     add_policies(sub)
     add_submit(sub)
     add_ops(sub)

@@ -3,6 +3,8 @@ dead letters, bulk replays, search and the audit trail over the store's shards, 
 services above them, the bulk replay runner, and the admin routes that serve them."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dispatcher.admin import routes as rt
 from dispatcher.admin.ops_routes import OpsRoutes
 from dispatcher.api.validation import Limits
@@ -14,6 +16,7 @@ from dispatcher.ops.dead_letters import DeadLetterOps
 from dispatcher.store.audit import AuditStore
 from dispatcher.store.bulk_replays import BulkReplayStore
 from dispatcher.store.dead_letters import DeadLetterStore
+from dispatcher.store.interface_dead_letters import Replayed
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.search import SearchStore
 from dispatcher.store.sharded import ShardedTaskStore
@@ -22,12 +25,13 @@ from dispatcher.store.shards import shards_of
 
 class Operations:
     def __init__(self, *, store: TaskStore | ShardedTaskStore, limits: Limits, node: str, clock: Clock,
-                 stats: TaskStats, loops: LoopWatch | None = None):
+                 stats: TaskStats, loops: LoopWatch | None = None,
+                 on_replayed: Callable[[Replayed], None] | None = None):
         shards = shards_of(store)
         self.audit = AuditStore(shards)
         self.dead_letter_store = DeadLetterStore(shards)
         self.dead_letters = DeadLetterOps(dead_letters=self.dead_letter_store, tasks=store, limits=limits,
-                                          node=node, clock=clock)
+                                          node=node, clock=clock, on_replayed=on_replayed)
         jobs = BulkReplayStore(shards)
         self.bulk_replays = BulkReplays(jobs=jobs, dead_letters=self.dead_letter_store, clock=clock,
                                         max_retries=limits.max_retries_limit)

@@ -29,11 +29,13 @@ from dispatcher.engine.slot_table import OwnedSlots
 from dispatcher.log.codec import queued_message_of_envelope
 from dispatcher.log.interface import LogProducer
 from dispatcher.store import records as r
-from dispatcher.store.graph_notes import GRAPH_NOTE
+from dispatcher.store.graph_notes import GRAPH_NOTE, REOPEN_NOTE, TASK_NOTE
 from dispatcher.store.interface import TaskStoreProtocol
 from dispatcher.store.interface_graphs import GraphStoreProtocol, Settled
 
 log = logging.getLogger(__name__)
+
+_REOPENED = "a task it depends on was skipped by an operator or replayed"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,6 +64,7 @@ class GraphRelay:
         self._settled = {name: metrics.graph_settled.labels(name) for name in ("released", "skipped", "cancelled")}
         self._reconciled = metrics.graph_reconciled
         self._queue: list[tuple[int, str]] = []
+        self._reopened: list[tuple[int, str]] = []
         self._wake = asyncio.Event()
         self._worker = LoopTask("graph relay", self._run, loops)
         self._sweep = PeriodicJob("graph sweep", interval_s=params.sweep_interval_ms / 1000, step=self.sweep,
@@ -82,26 +85,46 @@ class GraphRelay:
             self._queue += ends
             self._wake.set()
 
+    def reopened(self, tasks: list[tuple[int, str]]) -> None:
+        """Tasks with dependents whose end an operator has just changed ((slot, task_id)); on the
+        event loop (call_soon_threadsafe from another thread)."""
+        if tasks:
+            self._reopened += tasks
+            self._wake.set()
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            ends, self._queue = self._queue, []
+            (ends, self._queue), (reopened, self._reopened) = (self._queue, []), (self._reopened, [])
             try:
-                await self._apply(ends)
+                await self._apply(ends, reopened)
             except Exception:
                 # Their notes stay: the sweep applies them after the grace.
-                log.exception("applying the ends of %d tasks of graphs failed; the sweep will retry", len(ends))
+                log.exception("applying the ends of %d tasks of graphs failed; the sweep will retry",
+                              len(ends) + len(reopened))
 
-    async def _apply(self, ends: list[tuple[int, str]]) -> None:
-        """Apply these ends, and the ends they cause in turn, then forget their notes."""
-        while ends:
-            before = self._clock.now()
-            settled = await asyncio.to_thread(self._graphs.apply_ends, [tid for _, tid in ends],
-                                              self._params.node_id, before)
-            await self.publish(settled)
-            await asyncio.to_thread(self._graphs.forget_ends, ends, before)
-            ends = list(settled.ended)
+    async def _apply(self, ends: list[tuple[int, str]], reopened: list[tuple[int, str]] | None = None) -> None:
+        """Apply these ends and re-opened ends, and those they cause in turn, then forget their notes."""
+        reopened = list(reopened or [])
+        while ends or reopened:
+            caused_ends: list[tuple[int, str]] = []
+            caused_reopened: list[tuple[int, str]] = []
+            for kind, batch in ((TASK_NOTE, ends), (REOPEN_NOTE, reopened)):
+                if not batch:
+                    continue
+                before = self._clock.now()
+                ids = [tid for _, tid in batch]
+                if kind == TASK_NOTE:
+                    settled = await asyncio.to_thread(self._graphs.apply_ends, ids, self._params.node_id, before)
+                else:
+                    settled = await asyncio.to_thread(self._graphs.apply_reopened, ids, _REOPENED,
+                                                      self._params.node_id, before)
+                await self.publish(settled)
+                await asyncio.to_thread(self._graphs.forget_ends, batch, before, kind)
+                caused_ends += settled.ended
+                caused_reopened += settled.reopened
+            ends, reopened = caused_ends, caused_reopened
 
     async def release_graph(self, home_slot: int, namespace: str, graph_id: str) -> Settled:
         """Start a complete graph: release its roots, then forget its note."""
@@ -140,12 +163,16 @@ class GraphRelay:
         notes = await asyncio.to_thread(self._graphs.notes, owned, older_than, self._params.sweep_batch)
         if not notes:
             return None
-        self._reconciled.inc(len(notes))
-        log.warning("applying %d graph notes left unapplied (a node stopped between an end and its apply)",
-                    len(notes))
-        tasks = [(n.slot, n.ref) for n in notes if n.kind != GRAPH_NOTE]
-        if tasks:
-            await self._apply(tasks)
+        # A replay's note is the sweep's to apply (the dead letters' service has no relay); any
+        # other note was left by a node that stopped or failed between an end and its apply.
+        left = sum(1 for n in notes if n.kind != REOPEN_NOTE)
+        if left:
+            self._reconciled.inc(left)
+            log.warning("applying %d graph notes left unapplied (a node stopped between an end and its apply)", left)
+        tasks = [(n.slot, n.ref) for n in notes if n.kind == TASK_NOTE]
+        reopened = [(n.slot, n.ref) for n in notes if n.kind == REOPEN_NOTE]
+        if tasks or reopened:
+            await self._apply(tasks, reopened)
         for n in notes:
             if n.kind == GRAPH_NOTE:
                 namespace, _, graph_id = n.ref.partition("/")

@@ -94,8 +94,10 @@ def attempts_of(history: list[r.Event]) -> list[dict]:
 
 class DeadLetterOps:
     def __init__(self, *, dead_letters: DeadLetterStoreProtocol, tasks: TaskStoreProtocol, limits: Limits, node: str,
-                 clock: Clock):
+                 clock: Clock, on_replayed: Callable[[Replayed], None] | None = None):
         self._dead_letters = dead_letters
+        # Told of each replay once it is written (a task of a graph: what it skipped waits again).
+        self._on_replayed = on_replayed or (lambda replayed: None)
         self._tasks = tasks
         self._limits = limits
         self._node = node
@@ -128,10 +130,12 @@ class DeadLetterOps:
         def rewrite(envelope: bytes, attempts: int) -> bytes:
             return _with_budget(envelope, attempts, retries)
         detail = _detail(actor, retries, bulk_id=bulk_id)
-        return self._dead_letters.replay(
+        replayed = self._dead_letters.replay(
             task_id, rewrite=rewrite, detail=detail, node=self._node, now=self._now(),
             record=_record("dlq.replay" if bulk_id is None else "bulk_replay.task", actor, self._now(),
                            retries, bulk_id))
+        self._on_replayed(replayed)
+        return replayed
 
     def edit(self, task_id: str, actor: Actor, *, payload_json: str, payload_version: int | None = None,
              retries: int = 0, confirm: str | None = None) -> dict:
@@ -151,10 +155,10 @@ class DeadLetterOps:
             task = pb.Task.FromString(envelope)
             task.payload_json, task.payload_version = edited.payload_json, edited.payload_version
             return _with_budget(task.SerializeToString(), attempts, retries)
-        self._dead_letters.replay(
+        self._on_replayed(self._dead_letters.replay(
             task_id, rewrite=rewrite, detail=_detail(actor, retries, edited=True), node=self._node,
             now=self._now(), expect_digest=confirm,
-            record=_record("dlq.edit", actor, self._now(), retries, None, payload=True))
+            record=_record("dlq.edit", actor, self._now(), retries, None, payload=True)))
         return {**preview, "confirmed": True}
 
     def delete(self, task_id: str, actor: Actor) -> dict:

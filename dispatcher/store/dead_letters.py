@@ -25,6 +25,7 @@ from dispatcher.base.errors import TaskNotFound
 from dispatcher.store import audit, dead_lettering, fenced
 from dispatcher.store import records as r
 from dispatcher.store.errors import ChangedSinceRead, NotDeadLettered, UniqueKeyHeld
+from dispatcher.store.graph_notes import note_reopen_if_graph
 from dispatcher.store.interface_dead_letters import (
     DeadLetterFilter,
     FailureGroup,
@@ -169,6 +170,7 @@ class DeadLetterStore:
             cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
             dead_lettering.leave(cur, namespace, *listed)
             fenced.append_events(cur, [r.Event(task_id, TaskState.RETRY_WAIT, now, node, attempts, detail)])
+            note_reopen_if_graph(cur, task_id, now)   # a task of a graph: what it skipped waits for it again
             replayed = Replayed(task_id, namespace, envelope, after, attempts)
             audit.append(cur, record(replayed))
             return replayed

@@ -77,3 +77,11 @@ class GraphExists(TaskringError):
 class GraphNotFound(TaskringError):
     def __init__(self, namespace: str, graph_id: str):
         super().__init__(f"graph {quote(namespace + '/' + graph_id)} not found")
+
+
+class NotSkippable(TaskringError):
+    """An operator's skip of a task of a graph that is neither dead-lettered nor waiting."""
+
+    def __init__(self, task_id: str, state: str):
+        super().__init__(f"task {quote(task_id)} is {state}: only a dead-lettered or waiting task of a graph can be"
+                         " skipped (cancel a running one, replay a dead letter to run it again)")

@@ -10,7 +10,7 @@ from dispatcher.store import fenced
 from dispatcher.store import records as r
 from taskring.task import TaskState
 
-TASK_NOTE, GRAPH_NOTE = "task", "graph"
+TASK_NOTE, GRAPH_NOTE, REOPEN_NOTE = "task", "graph", "reopen"
 
 
 def note_ends(cur, ended: Sequence[tuple[int, str]], now: dt.datetime) -> None:
@@ -45,3 +45,18 @@ def graph_cancels(cur, retries: Sequence[r.OutcomeWrite], now: dt.datetime) -> s
         fenced.append_events(cur, [r.Event(t, TaskState.CANCELLED, now, by_id[t].events[-1].node, by_id[t].attempt,
                                            "its graph was cancelled: not retried") for t in sorted(stopped)])
     return stopped
+
+
+def note_reopened(cur, tasks: Sequence[tuple[int, str]], now: dt.datetime) -> None:
+    """Notes of tasks whose end changed other than by a first end ((slot, task_id)): their
+    dependents' edges are counted again (graph_settle.recount)."""
+    if tasks:
+        cur.executemany("INSERT INTO graph_outbox (slot, kind, ref, created_at) VALUES (%s, %s, %s, %s)",
+                        [(slot, REOPEN_NOTE, task_id, now) for slot, task_id in tasks])
+
+
+def note_reopen_if_graph(cur, task_id: str, now: dt.datetime) -> None:
+    """A replayed dead letter that is a task of a graph with dependents: they count it again
+    (it has not ended any more); nothing for any other task."""
+    cur.execute("INSERT INTO graph_outbox (slot, kind, ref, created_at) SELECT slot, %s, task_id, %s"
+                " FROM graph_nodes WHERE task_id = %s AND has_dependents = 1", (REOPEN_NOTE, now, task_id))

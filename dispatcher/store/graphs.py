@@ -23,16 +23,19 @@ completes a graph an earlier call left incomplete.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TypeVar
 
-from dispatcher.base.errors import TaskIdTaken
-from dispatcher.store import fenced
+from dispatcher.base.errors import TaskIdTaken, TaskNotFound
+from dispatcher.store import audit, dead_lettering, fenced
+from dispatcher.store import graph_settle as settle
 from dispatcher.store import records as r
-from dispatcher.store.errors import GraphExists, GraphNotFound
-from dispatcher.store.graph_notes import GRAPH_NOTE, TASK_NOTE, note_ends
-from dispatcher.store.graph_rules import Counts, JoinRule, OnFailure, Verdict, effective, evaluate, skip_reason
+from dispatcher.store.errors import GraphExists, GraphNotFound, NotSkippable
+from dispatcher.store.graph_notes import GRAPH_NOTE, TASK_NOTE, note_reopened
+from dispatcher.store.graph_rules import JoinRule, OnFailure
+from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_graphs import (
     EdgeView,
     GraphView,
@@ -41,7 +44,6 @@ from dispatcher.store.interface_graphs import (
     NodeView,
     Note,
     ParentEnd,
-    Released,
     Settled,
 )
 from dispatcher.store.mysql import TaskStore
@@ -51,9 +53,6 @@ from taskring.task import TaskState
 
 T = TypeVar("T")
 _OPEN = tuple(str(s) for s in (r.WAITING, r.PENDING, r.ENQUEUED, r.CLAIMED, r.DISPATCHED))
-_COUNT_COLUMNS = ("n_succeeded", "n_failed", "n_skipped", "n_ignored", "n_cancelled")
-_VERDICT_STATUS = {Verdict.SKIP: r.SKIPPED, Verdict.CANCEL: r.CANCELLED}
-_VERDICT_STATE = {Verdict.SKIP: TaskState.SKIPPED, Verdict.CANCEL: TaskState.CANCELLED}
 
 
 class GraphStore:
@@ -129,10 +128,8 @@ class GraphStore:
             return Settled()
         ended: dict[str, str] = {}
         for shard in self._shards.all:   # a task's shard is its slot's, which the id alone does not say
-            def statuses(cur) -> dict[str, str]:
-                cur.execute(f"SELECT task_id, status FROM tasks WHERE task_id IN ({names(parent_ids)})")
-                return {tid: status for tid, status in cur.fetchall() if status in r.TERMINAL}
-            ended.update(shard.run(statuses))
+            ended.update({tid: status for tid, status in shard.run(
+                lambda cur: _effective_statuses(cur, parent_ids)).items() if status in r.TERMINAL})
         if not ended:
             return Settled()
         out: list[Settled] = []
@@ -145,84 +142,34 @@ class GraphStore:
             out.append(shard.run(body))
         return _merge(out)
 
+    def apply_reopened(self, parent_ids: list[str], why: str, node: str, now: dt.datetime) -> Settled:
+        if not parent_ids:
+            return Settled()
+        parents: dict[str, str | None] = {tid: None for tid in parent_ids}
+        for shard in self._shards.all:
+            parents.update({tid: (status if status in r.TERMINAL else None) for tid, status in shard.run(
+                lambda cur: _effective_statuses(cur, parent_ids)).items()})
+        out: list[Settled] = []
+        for shard in self._shards.all:
+            def body(cur) -> Settled:
+                cur.execute(f"SELECT DISTINCT child_id FROM graph_edges WHERE parent_id IN ({names(parents)})")
+                found = [row[0] for row in cur.fetchall()]
+                if not found:
+                    return Settled()
+                children, rows = settle.lock(cur, found)
+                settle.recount(cur, children, parents, now)
+                again = settle.reopen(cur, children, rows, why, node, now)
+                return dataclasses.replace(settle.decide(cur, children, rows, self._route_threshold_ms, node, now),
+                                           reopened=again)
+            out.append(shard.run(body))
+        return _merge(out)
+
     def _settle(self, cur, child_ids: list[str], ended: dict[str, str], node: str, now: dt.datetime) -> Settled:
         """Count the ended parents on these children's unresolved edges and decide each child
         still waiting, in the caller's transaction on the children's shard."""
-        ids = sorted(set(child_ids))   # one lock order for every applier: no deadlock between two
-        cur.execute("SELECT task_id, slot, join_rule, join_k, delay_ms, has_dependents, n_parents,"
-                    f" {', '.join(_COUNT_COLUMNS)}, cancel_mode FROM graph_nodes WHERE task_id IN ({names(ids)})"
-                    " ORDER BY task_id FOR UPDATE")
-        nodes = {row[0]: row for row in cur.fetchall()}
-        rows = fenced.lock_states(cur, ids)
-        counts = {tid: Counts(row[6], *row[7:12]) for tid, row in nodes.items()}
-        if ended:
-            cur.execute(f"SELECT child_id, parent_id, on_failure FROM graph_edges WHERE child_id IN ({names(ids)})"
-                        f" AND parent_id IN ({names(ended)}) AND outcome IS NULL FOR UPDATE")
-            resolved = []
-            for child, parent, on_failure in cur.fetchall():
-                outcome = effective(ended[parent], OnFailure(on_failure))
-                if outcome is not None and child in counts:
-                    counts[child].add(outcome)
-                    resolved.append((outcome.value, now, child, parent))
-            if resolved:
-                cur.executemany("UPDATE graph_edges SET outcome = %s, resolved_at = %s"
-                                " WHERE child_id = %s AND parent_id = %s", resolved)
-                moved = {child for _, _, child, _ in resolved}
-                cur.executemany(f"UPDATE graph_nodes SET {', '.join(c + ' = %s' for c in _COUNT_COLUMNS)}"
-                                " WHERE task_id = %s",
-                                [(c.succeeded, c.failed, c.skipped, c.ignored, c.cancelled, tid)
-                                 for tid in sorted(moved) for c in (counts[tid],)])
-        due: list[tuple[str, int]] = []
-        ends: dict[Verdict, list[tuple[str, str]]] = {Verdict.SKIP: [], Verdict.CANCEL: []}
-        for tid, row in nodes.items():
-            if tid not in rows or rows[tid].status != r.WAITING:
-                continue
-            rule, k = JoinRule(row[2]), int(row[3])
-            verdict = evaluate(rule, k, counts[tid])
-            if row[12] is not None and verdict is not Verdict.WAIT:   # its graph was cancelled: never released
-                ends[Verdict.CANCEL].append((tid, "its graph was cancelled"))
-                continue
-            if verdict is Verdict.DUE:
-                due.append((tid, int(row[4])))
-            elif verdict is not Verdict.WAIT:
-                reason = (skip_reason(rule, k, counts[tid]) if verdict is Verdict.SKIP
-                          else "a task it depends on was cancelled")
-                ends[verdict].append((tid, reason))
-        released = self._release(cur, due, node, now)
-        for verdict, group in ends.items():
-            if not group:
-                continue
-            cur.executemany("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s AND status = %s",
-                            [(_VERDICT_STATUS[verdict], now, tid, r.WAITING) for tid, _ in group])
-            cur.executemany("UPDATE graph_nodes SET released_at = %s, reason = %s WHERE task_id = %s",
-                            [(now, reason[:512], tid) for tid, reason in group])
-            fenced.append_events(cur, [r.Event(tid, _VERDICT_STATE[verdict], now, node, 0, reason)
-                                       for tid, reason in group])
-            note_ends(cur, [(nodes[tid][1], tid) for tid, _ in group if nodes[tid][5]], now)
-        return Settled(released, len(ends[Verdict.SKIP]), len(ends[Verdict.CANCEL]),
-                       tuple((nodes[tid][1], tid) for group in ends.values() for tid, _ in group if nodes[tid][5]))
-
-    def _release(self, cur, due: list[tuple[str, int]], node: str, now: dt.datetime) -> tuple[Released, ...]:
-        """Waiting -> queued: on the Kafka path when its own delay is within the route
-        threshold (the caller produces its message), else on the MySQL path."""
-        if not due:
-            return ()
-        moves = []
-        for tid, delay_ms in due:
-            status = r.ENQUEUED if delay_ms <= self._route_threshold_ms else r.PENDING
-            moves.append((tid, status, now + dt.timedelta(milliseconds=delay_ms)))
-        cur.executemany("UPDATE tasks SET status = %s, trigger_at = %s, updated_at = %s"
-                        " WHERE task_id = %s AND status = %s",
-                        [(status, at, now, tid, r.WAITING) for tid, status, at in moves])
-        ids = [tid for tid, _ in due]
-        cur.execute(f"UPDATE graph_nodes SET released_at = %s WHERE task_id IN ({names(ids)})", (now,))
-        fenced.append_events(cur, [r.Event(tid, TaskState.QUEUED, now, node, 0,
-                                           "kafka" if status == r.ENQUEUED else "mysql")
-                                   for tid, status, _ in moves])
-        cur.execute(f"SELECT task_id, slot, priority, envelope FROM tasks WHERE task_id IN ({names(ids)})")
-        found = {row[0]: row for row in cur.fetchall()}
-        return tuple(Released(tid, found[tid][1], found[tid][2], status, at, found[tid][3])
-                     for tid, status, at in moves)
+        children, rows = settle.lock(cur, child_ids)
+        settle.count_ends(cur, children, ended, now)
+        return settle.decide(cur, children, rows, self._route_threshold_ms, node, now)
 
     # ---- cancel ----
 
@@ -276,6 +223,48 @@ class GraphStore:
             self.graph(namespace, graph_id)   # GraphNotFound for a graph that does not exist
         return cancelled, sorted(running)
 
+    # ---- an operator's skip ----
+
+    def skip_task(self, task_id: str, reason: str, record: Callable[[str], AuditRecord], node: str,
+                  now: dt.datetime) -> tuple[int, str]:
+        """Mark a dead-lettered (or waiting) task of a graph skipped by an operator: it counts
+        as succeeded for what depends on it, which a "reopen" note lets go on. With its event
+        and the audit record `record(status before)`, in one transaction; returns (its slot,
+        its status before). NotSkippable for a task in another state, TaskNotFound for none."""
+        for shard in self._shards.all:
+            def body(cur) -> tuple[int, str] | None:
+                cur.execute("SELECT n.slot, n.has_dependents, t.namespace, t.task_type FROM graph_nodes n JOIN tasks t"
+                            " ON t.task_id = n.task_id WHERE n.task_id = %s FOR UPDATE", (task_id,))
+                found = cur.fetchone()
+                if found is None:
+                    return None
+                slot, has_dependents, namespace, task_type = found
+                rows = fenced.lock_states(cur, [task_id])
+                before = rows[task_id].status
+                if before not in (r.DEAD_LETTERED, r.WAITING):
+                    raise NotSkippable(task_id, before)
+                if before == r.DEAD_LETTERED:
+                    cur.execute("SELECT error_group FROM dead_letters WHERE task_id = %s FOR UPDATE", (task_id,))
+                    listed = cur.fetchone()
+                    if listed is not None:
+                        cur.execute("DELETE FROM dead_letters WHERE task_id = %s", (task_id,))
+                        dead_lettering.leave(cur, namespace, task_type, listed[0])
+                cur.execute("UPDATE tasks SET status = %s, updated_at = %s WHERE task_id = %s",
+                            (r.SKIPPED, now, task_id))
+                cur.execute("UPDATE graph_nodes SET operator_skipped = 1, released_at = COALESCE(released_at, %s),"
+                            " reason = %s WHERE task_id = %s",
+                            (now, f"skipped by an operator: {reason}"[:512], task_id))
+                fenced.append_events(cur, [r.Event(task_id, TaskState.SKIPPED, now, node, rows[task_id].attempts,
+                                                   f"skipped by an operator: {reason}")])
+                if has_dependents:
+                    note_reopened(cur, [(slot, task_id)], now)
+                audit.append(cur, record(str(before)))
+                return slot, str(before)
+            done = shard.run(body)
+            if done is not None:
+                return done
+        raise TaskNotFound(task_id)
+
     # ---- the outbox ----
 
     def notes(self, slots: list[int], older_than: dt.datetime, limit: int) -> list[Note]:
@@ -294,14 +283,14 @@ class GraphStore:
             self._shards.all[index].run(
                 lambda cur, ids=ids: cur.execute(f"DELETE FROM graph_outbox WHERE id IN ({marks(len(ids))})", ids))
 
-    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime) -> None:
+    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime, kind: str = TASK_NOTE) -> None:
         """Delete the notes of these ends ((slot, task_id)) once applied: those written up to
         `written_before` (a later end of the same task, after a replay, keeps its own)."""
         for index, group in self._by_shard(ended, lambda e: e[0]).items():
             ids = [tid for _, tid in group]
             self._shards.all[index].run(lambda cur, ids=ids: cur.execute(
                 f"DELETE FROM graph_outbox WHERE kind = %s AND ref IN ({names(ids)}) AND created_at <= %s",
-                (TASK_NOTE, written_before)))
+                (kind, written_before)))
 
     def forget_graph(self, home_slot: int, namespace: str, graph_id: str) -> None:
         """Delete a graph's "graph" note once its roots were released."""
@@ -407,7 +396,17 @@ def _insert_nodes(cur, graph_id: str, nodes: Sequence[NewNode], node: str) -> No
                 f"for {len(n.parents)} task(s) it depends on" if n.parents else "for its graph to be complete"))])
 
 
+def _effective_statuses(cur, task_ids: list[str]) -> dict[str, str]:
+    """Each task's status as its dependents count it: skipped by an operator counts as
+    succeeded (the operator says the step is done)."""
+    cur.execute("SELECT t.task_id, t.status, COALESCE(n.operator_skipped, 0) FROM tasks t LEFT JOIN graph_nodes n"
+                f" ON n.task_id = t.task_id WHERE t.task_id IN ({names(task_ids)})")
+    return {tid: (str(r.SUCCEEDED) if status == r.SKIPPED and skipped else status)
+            for tid, status, skipped in cur.fetchall()}
+
+
 def _merge(parts: list[Settled]) -> Settled:
     return Settled(tuple(x for p in parts for x in p.released), sum(p.skipped for p in parts),
-                   sum(p.cancelled for p in parts), tuple(e for p in parts for e in p.ended))
+                   sum(p.cancelled for p in parts), tuple(e for p in parts for e in p.ended),
+                   tuple(e for p in parts for e in p.reopened))
 

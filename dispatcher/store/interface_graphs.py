@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Container
+from collections.abc import Callable, Container
 from typing import Protocol
 
 from dispatcher.store import records as r
 from dispatcher.store.graph_rules import JoinRule, OnFailure
+from dispatcher.store.interface_audit import AuditRecord
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +81,9 @@ class Settled:
     ended: tuple[tuple[int, str], ...] = ()
     """(slot, task_id) of the skipped and cancelled tasks that have dependents: each left a
     note, to be applied in turn."""
+    reopened: tuple[tuple[int, str], ...] = ()
+    """(slot, task_id) of the tasks re-opened (skipped -> waiting) that have dependents: each
+    left a "reopen" note, to be applied in turn."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -148,8 +152,17 @@ class GraphStoreProtocol(Protocol):
         """Cancel every task of the graph that has not ended (`mode` graceful|immediate); (how
         many were cancelled, the keys of the running ones left to finish, never retried)."""
 
-    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime) -> None:
-        """Delete the notes of these applied ends ((slot, task_id)) written up to `written_before`."""
+    def apply_reopened(self, parent_ids: list[str], why: str, node: str, now: dt.datetime) -> Settled:
+        """The ends of these tasks changed other than by a first end (an operator's skip, a
+        replay): their dependents' edges count what they are now, a dependent its rule skipped
+        that can be met again goes back to waiting, and is released if due."""
+
+    def skip_task(self, task_id: str, reason: str, record: Callable[[str], AuditRecord], node: str,
+                  now: dt.datetime) -> tuple[int, str]:
+        """An operator's skip of a dead-lettered or waiting task: (its slot, status before)."""
+
+    def forget_ends(self, ended: list[tuple[int, str]], written_before: dt.datetime, kind: str = "task") -> None:
+        """Delete the notes of `kind` of these applied ends ((slot, task_id)) written up to `written_before`."""
 
     def forget_graph(self, home_slot: int, namespace: str, graph_id: str) -> None:
         """Delete a graph's "graph" note once its roots were released."""

@@ -55,14 +55,17 @@ STATUS_TRANSITIONS: dict[Status, frozenset[Status]] = {
     # it runs, for a task whose type heartbeats (its handler learns it at its next heartbeat)
     DISPATCHED: frozenset({SUCCEEDED, DEAD_LETTERED, PENDING, ENQUEUED, CANCELLED}),
     SUCCEEDED: frozenset(),
-    # an operator's replay (dispatcher/ops/): the task runs again, same id, same history
-    DEAD_LETTERED: frozenset({PENDING}),
+    # an operator's replay (dispatcher/ops/): the task runs again, same id, same history; or,
+    # a task of a graph, an operator's skip: its dependents go on as if it had succeeded
+    DEAD_LETTERED: frozenset({PENDING, SKIPPED}),
     CANCELLED: frozenset(),
     # a task of a graph waiting for its parents (dispatcher/store/graphs.py): no owner acts on
     # it (lane 0). Released to either path when its join rule is met; skipped when the rule
     # can no longer be met; or cancelled.
     WAITING: frozenset({PENDING, ENQUEUED, SKIPPED, CANCELLED}),
-    SKIPPED: frozenset(),
+    # skipped by its rule, re-opened when a task it depends on is skipped by an operator or
+    # replayed (store/graph_settle.py reopen)
+    SKIPPED: frozenset({WAITING}),
 }
 TERMINAL = frozenset({SUCCEEDED, DEAD_LETTERED, CANCELLED, SKIPPED})
 """Where the engine leaves a task for good; only a person brings a dead letter back."""

@@ -13,9 +13,10 @@ import pytest
 
 from dispatcher.base.config import MySQLConfig
 from dispatcher.store import records as r
-from dispatcher.store.errors import GraphExists, GraphNotFound
+from dispatcher.store.errors import GraphExists, GraphNotFound, NotSkippable
 from dispatcher.store.graph_rules import JoinRule, OnFailure
 from dispatcher.store.graphs import GraphStore
+from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_graphs import NewEdge, NewGraph, NewNode
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.sharded import ShardedTaskStore
@@ -278,3 +279,39 @@ def test_an_immediate_cancel_stops_running_tasks_that_heartbeat_and_a_marked_tas
     assert set(_states(graphs, "g10").values()) == {r.CANCELLED}
     # A note applied after the cancel releases nothing.
     assert graphs.apply_ends(["g10.charge"], NODE, T0).released == ()
+
+
+def test_an_operators_skip_reopens_what_its_rule_skipped_down_the_chain(stores):
+    store, graphs = stores
+    chain = {"a": (0, [], JoinRule.ALL_SUCCEEDED), "b": (1, ["a"], JoinRule.ALL_SUCCEEDED),
+             "c": (2, ["b"], JoinRule.ALL_SUCCEEDED), "d": (3, ["b"], JoinRule.ALL_DONE)}
+    graphs.insert_graph(_graph("g11", chain), NODE, T0)
+    graphs.release_roots("ns", "g11", NODE, T0)
+    _end(store, "g11.a", r.DEAD_LETTERED)
+    first = graphs.apply_ends(["g11.a"], NODE, T0)
+    second = graphs.apply_ends([tid for _, tid in first.ended], NODE, T0)
+    assert _states(graphs, "g11") == {"a": r.DEAD_LETTERED, "b": r.SKIPPED, "c": r.SKIPPED, "d": r.ENQUEUED}
+    assert second.skipped == 1
+
+    records: list[str] = []
+
+    def record(status_before: str) -> AuditRecord:
+        records.append(status_before)
+        return _audit(status_before)
+    slot, before = graphs.skip_task("g11.a", "done by hand", record, NODE, T0)
+    assert (slot, before, records) == (0, "dead_lettered", ["dead_lettered"])
+    reopened = graphs.apply_reopened(["g11.a"], "a was skipped by an operator", NODE, T0)
+    assert [t.task_id for t in reopened.released] == ["g11.b"] and reopened.reopened == ((1, "g11.b"),)
+    assert _history(store, "g11.b") == ["accepted", "waiting", "skipped", "waiting", "queued"]
+    # b re-opened: c waits for it again; d (all_done) ran already and is left alone.
+    graphs.apply_reopened(["g11.b"], "b was re-opened", NODE, T0)
+    assert _states(graphs, "g11") == {"a": r.SKIPPED, "b": r.ENQUEUED, "c": r.WAITING, "d": r.ENQUEUED}
+    _end(store, "g11.b", r.SUCCEEDED)
+    assert [t.task_id for t in graphs.apply_ends(["g11.b"], NODE, T0).released] == ["g11.c"]
+    with pytest.raises(NotSkippable):
+        graphs.skip_task("g11.c", "no", _audit, NODE, T0)
+
+
+def _audit(before: str) -> AuditRecord:
+    return AuditRecord(at=T0, actor="op", address="127.0.0.1", action="graph.skip", target="task:x", reason="r",
+                       before={"status": before})

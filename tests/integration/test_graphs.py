@@ -7,6 +7,9 @@ written."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 
 import grpc
 import pytest
@@ -267,3 +270,71 @@ def test_a_graceful_cancel_lets_the_running_task_finish_and_starts_nothing_after
         assert ran == {info.nodes["slow"].task_id}
         with pytest.raises(ValueError, match="mode: must be 'graceful' or 'immediate'"):
             client.cancel_graph(NS, "to-cancel", mode="now")
+
+
+def _taskring(node: NodeProcess, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "taskring_cli.main", *args, "--admin", node.admin],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_skip_this_step_and_run_what_follows_and_replay_a_failed_branch(node, recording_executor):
+    """The order example: charge fails, so ship, email and close are skipped; an operator skips
+    charge (`taskring graph skip`) and what follows runs. In a second order charge fails once
+    and is replayed (`taskring graph replay`): what it skipped waits for it again, then runs."""
+    g = Graph("order-skip")
+    charge = g.task("charge", TaskSpec(NS, "fatal"))
+    ship = g.task("ship", TaskSpec(NS, "ok"), after=[charge])
+    email = g.task("email", TaskSpec(NS, "ok-1"), after=[charge])
+    g.task("close", TaskSpec(NS, "ok-2"), after=[ship, email])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        info = wait_until(lambda: _finished(client, "order-skip"), 60, "the graph to finish")
+        assert info.counts == {"dead_lettered": 1, "skipped": 3}
+
+        shown = _taskring(node, "graph", "show", NS, "order-skip")
+        assert shown.returncode == 0, shown.stderr
+        assert "order-skip: finished (1 dead_lettered, 3 skipped)" in shown.stdout
+        skipped = _taskring(node, "graph", "skip", NS, "order-skip", "charge", "--reason", "charged by hand", "--json")
+        assert skipped.returncode == 0, skipped.stderr
+        assert json.loads(skipped.stdout)["before"] == "dead_lettered"
+        info = wait_until(lambda: _finished(client, "order-skip"), 60, "what follows charge to run")
+        assert {k: n.state for k, n in info.nodes.items()} == {
+            "charge": TaskState.SKIPPED, "ship": TaskState.SUCCEEDED, "email": TaskState.SUCCEEDED,
+            "close": TaskState.SUCCEEDED}
+        assert {(e.parent_key, e.outcome) for e in info.nodes["ship"].depends_on} == {("charge", "succeeded")}
+        _check_histories(client, info)
+        ship_states = [e.state.value for e in client.get(info.nodes["close"].task_id).history]
+        assert ship_states[:5] == ["accepted", "waiting", "skipped", "waiting", "queued"], ship_states
+        again = _taskring(node, "graph", "skip", NS, "order-skip", "ship", "--reason", "no")
+        assert again.returncode != 0 and "only a dead-lettered or waiting task" in again.stderr
+        audit = node.get(f"/api/audit?target=task:{info.nodes['charge'].task_id}")["records"]
+        assert [(a["action"], a["reason"], a["before"]["status"]) for a in audit] == [
+            ("graph.skip", "charged by hand", "dead_lettered")]
+
+        g2 = Graph("order-replay")
+        charge2 = g2.task("charge", TaskSpec(NS, "fail_then_ok", {"failures": 1}, max_retries=0))
+        g2.task("ship", TaskSpec(NS, "ok"), after=[charge2])
+        client.submit_graph(g2)
+        info = wait_until(lambda: _finished(client, "order-replay"), 60, "the first try to end")
+        assert info.counts == {"dead_lettered": 1, "skipped": 1}
+        replayed = _taskring(node, "graph", "replay", NS, "order-replay", "charge", "--reason", "the bank is back")
+        assert replayed.returncode == 0, replayed.stderr
+        info = wait_until(lambda: _finished(client, "order-replay"), 60, "the replayed branch to run")
+        assert {k: n.state for k, n in info.nodes.items()} == {"charge": TaskState.SUCCEEDED,
+                                                               "ship": TaskState.SUCCEEDED}
+        _check_histories(client, info)
+
+
+def test_graph_cancel_from_the_shell_is_audited(node, recording_executor):
+    g = Graph("to-cancel-cli")
+    slow = g.task("slow", TaskSpec(NS, "slow", {"ms": 1500}, timeout=30))
+    g.task("after", TaskSpec(NS, "ok"), after=[slow])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        done = _taskring(node, "graph", "cancel", NS, "to-cancel-cli", "--reason", "withdrawn", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["cancelled"] >= 1
+        info = wait_until(lambda: _finished(client, "to-cancel-cli"), 30, "the graph to finish")
+        assert info.nodes["after"].state == TaskState.CANCELLED
+    audit = node.get("/api/audit?target=graph:tests/to-cancel-cli")["records"]
+    assert [(a["action"], a["reason"]) for a in audit] == [("graph.cancel", "withdrawn")]

@@ -110,7 +110,7 @@ def test_a_graph_runs_in_order_and_results_reach_what_depends_on_them(taskring_e
         cyclic["tasks"][0]["after"] = [{"key": "close"}]
         spec.write_text(json.dumps(cyclic))
         refused = run_cli(tools.cli(language, "graph", "submit", "--nodes", node.target, "--file", str(spec)), log)
-        assert refused.returncode != 0 and "tasks[0].depends_on[0]" in refused.stderr, refused.describe()
+        assert refused.returncode != 0 and "tasks[1].depends_on[0]" in refused.stderr, refused.describe()
         assert "closes the cycle" in refused.stderr
     finally:
         executor.stop()

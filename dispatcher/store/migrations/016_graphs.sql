@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
   released_at  DATETIME(3)     NULL,       -- when it left `waiting` (queued, skipped or cancelled)
   result_json  MEDIUMTEXT      NULL,       -- its handler's return value (<= 64 KiB), kept as long as the graph
   reason       VARCHAR(512)    NULL,       -- why it was skipped or cancelled by its parents
+  operator_skipped TINYINT(1)  NOT NULL DEFAULT 0, -- skipped by an operator: counts as succeeded
   cancel_mode  VARCHAR(9)      NULL,       -- its graph was cancelled (graceful|immediate): never
                                            -- released, and a failed attempt is not retried
   PRIMARY KEY (task_id),
@@ -61,13 +62,13 @@ CREATE TABLE IF NOT EXISTS graph_edges (
 ) ENGINE=InnoDB;
 
 -- "Look at this": written in the transaction of a parent's end (kind 'task', ref = its task
--- id, slot = its slot) or of a graph's completion (kind 'graph', ref = "namespace/graph_id",
--- slot = its home slot). Deleted once applied; the owner of `slot` applies what is left
+-- id, slot = its slot), of a change of an end by an operator (kind 'reopen': a skip, a replay)
+-- or of a graph's completion (kind 'graph', ref = "namespace/graph_id", slot = its home slot). Deleted once applied; the owner of `slot` applies what is left
 -- (a node that died between its commit and the apply).
 CREATE TABLE IF NOT EXISTS graph_outbox (
   id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
   slot         SMALLINT UNSIGNED NOT NULL,
-  kind         VARCHAR(5)      NOT NULL,
+  kind         VARCHAR(6)      NOT NULL,   -- task | graph | reopen
   ref          VARCHAR(140)    NOT NULL,
   created_at   DATETIME(3)     NOT NULL,
   PRIMARY KEY (id),

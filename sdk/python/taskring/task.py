@@ -65,7 +65,8 @@ LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     # A task of a graph waits for its parents: released (queued), skipped by its join rule,
     # or cancelled.
     TaskState.WAITING: frozenset({TaskState.QUEUED, TaskState.SKIPPED, TaskState.CANCELLED}),
-    TaskState.SKIPPED: frozenset(),
+    # Re-opened when a task it depends on is skipped by an operator or replayed.
+    TaskState.SKIPPED: frozenset({TaskState.WAITING}),
     TaskState.QUEUED: frozenset({TaskState.DISPATCHED, TaskState.CANCELLED}),
     # Dispatched and then: started; an outcome with no start time (it never began, or
     # the executor did not say); handed back unspent (queued again, same attempt); or
@@ -77,8 +78,9 @@ LIFECYCLE: dict[TaskState, frozenset[TaskState]] = {
     TaskState.FAILED: frozenset({TaskState.DEAD_LETTERED}),
     TaskState.SUCCEEDED: frozenset(),
     # A dead letter runs again only when an operator replays it: it waits for that retry
-    # (retry_wait, due at once, same id), then is queued as any retry is.
-    TaskState.DEAD_LETTERED: frozenset({TaskState.RETRY_WAIT}),
+    # (retry_wait, due at once, same id), then is queued as any retry is. A task of a graph
+    # may instead be skipped by an operator, and what depends on it goes on.
+    TaskState.DEAD_LETTERED: frozenset({TaskState.RETRY_WAIT, TaskState.SKIPPED}),
     TaskState.CANCELLED: frozenset(),
 }
 _TERMINAL = frozenset({TaskState.SUCCEEDED, TaskState.DEAD_LETTERED, TaskState.CANCELLED, TaskState.SKIPPED})
