@@ -114,6 +114,34 @@ public final class Payloads {
         }
     }
 
+    /**
+     * Any JSON value the server sent in {@code wireField} (a handler's result), decoded; null for
+     * "" (none). Not JSON: a {@link ProtocolException}.
+     */
+    public static JsonNode decodeValue(String text, String wireField) {
+        if (text == null || text.isEmpty()) {
+            return null;
+        }
+        try {
+            return MAPPER.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw new ProtocolException(wireField + " is not valid JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    /** {@link #decodeValue(String, String)} bound to {@code type} with Jackson; null for "". */
+    public static <T> T decodeValue(String text, Class<T> type, String wireField) {
+        JsonNode node = decodeValue(text, wireField);
+        if (node == null) {
+            return null;
+        }
+        try {
+            return MAPPER.treeToValue(node, type);
+        } catch (JsonProcessingException e) {
+            throw new ProtocolException(wireField + " does not fit " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);
+        }
+    }
+
     private static String write(JsonNode node, String field) {
         try {
             return MAPPER.writeValueAsString(node);

@@ -1,10 +1,13 @@
 package io.taskring.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.taskring.errors.NonRetryableException;
 import io.taskring.errors.RetryableException;
 import io.taskring.errors.TaskStoppedException;
 import io.taskring.errors.TaskringException;
+import io.taskring.executor.ParentResult;
 import io.taskring.executor.TaskContext;
 import io.taskring.executor.TaskHandler;
 import io.taskring.executor.TaskringExecutor;
@@ -28,7 +31,7 @@ import taskring.v1.Taskring;
  *
  * <pre>
  *   executor --zk HOST:PORT[,HOST:PORT...][/chroot] --namespace NS --types a,b
- *            [--behavior ok|panic-once|fail-once|heartbeat] [--listen 127.0.0.1:0] [--instance-id ID]
+ *            [--behavior ok|panic-once|fail-once|heartbeat|graph-results] [--listen 127.0.0.1:0] [--instance-id ID]
  *            [--max-in-flight 64] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]
  * </pre>
  *
@@ -44,12 +47,17 @@ import taskring.v1.Taskring;
  * succeeds; stopped (its thread interrupted by a CANCEL or LOST answer, or at the deadline) it
  * prints {@code "stopped <task_id> <why>"}, why being {@code cancelled: <reason>},
  * {@code lost: <reason>} or {@code interrupted}, and ends.
+ * graph-results (for tasks of graphs) prints {@code {"graph_run": <task type>, "task_id": ...,
+ * "parents": {key: {"outcome", "result"}}}} from its parents' results, then fails non-retryably
+ * when the payload says {@code {"fail": true}}, else keeps {@code {"type": <task type>, "saw":
+ * <the same parents>}} as its result.
  * The TLS flags default to TASKRING_EXECUTOR_TLS_CERT_FILE, _KEY_FILE and _CLIENT_CA_FILE.
  */
 final class ExecutorCommand {
     private static final Set<String> FLAGS = Set.of("zk", "namespace", "types", "behavior", "listen", "instance-id",
             "max-in-flight", "tls-cert", "tls-key", "tls-client-ca");
     private static final Duration GRACE = Duration.ofSeconds(10);
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private ExecutorCommand() {}
 
@@ -143,7 +151,8 @@ final class ExecutorCommand {
                 }
             };
             case "heartbeat" -> ctx -> heartbeating(ctx, print);
-            default -> throw new UsageException("--behavior must be ok, panic-once, fail-once or heartbeat, got \""
+            case "graph-results" -> ctx -> graphResults(ctx, print);
+            default -> throw new UsageException("--behavior must be ok, panic-once, fail-once, heartbeat or graph-results, got \""
                     + name + "\"");
         };
     }
@@ -186,6 +195,34 @@ final class ExecutorCommand {
             print.accept("stopped " + ctx.taskId() + " " + why);
             throw e;
         }
+    }
+
+    /**
+     * The graph-results behaviour: what it saw of its parents, printed as one line (before a
+     * failure too, so every run shows), then kept as its result {@code {"type", "saw"}}; fails
+     * non-retryably when the payload says {@code {"fail": true}}.
+     */
+    static void graphResults(TaskContext ctx, Consumer<String> print) throws Exception {
+        ObjectNode saw = JSON.createObjectNode();
+        for (ParentResult p : ctx.parentResults().values()) {
+            ObjectNode one = saw.putObject(p.key());
+            one.put("outcome", p.outcome());
+            // One left out of a delivery over 1 MiB shows as null: this behaviour keeps tiny results.
+            JsonNode result = p.truncated() ? null : p.result();
+            one.set("result", result == null ? JSON.nullNode() : result);
+        }
+        ObjectNode line = JSON.createObjectNode();
+        line.put("graph_run", ctx.taskType());
+        line.put("task_id", ctx.taskId());
+        line.set("parents", saw);
+        print.accept(JSON.writeValueAsString(line));
+        if (ctx.payload().path("fail").asBoolean(false)) {
+            throw new NonRetryableException("graph-results: the payload says fail");
+        }
+        ObjectNode result = JSON.createObjectNode();
+        result.put("type", ctx.taskType());
+        result.set("saw", saw);
+        ctx.setResult(result);
     }
 
     /** A non-negative whole number of the payload, or {@code fallback} when absent. */
@@ -321,7 +358,7 @@ final class ExecutorCommand {
     private static int usage(PrintStream err, String problem) {
         err.println("taskring: " + problem);
         err.println("usage: executor --zk HOST:PORT[/chroot] --namespace NS --types a,b "
-                + "[--behavior ok|panic-once|fail-once|heartbeat]");
+                + "[--behavior ok|panic-once|fail-once|heartbeat|graph-results]");
         err.println("                [--listen 127.0.0.1:0] [--instance-id ID] [--max-in-flight 64]");
         err.println("                [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]");
         return 2;

@@ -29,6 +29,8 @@ import java.util.Map;
  *   cron   create|update|get|list|pause|resume|delete ...                    one JSON line per rule ({@link CronCommand})
  *   policies put|get|delete|list ...                                         one JSON line per task type's policy
  *                                                                            ({@link PoliciesCommand})
+ *   graph  submit|get ...                                                    one JSON line: the graph's receipt or
+ *                                                                            state ({@link GraphCommand})
  *   executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ...          serves until SIGTERM; one line per outcome
  *                                                                            ({@link ExecutorCommand})
  * </pre>
@@ -60,11 +62,14 @@ public final class Main {
         if (args.length >= 1 && args[0].equals("policies")) {
             return PoliciesCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
         }
+        if (args.length >= 1 && args[0].equals("graph")) {
+            return GraphCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
+        }
         if (args.length >= 1 && args[0].equals("executor")) {
             return ExecutorCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length), env, out, err);
         }
         if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel") || args[0].equals("submit"))) {
-            return usage(err, "give a mode: get, cancel, submit, cron, policies or executor");
+            return usage(err, "give a mode: get, cancel, submit, cron, policies, graph or executor");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
@@ -155,6 +160,7 @@ public final class Main {
         err.println("       submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]");
         err.println("       cron create|update|get|list|pause|resume|delete ... (see: cron)");
         err.println("       policies put|get|delete|list ... (see: policies)");
+        err.println("       graph submit|get ... (see: graph)");
         err.println("       executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ... (see: executor)");
         return 2;
     }

@@ -37,6 +37,19 @@ public final class BlockingClient {
         return join(client.get(taskId));
     }
 
+    /** {@link TaskringClient#submitGraph}, waiting. */
+    public SubmittedGraph submitGraph(Graph graph) {
+        return join(client.submitGraph(graph));
+    }
+
+    public GraphInfo getGraph(String namespace, String graphId) {
+        return join(client.getGraph(namespace, graphId));
+    }
+
+    public GraphInfo getGraph(String namespace, String graphId, boolean withResults) {
+        return join(client.getGraph(namespace, graphId, withResults));
+    }
+
     /** {@link TaskringClient#cron()}, waiting. */
     public BlockingCronRules cron() {
         return new BlockingCronRules(client.cron());

@@ -26,16 +26,17 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import taskring.v1.GraphServiceGrpc;
 import taskring.v1.TaskServiceGrpc;
 import taskring.v1.Taskring;
 
 /**
- * Client of the TaskService: submit, cancel and look up tasks. Thread-safe; share one
+ * Client of the TaskService and the GraphService: submit, cancel and look up tasks and graphs. Thread-safe; share one
  * per process. Every method returns a {@link CompletableFuture} that fails with an
  * {@link RpcException} subclass; {@link #blocking()} gives the same calls, waiting.
  *
  * <p>Calls go round robin over the configured nodes. A call that may be repeated
- * safely (get, cancel, and a submit that carries its own task id) is tried once more
+ * safely (get, cancel, a graph's submit and get, and a submit that carries its own task id) is tried once more
  * on the next node when the first answers UNAVAILABLE. A submit without a task id is
  * never retried: the server assigns ids, so a retry could create a second task.
  * Future callbacks run on gRPC's threads: keep them short or hop to your own executor.
@@ -101,6 +102,36 @@ public final class TaskringClient implements AutoCloseable {
     public CompletableFuture<TaskInfo> get(String taskId) {
         Taskring.GetTaskRequest req = Taskring.GetTaskRequest.newBuilder().setTaskId(taskId).build();
         return call(TaskServiceGrpc.getGetTaskMethod(), req, true).thenApply(Envelope::fromWire);
+    }
+
+    /**
+     * Submit a graph of tasks ({@link Graph}) in one call. The server validates it whole before
+     * writing anything: an InvalidArgumentException names the field ({@code tasks[2].depends_on[0]}).
+     * A retry with the same graph id and tasks answers the graph as it stands ({@code duplicate}),
+     * so it is tried once more on the next node after UNAVAILABLE.
+     *
+     * @throws io.taskring.errors.InvalidGraphException at once, nothing sent, for a graph without tasks
+     */
+    public CompletableFuture<SubmittedGraph> submitGraph(Graph graph) {
+        Taskring.SubmitGraphRequest req = graph.toWire();
+        int n = req.getTasksCount();
+        return call(GraphServiceGrpc.getSubmitGraphMethod(), req, true).thenApply(r -> GraphWire.fromWire(r, n));
+    }
+
+    /** The graph: each task's state, attempts, edges, and what a waiting one waits for (no results). */
+    public CompletableFuture<GraphInfo> getGraph(String namespace, String graphId) {
+        return getGraph(namespace, graphId, false);
+    }
+
+    /**
+     * The graph; with {@code withResults}, each task's kept result too ({@link GraphNode#result()}).
+     * NotFoundException for a graph that does not exist.
+     */
+    public CompletableFuture<GraphInfo> getGraph(String namespace, String graphId, boolean withResults) {
+        Taskring.GetGraphRequest req = Taskring.GetGraphRequest.newBuilder()
+                .setNamespace(Objects.requireNonNull(namespace, "namespace"))
+                .setGraphId(Objects.requireNonNull(graphId, "graphId")).setWithResults(withResults).build();
+        return call(GraphServiceGrpc.getGetGraphMethod(), req, true).thenApply(GraphWire::fromWire);
     }
 
     /** Cron rules (create, update, get, list, pause, resume, delete) over this client's nodes. */

@@ -152,7 +152,8 @@ final class DeliveryRunner {
                     task.getPayloadJson().isEmpty() ? "{}" : task.getPayloadJson(), payload,
                     Integer.toUnsignedLong(d.getAttempt()), d.getEpoch(), task.getTraceId(),
                     Integer.toUnsignedLong(task.getPayloadVersion()), task.getCreatedAt(), deadlineNanos, deadline,
-                    Integer.toUnsignedLong(d.getHeartbeatTimeoutMs()), d.getHeartbeatDetailsJson());
+                    Integer.toUnsignedLong(d.getHeartbeatTimeoutMs()), d.getHeartbeatDetailsJson(),
+                    d.getKeepResult(), d.getParentResultsList(), d.getParentResultsTruncated());
             Attempt a = new Attempt(d, ctx, handler, timeoutMs, line);
             pending.add(a);
             a.outcome.whenComplete((o, e) -> pending.remove(a));
@@ -249,7 +250,7 @@ final class DeliveryRunner {
             a.thread = Thread.currentThread();
             try {
                 ExecuteSpan.run(a.handler.sync(), a.ctx); // in a span when the task carries a traceparent
-                a.outcome.complete(Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", a.startedMs, Outcomes.nowMs()));
+                a.outcome.complete(Outcomes.succeeded(a.delivery, a.ctx, a.startedMs));
             } catch (Throwable t) { // an Error in a handler is still a failed task
                 a.outcome.complete(Outcomes.failure(a.delivery, t, a.startedMs));
             } finally {
@@ -274,7 +275,7 @@ final class DeliveryRunner {
         f.whenComplete((v, t) -> {
             slots.release();
             a.outcome.complete(t == null
-                    ? Outcomes.of(a.delivery, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", a.startedMs, Outcomes.nowMs())
+                    ? Outcomes.succeeded(a.delivery, a.ctx, a.startedMs)
                     : Outcomes.failure(a.delivery, t, a.startedMs));
         });
         if (a.outcome.isDone()) { // timed out before the handler even returned its future

@@ -33,6 +33,22 @@ final class Outcomes {
                 .build();
     }
 
+    /**
+     * The handler returned: SUCCEEDED, with its result when the delivery keeps it, or a
+     * non-retryable failure ("result: ...") when that result cannot be kept.
+     */
+    static Taskring.Outcome succeeded(Taskring.Delivery d, TaskContext ctx, long startedMs) {
+        if (!d.getKeepResult()) {
+            return of(d, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", startedMs, nowMs());
+        }
+        KeptResult kept = KeptResult.of(ctx.result());
+        if (!kept.error().isEmpty()) {
+            return of(d, OutcomeKind.OUTCOME_KIND_NON_RETRYABLE_FAILURE, kept.error(), "", startedMs, nowMs());
+        }
+        return of(d, OutcomeKind.OUTCOME_KIND_SUCCEEDED, "", "", startedMs, nowMs()).toBuilder()
+                .setResultJson(kept.json()).build();
+    }
+
     /** An outcome that never ran a handler. */
     static Taskring.Outcome immediate(Taskring.Delivery d, OutcomeKind kind, String error) {
         long now = nowMs();

@@ -6,14 +6,20 @@ import io.taskring.Payloads;
 import io.taskring.errors.TaskStoppedException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import taskring.v1.Taskring;
 
 /**
  * One attempt of one task, as its handler sees it. {@code (taskId, attempt, epoch)}
  * identifies the delivery: delivery is at least once, so make effects idempotent on it;
  * the epoch tells a stale dispatcher's delivery from the current owner's.
  *
- * <p>Heartbeats: see {@link #heartbeat(Object)}.
+ * <p>Heartbeats: see {@link #heartbeat(Object)}. Graphs: see {@link #setResult(Object)} and
+ * {@link #parentResults()}.
  */
 public final class TaskContext {
     private final String taskId;
@@ -30,6 +36,13 @@ public final class TaskContext {
     private final Instant deadline;
     private final long heartbeatTimeoutMs;
     private final String previousDetailsJson;
+    private final boolean keepResult;
+    private final List<Taskring.ParentResult> parentResultsWire;
+    private final boolean parentResultsTruncated;
+    // Decoded on first use (most handlers never ask); a race decodes twice into equal immutable maps.
+    private Map<String, ParentResult> parentResults;
+    // What the handler gave setResult (an async handler may give it from another thread).
+    private volatile Object result;
     // Set once, by the attempt this context belongs to, before its handler runs.
     private DeliveryRunner.Attempt owner;
     // The first CANCEL or LOST answer, as what heartbeat() throws; null while the attempt goes on.
@@ -39,7 +52,8 @@ public final class TaskContext {
 
     TaskContext(String taskId, String namespace, String taskType, String payloadJson, ObjectNode payload,
                 long attempt, long epoch, String traceId, long payloadVersion, String createdAt,
-                long deadlineNanos, Instant deadline, long heartbeatTimeoutMs, String previousDetailsJson) {
+                long deadlineNanos, Instant deadline, long heartbeatTimeoutMs, String previousDetailsJson,
+                boolean keepResult, List<Taskring.ParentResult> parentResults, boolean parentResultsTruncated) {
         this.taskId = taskId;
         this.namespace = namespace;
         this.taskType = taskType;
@@ -54,6 +68,9 @@ public final class TaskContext {
         this.deadline = deadline;
         this.heartbeatTimeoutMs = heartbeatTimeoutMs;
         this.previousDetailsJson = previousDetailsJson;
+        this.keepResult = keepResult;
+        this.parentResultsWire = parentResults;
+        this.parentResultsTruncated = parentResultsTruncated;
     }
 
     void bind(DeliveryRunner.Attempt owner) {
@@ -113,6 +130,55 @@ public final class TaskContext {
 
     /** {@link #previousDetails()} as the JSON text it came as; "" when there are none. */
     public String previousDetailsJson() { return previousDetailsJson; }
+
+    // ---- graphs (docs/graphs.md) ----
+
+    /**
+     * Whether this task's result is kept: it is a task of a graph that other tasks depend on, so
+     * what the handler gives {@link #setResult} is sent back and handed to them. When false, a
+     * result is ignored (not even encoded).
+     */
+    public boolean keepsResult() { return keepResult; }
+
+    /**
+     * The handler's result, for the tasks of its graph that depend on this one (their
+     * {@link #parentResults()}) and for {@code getGraph(..., withResults)}: any value Jackson
+     * encodes as JSON (a Map, a JsonNode, a bean, a String, a number...); null for none. The last
+     * call wins. It is encoded when the handler succeeds, and only when {@link #keepsResult()}:
+     * one that is not JSON, or over 65,536 bytes of it, then fails the attempt non-retryably with
+     * an error starting {@code "result: "} (a retry would return the same). Java handlers return
+     * nothing, so this is their return value; an async handler calls it before its future completes.
+     */
+    public void setResult(Object value) { this.result = value; }
+
+    /** What was given to {@link #setResult}; null when nothing was. */
+    Object result() { return result; }
+
+    /**
+     * For a task of a graph, how each task it depends on ended, with its handler's result, by
+     * key in the order the server sent them (empty for any other task). Decoded once, on the
+     * first call.
+     */
+    public Map<String, ParentResult> parentResults() {
+        Map<String, ParentResult> decoded = parentResults;
+        if (decoded == null) {
+            Map<String, ParentResult> m = new LinkedHashMap<>();
+            for (Taskring.ParentResult p : parentResultsWire) {
+                m.put(p.getKey(), new ParentResult(p.getKey(), p.getTaskId(), p.getOutcome(), p.getError(),
+                        p.getResultJson(), parentResultsTruncated && p.getResultJson().isEmpty()
+                                && p.getOutcome().equals("succeeded")));
+            }
+            decoded = Collections.unmodifiableMap(m);
+            parentResults = decoded;
+        }
+        return decoded;
+    }
+
+    /**
+     * The parents' results came to more than 1 MiB: those past it carry none here (each such
+     * {@link ParentResult#truncated()}); read them with {@code getGraph(..., withResults)}.
+     */
+    public boolean parentResultsTruncated() { return parentResultsTruncated; }
 
     /** {@link #heartbeat(Object)} without details: the last ones sent stay the task's. */
     public void heartbeat() {

@@ -6,6 +6,8 @@ package io.taskring.executor;
  * exception asks for a retry. At the deadline the attempt is reported TIMED_OUT and the
  * thread is interrupted: honour interrupts, or pass {@link TaskContext#remaining()} on. The
  * same interrupt comes when a heartbeat's answer stops the attempt ({@link TaskContext#heartbeat(Object)}).
+ * A task of a graph hands a result to the tasks that depend on it with
+ * {@link TaskContext#setResult(Object)}: the return value Java's {@code void} leaves no room for.
  */
 @FunctionalInterface
 public interface TaskHandler {

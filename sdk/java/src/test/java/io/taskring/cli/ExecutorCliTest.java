@@ -142,7 +142,7 @@ class ExecutorCliTest {
     @Test
     void badFlagsAreUsageErrors() {
         String[][] cases = {
-            {"--behavior", "explode", "--behavior must be ok, panic-once, fail-once or heartbeat, got \"explode\""},
+            {"--behavior", "explode", "--behavior must be ok, panic-once, fail-once, heartbeat or graph-results, got \"explode\""},
             {"--listen", "nowhere", "--listen must be HOST:PORT, got 'nowhere'"},
             {"--listen", "127.0.0.1:99999", "--listen: port must be in 0..65535, got 99999"},
             {"--max-in-flight", "many", "--max-in-flight: not a number: 'many'"},
