@@ -139,8 +139,10 @@ final class ExecuteService extends ExecutorServiceGrpc.ExecutorServiceImplBase {
 
         private void answered(Taskring.HeartbeatAnswer answer) {
             DeliveryRunner.Attempt a = beating.get(new AttemptKey(answer.getTaskId(), answer.getAttempt()));
-            if (a == null) {
-                return; // the attempt is not running any more: its outcome is decided
+            // Not running any more: its outcome is decided. (Its entry leaves `beating` in a callback
+            // of the outcome that may run after the outcome was sent, so the outcome is asked too.)
+            if (a == null || a.outcome.isDone()) {
+                return;
             }
             switch (answer.getVerdict()) {
                 case HEARTBEAT_VERDICT_CANCEL -> runner.stop(a, TaskStoppedException.Verdict.CANCEL, answer.getReason());
