@@ -364,3 +364,14 @@ def test_operator_config_from_env_names_the_variable():
                                  "TASKRING_OPERATOR_NAMESPACES": "jobs, batch", "TASKRING_TOPIC_PREFIX": "x"})
     assert (c.nodes, c.kafka, c.namespaces, c.topic_prefix, c.replication) == ("n:7070", "k", ("jobs", "batch"),
                                                                               "x", 1)
+
+
+def test_the_operator_is_a_client_importing_nothing_of_the_server():
+    """It talks to the cluster through the API only (the SDK), as the shell's tools do."""
+    import ast
+    server = ("dispatcher", "cluster", "membership", "harness", "taskring_cli")
+    for path in (REPO / "taskring_operator").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [n for n in names if n.split(".")[0] in server], (path.name, names)
