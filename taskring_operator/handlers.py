@@ -30,7 +30,8 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="taskring.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="taskring.io")
     settings.persistence.finalizer = "taskring.io/asyncjobconfig"
-    # A refusal is in the status; kopf's own retries of a failed handler would only repeat it.
+    # The handlers block on gRPC and Kafka admin calls in kopf's thread pool; a few at once is
+    # plenty for one resource per task type, and bounds the calls made to the cluster.
     settings.execution.max_workers = 4
 
 
@@ -81,5 +82,5 @@ def build_registry(deps: Deps) -> kopf.OperatorRegistry:
     for cause in (kopf.on.create, kopf.on.update, kopf.on.resume):
         cause(GROUP, VERSION, PLURAL, registry=registry, id="reconcile")(handler)
     kopf.on.delete(GROUP, VERSION, PLURAL, registry=registry, id="retire")(on_delete(deps))
-    kopf.on.startup(registry=registry)(lambda settings, **_: configure(settings))
+    kopf.on.startup(registry=registry, id="configure")(lambda settings, **_: configure(settings))
     return registry

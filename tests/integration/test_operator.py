@@ -191,6 +191,13 @@ def test_a_resource_registers_grows_refuses_a_shrink_and_drains(kube, operator, 
     assert condition(refused, "Ready")["status"] == "False"
     assert snapshot(client, stack, task_type, topic) == before
 
+    # Fixed: the next generation is reconciled again and Ready.
+    fixed = kube.merge_patch(f"{BASE}/{name}", {"spec": {"topic": {"partitions": 4}}})
+    assert fixed.status == 200, fixed.message
+    ready = wait_for_phase(kube, name, 4, "Ready", operator)
+    assert condition(ready, "Error")["status"] == "False"
+    assert client.policies.get("shop", task_type).policy["concurrency"] == {"per_type": 9}
+
     # Delete with Drain: the cron rule and the policy entry go, the topic stays.
     assert kube.call("DELETE", f"{BASE}/{name}").status == 200
     wait_gone(kube, name)
@@ -240,6 +247,30 @@ def test_a_spec_only_the_operator_can_refuse_is_refused_in_status(kube, operator
     # Deleting a resource that never registered anything retires nothing, and is not held up.
     assert kube.call("DELETE", f"{BASE}/heartbeat").status == 200
     wait_gone(kube, "heartbeat")
+
+
+def test_a_restarted_operator_repairs_what_changed_behind_its_back(kube, operator, client, stack, topics):
+    """kopf's resume handler reconciles every resource at start: a policy entry deleted by hand
+    while the operator was down is registered again."""
+    task_type = f"resume_{uuid.uuid4().hex[:6]}"
+    topic = f"taskring-test-op-{uuid.uuid4().hex[:8]}"
+    topics.append(topic)
+    spec = base_spec(task_type, topic, 1, limits={"retryCap": 3})
+    assert kube.call("POST", BASE, resource("resume", spec)).status == 201
+    wait_for_phase(kube, "resume", 1, "Ready", operator)
+    assert client.policies.get("shop", task_type).revision == 1
+
+    operator.stop()
+    client.policies.delete("shop", task_type, reason="changed behind the operator's back")
+    assert client.policies.get("shop", task_type).source == "none"
+    operator.start()
+    repaired = wait_until(lambda: client.policies.get("shop", task_type).source == "api", WAIT_S,
+                          "the resumed operator to register the entry again", interval_s=0.2)
+    assert repaired
+    entry = client.policies.get("shop", task_type)
+    assert (entry.policy, entry.revision) == ({"retry_cap": 3}, 2)   # a delete keeps the revision; a put raises it
+    assert kube.call("DELETE", f"{BASE}/resume").status == 200
+    wait_gone(kube, "resume")
 
 
 def test_deleting_with_keep_leaves_the_type_as_registered(kube, operator, client, stack, topics):
