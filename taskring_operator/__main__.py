@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     with Client(config.nodes, token=config.token, rpc_timeout_s=config.rpc_timeout_s) as client:
         registry = build_registry(build_deps(config, client))
         kopf.run(registry=registry, standalone=True, clusterwide=not config.namespaces,
-                 namespaces=config.namespaces)
+                 namespaces=config.namespaces, liveness_endpoint=config.liveness_endpoint)
     return 0
 
 

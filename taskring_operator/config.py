@@ -20,7 +20,13 @@ class OperatorConfig:
     """Replication factor of topics the operator creates (TASKRING_OPERATOR_TOPIC_REPLICATION)."""
     namespaces: tuple[str, ...] = ()
     """Kubernetes namespaces watched (TASKRING_OPERATOR_NAMESPACES, comma-separated); empty: all."""
+    health_port: int = 8080
+    """kopf's liveness endpoint, GET /healthz on this port (TASKRING_OPERATOR_HEALTH_PORT; 0: none)."""
     rpc_timeout_s: float = 10.0
+
+    @property
+    def liveness_endpoint(self) -> str | None:
+        return f"http://0.0.0.0:{self.health_port}/healthz" if self.health_port else None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OperatorConfig:
@@ -39,7 +45,10 @@ class OperatorConfig:
         replication = env.get("TASKRING_OPERATOR_TOPIC_REPLICATION", "1")
         if not replication.isdigit() or int(replication) < 1:
             raise ValueError(f"TASKRING_OPERATOR_TOPIC_REPLICATION: must be a whole number >= 1, got {replication!r}")
+        health = env.get("TASKRING_OPERATOR_HEALTH_PORT", "8080")
+        if not health.isdigit() or int(health) > 65535:
+            raise ValueError(f"TASKRING_OPERATOR_HEALTH_PORT: must be a port (0: none), got {health!r}")
         namespaces = tuple(n.strip() for n in env.get("TASKRING_OPERATOR_NAMESPACES", "").split(",") if n.strip())
         return cls(nodes=need("TASKRING_OPERATOR_NODES"), kafka=need("TASKRING_KAFKA"),
                    topic_prefix=env.get("TASKRING_TOPIC_PREFIX") or "taskring.tasks", token=token,
-                   replication=int(replication), namespaces=namespaces)
+                   replication=int(replication), namespaces=namespaces, health_port=int(health))

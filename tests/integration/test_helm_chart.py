@@ -133,7 +133,8 @@ def test_the_operator_is_off_by_default_and_renders_its_deployment_rbac_and_crd(
                    "TASKRING_KAFKA": "kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092",
                    "TASKRING_TOPIC_PREFIX": "taskring.tasks",
                    "TASKRING_OPERATOR_TOPIC_REPLICATION": "3", "TASKRING_OPERATOR_NAMESPACES": "jobs,batch",
-                   "TASKRING_OPERATOR_TOKEN": "secret"}
+                   "TASKRING_OPERATOR_TOKEN": "secret", "TASKRING_OPERATOR_HEALTH_PORT": "8080"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert pod["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
     rules = one(objects, "ClusterRole")["rules"]
     assert {"apiGroups": ["taskring.io"], "resources": ["asyncjobconfigs/status"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 import yaml
 
 from harness.kube import ApiServer, KubeRest, ensure_apiserver
-from harness.processes import REPO, ChildProcess, NodeProcess, tail
+from harness.processes import REPO, ChildProcess, NodeProcess, free_port, tail
 from harness.wait import wait_until
 from harness.world import delete_topics
 from taskring import Client
@@ -69,13 +70,29 @@ def client(node) -> Iterator[Client]:
 def operator(kube: KubeRest, node: NodeProcess, taskring_env, tmp_path) -> Iterator[ChildProcess]:
     env = dict(os.environ, KUBECONFIG=str(_kubeconfig_of(kube, tmp_path)), TASKRING_OPERATOR_NODES=node.target,
                TASKRING_KAFKA=taskring_env.kafka_bootstrap, TASKRING_TOPIC_PREFIX=str(taskring_env.topic_prefix))
+    health = free_port()
+    env["TASKRING_OPERATOR_HEALTH_PORT"] = str(health)
     proc = ChildProcess("operator", [sys.executable, "-m", "taskring_operator"], tmp_path / "operator.log", env=env)
     proc.start()
+    wait_alive(proc, health)
     try:
         yield proc
     finally:
         proc.stop()
         print(tail(proc.log_path, 60))
+
+
+def wait_alive(proc: ChildProcess, port: int) -> None:
+    """Until kopf's liveness endpoint answers 200 (it serves once the operator runs)."""
+    def alive() -> bool:
+        if proc.started.poll() is not None:
+            raise RuntimeError(f"the operator exited: {tail(proc.log_path)}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    wait_until(alive, WAIT_S, "the operator's /healthz", interval_s=0.2)
 
 
 def _kubeconfig_of(kube: KubeRest, tmp_path: Path) -> Path:
@@ -264,6 +281,7 @@ def test_a_restarted_operator_repairs_what_changed_behind_its_back(kube, operato
     client.policies.delete("shop", task_type, reason="changed behind the operator's back")
     assert client.policies.get("shop", task_type).source == "none"
     operator.start()
+    wait_alive(operator, int(operator.env["TASKRING_OPERATOR_HEALTH_PORT"]))
     repaired = wait_until(lambda: client.policies.get("shop", task_type).source == "api", WAIT_S,
                           "the resumed operator to register the entry again", interval_s=0.2)
     assert repaired

@@ -364,6 +364,10 @@ def test_operator_config_from_env_names_the_variable():
                                  "TASKRING_OPERATOR_NAMESPACES": "jobs, batch", "TASKRING_TOPIC_PREFIX": "x"})
     assert (c.nodes, c.kafka, c.namespaces, c.topic_prefix, c.replication) == ("n:7070", "k", ("jobs", "batch"),
                                                                               "x", 1)
+    assert c.liveness_endpoint == "http://0.0.0.0:8080/healthz"
+    with pytest.raises(ValueError, match="TASKRING_OPERATOR_HEALTH_PORT"):
+        OperatorConfig.from_env({"TASKRING_KAFKA": "k", "TASKRING_OPERATOR_NODES": "n",
+                                 "TASKRING_OPERATOR_HEALTH_PORT": "http"})
 
 
 def test_the_operator_is_a_client_importing_nothing_of_the_server():
