@@ -15,7 +15,7 @@ class OperatorConfig:
     """TASKRING_TOPIC_PREFIX, as the nodes': task topics are <prefix>.high|normal|low."""
     token: str | None = None
     """The API token (TASKRING_OPERATOR_TOKEN, or the first line of TASKRING_OPERATOR_TOKEN_FILE);
-    it needs the `policy_write`, `read` and cron calls for the namespaces it manages (docs/security.md)."""
+    it needs the `read`, `policy_write` and `cron_write` calls for the namespaces it manages (docs/security.md)."""
     replication: int = 1
     """Replication factor of topics the operator creates (TASKRING_OPERATOR_TOPIC_REPLICATION)."""
     namespaces: tuple[str, ...] = ()

@@ -6,8 +6,8 @@
     4. create or grow the topic                  last: Kafka's change cannot be taken back
 
 Every refusal the author must fix ends in Error (not retried until the spec changes); anything
-else that fails (a node or Kafka unreachable, a revision that moved) ends in Reconciling and is
-retried. Both are written to the status with the reason.
+else that fails ends in Reconciling and is retried (an unreachable node or Kafka, a revision that
+moved, a token that may not). Both are written to the status with the reason.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from taskring.errors import InvalidArgument, TaskringError
+from taskring.errors import AlreadyExists, FailedPrecondition, InvalidArgument, PermissionDenied, TaskringError
 from taskring_operator.settings import Registrar
 from taskring_operator.spec import PRIORITIES, AsyncJobConfigSpec, SpecError, parse_spec
 from taskring_operator.status import ERROR, READY, RECONCILING, Outcome, status_patch
@@ -30,6 +30,19 @@ class Deps:
     registrar: Registrar
     topic_prefix: str
     """Task topics are `<prefix>.<priority>`, as the nodes' TASKRING_TOPIC_PREFIX."""
+
+
+def _cluster_refusal(exc: TaskringError) -> Outcome:
+    """How a failed call to the cluster's API ends: Error when only a spec change can fix it."""
+    if isinstance(exc, InvalidArgument | AlreadyExists):
+        # A bad entry or rule (named by the server), or a cron rule name somebody else's rule has.
+        return Outcome(ERROR, "RefusedByCluster", f"the cluster refused the settings: {exc}")
+    if isinstance(exc, PermissionDenied):
+        # The operator's token, not the spec: retried, so a fixed token is picked up.
+        return Outcome(RECONCILING, "PermissionDenied", f"the operator's token may not do this: {exc}")
+    if isinstance(exc, FailedPrecondition):
+        return Outcome(RECONCILING, "RevisionMoved", f"the policy entry changed while it was read: {exc}")
+    return Outcome(RECONCILING, "ClusterUnavailable", f"registering the settings: {exc}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +72,8 @@ def reconcile(raw_spec: object, resource: str, generation: int | None, previous_
         return done(Outcome(RECONCILING, "KafkaUnavailable", f"reading topic {topic}: {exc}"), spec=spec)
     try:
         registered = deps.registrar.register(spec, resource, generation or 0)
-    except InvalidArgument as exc:
-        return done(Outcome(ERROR, "RefusedByCluster", f"the cluster refused the settings: {exc}"), spec=spec)
     except TaskringError as exc:
-        return done(Outcome(RECONCILING, "ClusterUnavailable", f"registering the settings: {exc}"), spec=spec)
+        return done(_cluster_refusal(exc), spec=spec)
     try:
         partitions = apply_topic(deps.topics, plan)
     except Exception as exc:

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from taskring.cron import CronRuleInfo, CronRuleSpec
-from taskring.errors import NotFound
+from taskring.errors import AlreadyExists, InvalidArgument, NotFound, TaskringError
 from taskring.policies import TypePolicy
 from taskring_operator.spec import AsyncJobConfigSpec, Rate
 
@@ -142,7 +142,10 @@ class Registrar:
 
         The put is conditional on the revision just read, so a change somebody made in between is
         not overwritten blindly: it fails with FailedPrecondition and the next attempt reads again.
-        The server validates the entry as it validates the file, and writes nothing it refuses."""
+        The server validates the entry as it validates the file, and writes nothing it refuses.
+        A cron rule it refuses (a schedule or zone only the server parses) comes after the entry
+        was put: then this run's changes are undone before the refusal is raised, so that a
+        refused spec leaves the type's settings as they were (the entry's revision moves on)."""
         entry = policy_entry(spec)
         current = self._policies.get(spec.namespace, spec.task_type)
         changed = current.source != "api" or current.policy != entry
@@ -151,15 +154,45 @@ class Registrar:
             put = self._policies.put(spec.namespace, spec.task_type, entry, if_revision=current.revision,
                                      reason=f"AsyncJobConfig {resource} generation {generation}")
             revision = put.revision
-        plan = plan_cron(cron_specs(spec, resource), self._cron.list(spec.namespace), resource)
-        for rule in plan.create:
-            self._cron.create(rule)
-        for rule in plan.update:
-            self._cron.update(rule)
+        listed = self._cron.list(spec.namespace)
+        existing = {r.spec.name: r.spec for r in listed}
+        plan = plan_cron(cron_specs(spec, resource), listed, resource)
+        created: list[str] = []
+        updated: list[CronRuleSpec] = []
+        try:
+            for rule in plan.create:
+                self._cron.create(rule)
+                created.append(rule.name)
+            for rule in plan.update:
+                self._cron.update(rule)
+                updated.append(existing[rule.name])
+        except (InvalidArgument, AlreadyExists) as refused:
+            try:
+                self._undo(spec, resource, current, revision if changed else None, created, updated)
+            except TaskringError as undo_failed:
+                refused.add_note(f"undoing this run's changes failed too: {undo_failed}")
+            raise
+        # Deleting comes last: the server refuses no delete, and a refused create must not cost a rule.
         for name in plan.delete:
             self._cron.delete(spec.namespace, name)
         return Registered(policy_revision=revision, policy_changed=changed,
                           cron_rules=tuple(r.name for r in spec.cron))
+
+    def _undo(self, spec: AsyncJobConfigSpec, resource: str, before: TypePolicy, put_revision: int | None,
+              created: list[str], updated: list[CronRuleSpec]) -> None:
+        """Take back what `register` changed before the refusal: the rules it created and updated,
+        and the entry (put back as it was, or deleted when the type had no API entry)."""
+        for name in created:
+            self._cron.delete(spec.namespace, name)
+        for old in updated:
+            self._cron.update(old)
+        if put_revision is None:
+            return
+        reason = f"AsyncJobConfig {resource}: undone, the cluster refused its cron rules"
+        if before.source == "api":
+            self._policies.put(spec.namespace, spec.task_type, before.policy, if_revision=put_revision, reason=reason)
+        else:
+            self._policies.delete(spec.namespace, spec.task_type, if_revision=put_revision, reason=reason)
 
     def retire(self, spec: AsyncJobConfigSpec, resource: str) -> list[str]:
         """Retire the type as `spec.delete_policy` says; returns what was done, for the log.

@@ -7,6 +7,7 @@ changed, and the refusal names `spec.topic.partitions` and both counts.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,9 +67,15 @@ class KafkaTopics:
 
     def partitions(self, name: str) -> int | None:
         topic = self._admin.list_topics(topic=name, timeout=self._timeout).topics.get(name)
-        # Asking for one topic reports it with an error when it does not exist.
-        if topic is None or topic.error is not None:
+        if topic is None:
             return None
+        if topic.error is not None:
+            from confluent_kafka import KafkaError
+            # Asked for one topic, Kafka reports a missing one with this error; any other (no
+            # leader yet, say) is not an answer, and the reconcile is tried again.
+            if topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return None
+            raise RuntimeError(f"topic {name}: {topic.error.str()}")
         return len(topic.partitions)
 
     def create(self, name: str, partitions: int) -> None:
@@ -76,11 +83,27 @@ class KafkaTopics:
         future = self._admin.create_topics([NewTopic(name, num_partitions=partitions,
                                                      replication_factor=self._replication)])[name]
         future.result(timeout=self._timeout)
+        self._wait_led(name, partitions)
 
     def grow(self, name: str, partitions: int) -> None:
         from confluent_kafka.admin import NewPartitions
         future = self._admin.create_partitions([NewPartitions(name, partitions)])[name]
         future.result(timeout=self._timeout)
+        self._wait_led(name, partitions)
+
+    def _wait_led(self, name: str, partitions: int) -> None:
+        """Until every partition has a leader: Kafka answers a create before its metadata says
+        so, and Ready must mean the topic can be written to (and reads back as grown)."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            topic = self._admin.list_topics(topic=name, timeout=self._timeout).topics.get(name)
+            if (topic is not None and topic.error is None and len(topic.partitions) == partitions
+                    and all(p.leader >= 0 for p in topic.partitions.values())):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name}: not every one of its {partitions} partitions has a leader"
+                                   f" after {self._timeout:g}s")
+            time.sleep(0.1)
 
 
 def apply_topic(topics: Topics, plan: TopicPlan) -> int:

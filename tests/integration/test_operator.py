@@ -266,6 +266,31 @@ def test_a_spec_only_the_operator_can_refuse_is_refused_in_status(kube, operator
     wait_gone(kube, "heartbeat")
 
 
+def test_a_cron_rule_the_cluster_refuses_leaves_the_types_settings_as_they_were(kube, operator, client, stack,
+                                                                              topics):
+    """Only the server parses a schedule: its refusal comes after the entry was put, so the
+    operator undoes that run (the entry put back, its revision moved on) and reports the field."""
+    task_type = f"cronbad_{uuid.uuid4().hex[:6]}"
+    topic = f"taskring-test-op-{uuid.uuid4().hex[:8]}"
+    topics.append(topic)
+    good = [{"name": f"ok-{task_type[8:]}", "schedule": "0 3 * * *", "timeZone": "UTC"}]
+    spec = base_spec(task_type, topic, 1, limits={"retryCap": 2}, cron=good)
+    assert kube.call("POST", BASE, resource("cronbad", spec)).status == 201
+    wait_for_phase(kube, "cronbad", 1, "Ready", operator)
+    source, _, entry, rules, partitions = snapshot(client, stack, task_type, topic)
+
+    bad = good + [{"name": f"bad-{task_type[8:]}", "schedule": "61 * * * *", "timeZone": "UTC"}]
+    patched = kube.merge_patch(f"{BASE}/cronbad", {"spec": {"limits": {"retryCap": 5}, "cron": bad}})
+    assert patched.status == 200, patched.message
+    refused = wait_for_phase(kube, "cronbad", 2, "Error", operator)
+    error = condition(refused, "Error")
+    assert error["reason"] == "RefusedByCluster" and "rule.schedule" in error["message"], error
+    after = snapshot(client, stack, task_type, topic)
+    assert (after[0], after[2], after[3], after[4]) == (source, entry, rules, partitions)
+    assert kube.call("DELETE", f"{BASE}/cronbad").status == 200
+    wait_gone(kube, "cronbad")
+
+
 def test_a_restarted_operator_repairs_what_changed_behind_its_back(kube, operator, client, stack, topics):
     """kopf's resume handler reconciles every resource at start: a policy entry deleted by hand
     while the operator was down is registered again."""

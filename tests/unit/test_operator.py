@@ -9,13 +9,21 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import grpc
 import kopf
 import pytest
 import yaml
 
 from harness.processes import REPO
 from taskring.cron import CronRuleInfo, CronRuleSpec
-from taskring.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from taskring.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from taskring.policies import TypePolicy
 from taskring_operator.config import OperatorConfig
 from taskring_operator.handlers import on_delete, on_reconcile
@@ -234,6 +242,8 @@ class CronTwin:
     rules: dict[tuple[str, str], CronRuleSpec] = field(default_factory=dict)
 
     def create(self, spec: CronRuleSpec) -> CronRuleInfo:
+        if spec.schedule == "not cron":   # as the server refuses it
+            raise InvalidArgument("rule.schedule: must be 5 fields, got 2")
         self.rules[(spec.namespace, spec.name)] = spec
         return _info(spec)
 
@@ -294,6 +304,44 @@ def test_the_clusters_refusal_is_an_error_and_the_topic_is_left_alone(world):
     assert (result.outcome.phase, result.outcome.reason) == (ERROR, "RefusedByCluster")
     assert "policy_json.rate.per_key" in result.outcome.message
     assert topics.have == {} and cron.rules == {}
+
+
+@pytest.mark.parametrize(("error", "phase", "reason"), [
+    (AlreadyExists("rule shop/nightly-export exists"), ERROR, "RefusedByCluster"),
+    (PermissionDenied(grpc.StatusCode.PERMISSION_DENIED, "token 'op' may not policy_write"), RECONCILING,
+     "PermissionDenied"),
+    (FailedPrecondition("revision 3, not 2"), RECONCILING, "RevisionMoved"),
+    (Unavailable("no node"), RECONCILING, "ClusterUnavailable"),
+])
+def test_the_clusters_answers_map_to_error_only_when_the_spec_must_change(world, error, phase, reason):
+    deps, topics, policies, cron = world
+    policies.refuse = error
+    result = reconcile(example_spec(), RESOURCE, 1, None, deps)
+    assert (result.outcome.phase, result.outcome.reason) == (phase, reason)
+    assert str(error) in result.outcome.message
+    assert topics.have == {}
+
+
+def test_a_cron_rule_the_cluster_refuses_undoes_the_entry_and_rules_of_that_run(world):
+    deps, topics, policies, cron = world
+    reconcile(example_spec(), RESOURCE, 1, None, deps)
+    entry_before, rules_before = policies.entries[("shop", "export_orders")][1], dict(cron.rules)
+    spec = with_(with_(example_spec(), "limits.retryCap", 4), "cron",
+                 [{"name": "nightly-export", "schedule": "5 2 * * *"}, {"name": "hourly", "schedule": "0 * * * *"},
+                  {"name": "broken", "schedule": "not cron"}])
+    result = reconcile(spec, RESOURCE, 2, None, deps)
+    assert (result.outcome.phase, result.outcome.reason) == (ERROR, "RefusedByCluster")
+    assert "rule.schedule" in result.outcome.message
+    assert policies.entries[("shop", "export_orders")][1] == entry_before   # put, then put back
+    assert cron.rules == rules_before                                      # "hourly" deleted, nightly restored
+    assert topics.have == {"shop.export_orders.events": 6}
+
+
+def test_a_refused_first_registration_leaves_no_entry(world):
+    deps, topics, policies, cron = world
+    spec = with_(example_spec(), "cron", [{"name": "broken", "schedule": "not cron"}])
+    assert reconcile(spec, RESOURCE, 1, None, deps).outcome.reason == "RefusedByCluster"
+    assert (policies.entries, cron.rules, topics.have) == ({}, {}, {})
 
 
 def test_kafka_failing_is_retried_not_an_error(world):
