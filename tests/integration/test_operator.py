@@ -35,6 +35,7 @@ from taskring.errors import NotFound
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 CRD = REPO / "deploy" / "operator" / "crd.yaml"
+EXAMPLE = REPO / "deploy" / "operator" / "examples" / "export-orders.yaml"
 K8S_NS = "jobs"
 BASE = f"/apis/taskring.io/v1alpha1/namespaces/{K8S_NS}/asyncjobconfigs"
 WAIT_S = 60.0
@@ -240,6 +241,12 @@ def test_bad_specs_are_refused_at_admission_naming_the_field(kube, operator, cli
     assert zero.status == 422 and "spec.topic.partitions" in zero.message, zero.message
     priority = kube.call("POST", BASE, resource("prio", base_spec(task_type, topic, priority="urgent")))
     assert priority.status == 422 and "spec.priority" in priority.message, priority.message
+
+    # The sample in deploy/operator/examples is admitted as it is (a dry run: nothing is stored).
+    sample = yaml.safe_load(EXAMPLE.read_text())
+    sample["metadata"]["namespace"] = K8S_NS
+    admitted = kube.call("POST", f"{BASE}?dryRun=All&fieldValidation=Strict", sample)
+    assert admitted.status == 201, admitted.message
 
     assert kube.call("GET", BASE).body["items"] == []
     assert snapshot(client, stack, task_type, topic) == before
