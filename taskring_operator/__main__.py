@@ -12,7 +12,7 @@ import sys
 
 import kopf
 
-from taskring import Client
+from taskring import Client, tls_credentials
 from taskring_operator.config import OperatorConfig
 from taskring_operator.handlers import build_registry
 from taskring_operator.reconcile import Deps
@@ -29,10 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = OperatorConfig.from_env(os.environ)
-    except (ValueError, OSError) as exc:
+        credentials = (tls_credentials(config.ca_file, config.client_cert_file, config.client_key_file)
+                       if config.ca_file else None)
+    except (ValueError, OSError) as exc:   # named by the variable or the file that is wrong
         print(f"taskring-operator: {exc}", file=sys.stderr)
         return 2
-    with Client(config.nodes, token=config.token, rpc_timeout_s=config.rpc_timeout_s) as client:
+    with Client(config.nodes, token=config.token, rpc_timeout_s=config.rpc_timeout_s,
+                credentials=credentials) as client:
         registry = build_registry(build_deps(config, client))
         kopf.run(registry=registry, standalone=True, clusterwide=not config.namespaces,
                  namespaces=config.namespaces, liveness_endpoint=config.liveness_endpoint)

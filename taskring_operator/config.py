@@ -20,6 +20,12 @@ class OperatorConfig:
     """Replication factor of topics the operator creates (TASKRING_OPERATOR_TOPIC_REPLICATION)."""
     namespaces: tuple[str, ...] = ()
     """Kubernetes namespaces watched (TASKRING_OPERATOR_NAMESPACES, comma-separated); empty: all."""
+    ca_file: str | None = None
+    """TLS to the nodes: the CA their certificate is checked against (TASKRING_CA_FILE, as the
+    shell commands'); None: plain text."""
+    client_cert_file: str | None = None
+    client_key_file: str | None = None
+    """Mutual TLS: the operator's client certificate and key (TASKRING_CLIENT_CERT_FILE, _KEY_FILE)."""
     health_port: int = 8080
     """kopf's liveness endpoint, GET /healthz on this port (TASKRING_OPERATOR_HEALTH_PORT; 0: none)."""
     rpc_timeout_s: float = 10.0
@@ -48,7 +54,14 @@ class OperatorConfig:
         health = env.get("TASKRING_OPERATOR_HEALTH_PORT", "8080")
         if not health.isdigit() or int(health) > 65535:
             raise ValueError(f"TASKRING_OPERATOR_HEALTH_PORT: must be a port (0: none), got {health!r}")
+        ca = env.get("TASKRING_CA_FILE") or None
+        cert, key = env.get("TASKRING_CLIENT_CERT_FILE") or None, env.get("TASKRING_CLIENT_KEY_FILE") or None
+        if ca is None and (cert or key):
+            raise ValueError("TASKRING_CLIENT_CERT_FILE/KEY_FILE: need TASKRING_CA_FILE (mutual TLS is TLS first)")
+        if (cert is None) != (key is None):
+            raise ValueError("TASKRING_CLIENT_CERT_FILE and TASKRING_CLIENT_KEY_FILE: give both or neither")
         namespaces = tuple(n.strip() for n in env.get("TASKRING_OPERATOR_NAMESPACES", "").split(",") if n.strip())
         return cls(nodes=need("TASKRING_OPERATOR_NODES"), kafka=need("TASKRING_KAFKA"),
                    topic_prefix=env.get("TASKRING_TOPIC_PREFIX") or "taskring.tasks", token=token,
-                   replication=int(replication), namespaces=namespaces, health_port=int(health))
+                   replication=int(replication), namespaces=namespaces, health_port=int(health),
+                   ca_file=ca, client_cert_file=cert, client_key_file=key)

@@ -71,7 +71,8 @@ def node_env(objects: list[dict]) -> tuple[dict, dict[str, str]]:
 
 
 def test_lint_passes_with_the_defaults_and_with_every_part_on(tools):
-    for values in ((), ALL_ON, ("--set", "operator.enabled=true")):
+    for values in ((), ALL_ON, ("--set", "operator.enabled=true"),
+                   (*ALL_ON, "--set", "operator.enabled=true", "--set", "operator.clientTlsSecret=op-tls")):
         out = helm(tools, "lint", "--strict", str(CHART), *values)
         assert out.returncode == 0, out.stdout + out.stderr
 
@@ -143,9 +144,18 @@ def test_the_operator_is_off_by_default_and_renders_its_deployment_rbac_and_crd(
     assert not [o for o in without_crd if o["kind"] == "CustomResourceDefinition"]
 
 
-def test_the_operator_is_refused_with_tls_and_bad_values_naming_them(tools):
-    tls = helm(tools, "template", "taskring", str(CHART), "--set", "operator.enabled=true", *ALL_ON)
-    assert tls.returncode != 0 and "security.enabled" in tls.stderr, tls.stderr
+def test_the_operator_speaks_mutual_tls_with_security_on_and_bad_values_are_refused(tools):
+    no_cert = helm(tools, "template", "taskring", str(CHART), "--set", "operator.enabled=true", *ALL_ON)
+    assert no_cert.returncode != 0 and "operator.clientTlsSecret" in no_cert.stderr, no_cert.stderr
+    objects = render(tools, *ALL_ON, "--set", "operator.enabled=true", "--set", "operator.clientTlsSecret=op-tls")
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    env = {v["name"]: v.get("value") for v in container["env"]}
+    assert (env["TASKRING_CA_FILE"], env["TASKRING_CLIENT_CERT_FILE"], env["TASKRING_CLIENT_KEY_FILE"]) == (
+        "/etc/taskring/tls/ca.crt", "/etc/taskring/client-tls/tls.crt", "/etc/taskring/client-tls/tls.key")
+    secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert secrets["tls"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]   # not the nodes' key
+    assert secrets["client-tls"]["secretName"] == "op-tls"
     bad = helm(tools, "template", "taskring", str(CHART), "--set", "operator.topicReplication=0")
     assert bad.returncode != 0 and "topicReplication" in bad.stderr, bad.stderr
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
+import subprocess
 import sys
 import urllib.request
 import uuid
@@ -24,11 +26,12 @@ from typing import Any
 import pytest
 import yaml
 
+from dispatcher.auth.tokens import new_token
 from harness.kube import ApiServer, KubeRest, ensure_apiserver
 from harness.processes import REPO, ChildProcess, NodeProcess, free_port, tail
 from harness.wait import wait_until
 from harness.world import delete_topics
-from taskring import Client
+from taskring import Client, tls_credentials
 from taskring.errors import NotFound
 
 # The first run on a machine builds the API server from the Go module proxy (a few minutes on 2 cores).
@@ -67,15 +70,25 @@ def client(node) -> Iterator[Client]:
         yield c
 
 
+def start_operator(kube: KubeRest, node: NodeProcess, world, tmp_path: Path, **env: str) -> ChildProcess:
+    """`python -m taskring_operator` for `node` and the world's Kafka, once its /healthz answers."""
+    health = free_port()
+    full = dict(os.environ, KUBECONFIG=str(_kubeconfig_of(kube, tmp_path)), TASKRING_OPERATOR_NODES=node.target,
+                TASKRING_KAFKA=world.kafka_bootstrap, TASKRING_TOPIC_PREFIX=str(world.topic_prefix),
+                TASKRING_OPERATOR_HEALTH_PORT=str(health), **env)
+    proc = ChildProcess("operator", [sys.executable, "-m", "taskring_operator"], tmp_path / "operator.log", env=full)
+    proc.start()
+    try:
+        wait_alive(proc, health)
+    except BaseException:
+        proc.stop()
+        raise
+    return proc
+
+
 @pytest.fixture
 def operator(kube: KubeRest, node: NodeProcess, taskring_env, tmp_path) -> Iterator[ChildProcess]:
-    env = dict(os.environ, KUBECONFIG=str(_kubeconfig_of(kube, tmp_path)), TASKRING_OPERATOR_NODES=node.target,
-               TASKRING_KAFKA=taskring_env.kafka_bootstrap, TASKRING_TOPIC_PREFIX=str(taskring_env.topic_prefix))
-    health = free_port()
-    env["TASKRING_OPERATOR_HEALTH_PORT"] = str(health)
-    proc = ChildProcess("operator", [sys.executable, "-m", "taskring_operator"], tmp_path / "operator.log", env=env)
-    proc.start()
-    wait_alive(proc, health)
+    proc = start_operator(kube, node, taskring_env, tmp_path)
     try:
         yield proc
     finally:
@@ -321,6 +334,58 @@ def test_a_restarted_operator_repairs_what_changed_behind_its_back(kube, operato
     assert (entry.policy, entry.revision) == ({"retry_cap": 3}, 2)   # a delete keeps the revision; a put raises it
     assert kube.call("DELETE", f"{BASE}/resume").status == 200
     wait_gone(kube, "resume")
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("certs")
+    subprocess.run(["bash", str(REPO / "deploy/local/certs.sh"), str(where)], check=True, capture_output=True)
+    return where
+
+
+def test_over_mutual_tls_with_a_token_of_its_own(kube, taskring_env, certs, stack, topics, tmp_path):
+    """A node as `security.enabled` runs it: mutual TLS and a tokens file. The operator's token
+    has only the calls it needs, for one namespace: what it registers there is Ready, and a
+    resource for another namespace is retried under PermissionDenied, nothing written."""
+    operator_token, entry = new_token("operator", ["shop"], ["read", "policy_write", "cron_write"])
+    ops_token, ops_entry = new_token("ops", "*", "*")
+    (tmp_path / "tokens.json").write_text(json.dumps({"tokens": [entry, ops_entry]}))
+    admin = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    admin.load_cert_chain(certs / "client.pem", certs / "client.key")
+    node = NodeProcess(taskring_env, "operator-tls-1", single=True, admin_ssl_context=admin,
+                       TASKRING_TLS_CERT_FILE=str(certs / "server.pem"),
+                       TASKRING_TLS_KEY_FILE=str(certs / "server.key"),
+                       TASKRING_TLS_CLIENT_CA_FILE=str(certs / "ca.pem"),
+                       TASKRING_TOKENS_FILE=str(tmp_path / "tokens.json")).start().wait_ready()
+    operator = None
+    try:
+        operator = start_operator(kube, node, taskring_env, tmp_path, TASKRING_OPERATOR_TOKEN=operator_token,
+                                  TASKRING_CA_FILE=str(certs / "ca.pem"),
+                                  TASKRING_CLIENT_CERT_FILE=str(certs / "client.pem"),
+                                  TASKRING_CLIENT_KEY_FILE=str(certs / "client.key"))
+        task_type = f"tls_{uuid.uuid4().hex[:6]}"
+        topic = f"taskring-test-op-{uuid.uuid4().hex[:8]}"
+        topics.append(topic)
+        assert kube.call("POST", BASE, resource("tls", base_spec(task_type, topic, 1,
+                                                                 limits={"retryCap": 2}))).status == 201
+        wait_for_phase(kube, "tls", 1, "Ready", operator)
+        other = base_spec(task_type, f"{topic}-x", 1, namespace="billing")
+        assert kube.call("POST", BASE, resource("tls-billing", other)).status == 201
+        retried = wait_for_phase(kube, "tls-billing", 1, "Reconciling", operator)
+        assert condition(retried, "Reconciling")["reason"] == "PermissionDenied"
+
+        with Client(node.target, token=ops_token, credentials=tls_credentials(
+                certs / "ca.pem", certs / "client.pem", certs / "client.key")) as ops:
+            assert ops.policies.get("shop", task_type).policy == {"retry_cap": 2}
+            assert ops.policies.get("billing", task_type).source == "none"
+        assert partitions_of(stack, f"{topic}-x") is None
+        for name in ("tls", "tls-billing"):
+            assert kube.call("DELETE", f"{BASE}/{name}").status == 200
+            wait_gone(kube, name)
+    finally:
+        if operator is not None:
+            operator.stop()
+        node.terminate()
 
 
 def test_deleting_with_keep_leaves_the_type_as_registered(kube, operator, client, stack, topics):

@@ -413,6 +413,11 @@ def test_operator_config_from_env_names_the_variable():
     assert (c.nodes, c.kafka, c.namespaces, c.topic_prefix, c.replication) == ("n:7070", "k", ("jobs", "batch"),
                                                                               "x", 1)
     assert c.liveness_endpoint == "http://0.0.0.0:8080/healthz"
+    with pytest.raises(ValueError, match="need TASKRING_CA_FILE"):
+        OperatorConfig.from_env({"TASKRING_KAFKA": "k", "TASKRING_OPERATOR_NODES": "n",
+                                 "TASKRING_CLIENT_CERT_FILE": "c.pem", "TASKRING_CLIENT_KEY_FILE": "c.key"})
+    tls = OperatorConfig.from_env({"TASKRING_KAFKA": "k", "TASKRING_OPERATOR_NODES": "n", "TASKRING_CA_FILE": "ca.pem"})
+    assert (tls.ca_file, tls.client_cert_file) == ("ca.pem", None)
     with pytest.raises(ValueError, match="TASKRING_OPERATOR_HEALTH_PORT"):
         OperatorConfig.from_env({"TASKRING_KAFKA": "k", "TASKRING_OPERATOR_NODES": "n",
                                  "TASKRING_OPERATOR_HEALTH_PORT": "http"})
