@@ -22,8 +22,12 @@ from tests.unit.test_deploy_artifacts import _from_env_variables
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 CHART = REPO / "deploy" / "helm" / "taskring"
+# The AsyncJobConfig CRD is not in the Go scheme: it is accepted unchecked here, and checked by a
+# real API server, which applies it, in tests/integration/test_operator.py (the chart's copy is
+# the same file: test_the_charts_crd_is_deploy_operators).
 CRDS = ("--allow-kind", "monitoring.coreos.com/v1/ServiceMonitor",
-        "--allow-kind", "monitoring.coreos.com/v1/PrometheusRule")
+        "--allow-kind", "monitoring.coreos.com/v1/PrometheusRule",
+        "--allow-kind", "apiextensions.k8s.io/v1/CustomResourceDefinition")
 ALL_ON = ("--set", "security.enabled=true", "--set", "security.executorTlsSecret=taskring-executor-tls",
           "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
 
@@ -67,7 +71,8 @@ def node_env(objects: list[dict]) -> tuple[dict, dict[str, str]]:
 
 
 def test_lint_passes_with_the_defaults_and_with_every_part_on(tools):
-    for values in ((), ALL_ON):
+    for values in ((), ALL_ON, ("--set", "operator.enabled=true"),
+                   (*ALL_ON, "--set", "operator.enabled=true", "--set", "operator.clientTlsSecret=op-tls")):
         out = helm(tools, "lint", "--strict", str(CHART), *values)
         assert out.returncode == 0, out.stdout + out.stderr
 
@@ -113,6 +118,51 @@ def test_security_monitoring_and_shards_render_as_the_kustomize_component_does(t
 def test_bad_values_are_refused_naming_the_value(tools, values, named):
     out = helm(tools, "template", "taskring", str(CHART), *values)
     assert out.returncode != 0 and named in out.stderr, out.stderr
+
+
+def test_the_operator_is_off_by_default_and_renders_its_deployment_rbac_and_crd(tools):
+    assert not [o for o in render(tools) if o["kind"] in ("Deployment", "CustomResourceDefinition", "ClusterRole")]
+    objects = render(tools, "--set", "operator.enabled=true", "--set", "operator.tokenSecret=taskring-operator",
+                     "--set", "operator.namespaces={jobs,batch}")
+    crd = one(objects, "CustomResourceDefinition")
+    assert crd == yaml.safe_load((REPO / "deploy" / "operator" / "crd.yaml").read_text())
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"] == ["python", "-m", "taskring_operator"]
+    env = {v["name"]: v.get("value", "secret") for v in container["env"]}
+    assert env == {"TASKRING_OPERATOR_NODES": "taskring:7070",
+                   "TASKRING_KAFKA": "kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092",
+                   "TASKRING_TOPIC_PREFIX": "taskring.tasks",
+                   "TASKRING_OPERATOR_TOPIC_REPLICATION": "3", "TASKRING_OPERATOR_NAMESPACES": "jobs,batch",
+                   "TASKRING_OPERATOR_TOKEN": "secret", "TASKRING_OPERATOR_HEALTH_PORT": "8080"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert pod["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
+    rules = one(objects, "ClusterRole")["rules"]
+    assert {"apiGroups": ["taskring.io"], "resources": ["asyncjobconfigs/status"],
+            "verbs": ["get", "patch", "update"]} in rules
+    without_crd = render(tools, "--set", "operator.enabled=true", "--set", "operator.installCRD=false")
+    assert not [o for o in without_crd if o["kind"] == "CustomResourceDefinition"]
+
+
+def test_the_operator_speaks_mutual_tls_with_security_on_and_bad_values_are_refused(tools):
+    no_cert = helm(tools, "template", "taskring", str(CHART), "--set", "operator.enabled=true", *ALL_ON)
+    assert no_cert.returncode != 0 and "operator.clientTlsSecret" in no_cert.stderr, no_cert.stderr
+    objects = render(tools, *ALL_ON, "--set", "operator.enabled=true", "--set", "operator.clientTlsSecret=op-tls")
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    env = {v["name"]: v.get("value") for v in container["env"]}
+    assert (env["TASKRING_CA_FILE"], env["TASKRING_CLIENT_CERT_FILE"], env["TASKRING_CLIENT_KEY_FILE"]) == (
+        "/etc/taskring/tls/ca.crt", "/etc/taskring/client-tls/tls.crt", "/etc/taskring/client-tls/tls.key")
+    secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert secrets["tls"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]   # not the nodes' key
+    assert secrets["client-tls"]["secretName"] == "op-tls"
+    bad = helm(tools, "template", "taskring", str(CHART), "--set", "operator.topicReplication=0")
+    assert bad.returncode != 0 and "topicReplication" in bad.stderr, bad.stderr
+
+
+def test_the_charts_crd_is_deploy_operators():
+    assert ((CHART / "files" / "asyncjobconfig-crd.yaml").read_bytes()
+            == (REPO / "deploy" / "operator" / "crd.yaml").read_bytes())
 
 
 def test_the_charts_alert_rules_are_deploy_prometheus_rules():
