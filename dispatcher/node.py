@@ -142,7 +142,7 @@ class Node:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
-                           stats=self.stats, tracing=self.tracing)
+                           stats=self.stats, tracing=self.tracing, graph_waiting=self.graphs.waiting_for)
         assert self.engine.graph_relay is not None
         self.graph_api = GraphApi(params=api_params(config), graphs=self.graphs,
                                   release=self.engine.graph_relay.release_graph, limits=limits, clock=self.clock,

@@ -13,6 +13,7 @@ from dispatcher.cron.materializer import PlanParams
 from dispatcher.engine.completer import CompleterParams
 from dispatcher.engine.dispatch import DispatchParams
 from dispatcher.engine.engine import EngineParams
+from dispatcher.engine.graph_watch import GraphWatchParams
 from dispatcher.engine.outcomes import DecideParams
 from dispatcher.engine.poller import PollParams
 from dispatcher.engine.recovery import RecoveryParams
@@ -49,6 +50,7 @@ def engine_params(config: NodeConfig) -> EngineParams:
                           batch=config.sweep_batch),
         recovery=RecoveryParams(interval_ms=config.recovery_interval_ms, grace_ms=config.recovery_grace_ms,
                                 batch=config.recovery_batch),
+        graph_watch=GraphWatchParams(check_ms=config.graph_check_ms, stuck_after_ms=config.graph_stuck_after_ms),
     )
 
 

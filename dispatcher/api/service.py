@@ -117,8 +117,11 @@ class TaskApi(pb_grpc.TaskServiceServicer):
     def __init__(self, *, params: ApiParams, store: TaskStoreProtocol, producer: LogProducer,
                  metrics: NodeMetrics, limits: Limits, clock: Clock | None = None,
                  admission: Admission | None = None, auth: Authorizer | None = None,
-                 stats: TaskStats | None = None, tracing: NodeTracing | None = None):
+                 stats: TaskStats | None = None, tracing: NodeTracing | None = None,
+                 graph_waiting: Callable[[str], str] | None = None):
         self._params = params
+        # What a waiting task of a graph waits for (GraphStore.waiting_for); None: no graphs.
+        self._graph_waiting = graph_waiting
         self._tracing = tracing   # spans of traced tasks (base/tracing.py); None: off
         self._auth = auth or Authorizer(None)
         self._stats = stats
@@ -302,6 +305,8 @@ class TaskApi(pb_grpc.TaskServiceServicer):
             note = await asyncio.to_thread(self._store.wait_note, request.task_id)
             if note is not None and note[0] == row.attempts + 1:
                 waiting = note[1]
+        elif row.status == r.WAITING and self._graph_waiting is not None:   # a task of a graph: its parents
+            waiting = await asyncio.to_thread(self._graph_waiting, request.task_id)
         return pb.GetTaskResponse(waiting=waiting,
             task=task, state=api_state(row.status, row.attempts, row.trigger_at, self._clock.now()),
             attempts=row.attempts, due_at=rfc3339(row.trigger_at), slot=row.slot,

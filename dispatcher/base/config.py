@@ -293,6 +293,10 @@ class NodeConfig:
     """How often the owner looks for such rows in each slot it owns."""
     recovery_batch: int = 500
     """Most rows one recovery pass of one slot reads."""
+    graph_check_ms: int = 30_000
+    """How often the home owner of a graph looks at it (engine/graph_watch.py): done, stuck, lost releases."""
+    graph_stuck_after_ms: int = 600_000
+    """A graph with tasks waiting, none running, none due and none changed this long is stuck."""
     sweep_interval_ms: int = 2_000
     """How often the sweeper looks for `enqueued` rows past their grace (at most every
     enqueued_grace_ms / 2)."""
@@ -368,7 +372,8 @@ class NodeConfig:
         positive(self, "slot_count", "route_threshold_ms", "tokens_reload_ms", "policies_reload_ms", "heap_capacity",
                   "poll_interval_ms", "poll_batch", "dispatch_batch", "offset_commit_interval_ms", "max_submit_batch",
                   "recovery_grace_ms", "recovery_interval_ms", "outcome_retry_max_delay_ms", "recovery_batch",
-                  "sweep_interval_ms", "sweep_batch", "no_executor_retry_ms", "store_retry_ms",
+                  "sweep_interval_ms", "sweep_batch", "graph_check_ms", "graph_stuck_after_ms", "no_executor_retry_ms",
+                  "store_retry_ms",
                   "handoff_drain_timeout_ms", "intake_command_timeout_ms", "dispatch_idle_wait_ms",
                   "max_batches_in_flight", "executor_unreachable_cooldown_ms", "enqueued_grace_ms",
                   "outcome_batch", "admission_max_wait_ms", "admission_max_unread_count",
@@ -463,7 +468,9 @@ class NodeConfig:
                           ("admission_max_unread_count", "TASKRING_ADMISSION_MAX_UNREAD"),
                           ("cron_tick_ms", "TASKRING_CRON_TICK_MS"), ("cron_lead_ms", "TASKRING_CRON_LEAD_MS"),
                           ("cron_missed_after_ms", "TASKRING_CRON_MISSED_AFTER_MS"),
-                          ("dispatch_batch", "TASKRING_DISPATCH_BATCH"), ("outcome_batch", "TASKRING_OUTCOME_BATCH")):
+                          ("dispatch_batch", "TASKRING_DISPATCH_BATCH"), ("outcome_batch", "TASKRING_OUTCOME_BATCH"),
+                          ("graph_check_ms", "TASKRING_GRAPH_CHECK_MS"),
+                          ("graph_stuck_after_ms", "TASKRING_GRAPH_STUCK_AFTER_MS")):
             if var in env:
                 values[name] = _int_env(env, var, 0)
         for name, var in (("floor_share_low", "TASKRING_FLOOR_SHARE_LOW"),

@@ -48,9 +48,16 @@ class NodeMetrics:
         self.graph_settled = Counter("taskring_graph_settled", "Tasks of graphs that left `waiting`: released to"
                                      " run, skipped or cancelled by the tasks they depend on", ["result"],
                                      registry=r)
-        self.graph_reconciled = Counter("taskring_graph_reconciled", "Graph notes applied by the owner's sweep"
-                                        " instead of by the node that wrote them (it crashed or failed to apply)",
-                                        registry=r)
+        self.graphs_open = Gauge("taskring_graphs_open", "Graphs of this node's home slots not finished",
+                                 ["namespace"], registry=r)
+        self.graphs_stuck = Gauge("taskring_graphs_stuck", "Graphs of this node's home slots with tasks waiting,"
+                                  " none running, none due and no change for TASKRING_GRAPH_STUCK_AFTER_MS",
+                                  ["namespace"], registry=r)
+        self.graph_notes_oldest = Gauge("taskring_graph_outbox_oldest_seconds", "Age of the oldest graph note of"
+                                        " this node's slots not yet applied", registry=r)
+        self.graph_reconciled = Counter("taskring_graph_reconciled", "Ends of tasks of graphs applied by a slot"
+                                        " owner's sweep or the graph watch instead of by the node that recorded"
+                                        " them (it crashed or failed to apply them)", registry=r)
         self.fenced = Counter("taskring_fenced_writes", "Writes refused because the slot's epoch moved on",
                               registry=r)
         self.not_sent = Counter("taskring_tasks_not_sent", "Dispatched attempts given back unsent: no session lease",

@@ -39,6 +39,7 @@ from dispatcher.engine.due_queue import CLASSES, INTAKE_SHARES, DueQueue
 from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.engine.fair_share import FairShare
 from dispatcher.engine.graph_relay import GraphRelay, GraphRelayParams
+from dispatcher.engine.graph_watch import GraphWatch, GraphWatchParams
 from dispatcher.engine.limits import ConcurrencyGate, TypeKey
 from dispatcher.engine.load import Backlog, Load
 from dispatcher.engine.poller import Poller, PollParams
@@ -83,6 +84,8 @@ class EngineParams:
     floor_shares: Mapping[int, float] | None = None
     """The least share of dispatches of each lower class while it has tasks due (ready.py);
     None: ready.py's defaults."""
+    graph_watch: GraphWatchParams = dataclasses.field(default_factory=GraphWatchParams)
+    """How often the home owner looks at its graphs, and when one is stuck."""
 
     def __post_init__(self) -> None:
         positive(self, "heap_capacity", "heap_decoded_capacity", "intake_command_timeout_ms",
@@ -132,6 +135,9 @@ class Engine:
                                     topic_for=params.completer.decide.topic_for),
             graphs=graphs, store=store, producer=producer, clock=self._clock, slots=self, metrics=metrics,
             loops=loops)
+        self._graph_watch = None if self.graph_relay is None or graphs is None else GraphWatch(
+            params=params.graph_watch, graphs=graphs, relay=self.graph_relay, clock=self._clock, slots=self,
+            metrics=metrics, loops=loops)
         self._completer = Completer(params=params.completer, store=store, producer=producer, metrics=metrics,
                                     clock=self._clock, rng=self._rng, slots=self._slots, progress=self._progress,
                                     lose=self._lose, stats=stats,
@@ -172,6 +178,8 @@ class Engine:
         self._guard.start()
         if self.graph_relay is not None:
             self.graph_relay.start()
+        if self._graph_watch is not None:
+            self._graph_watch.start()
 
     async def stop(self) -> None:
         """Stop intake, finish what is in flight, commit progress. Safe twice."""
@@ -181,6 +189,8 @@ class Engine:
         for slot in self._slots.slots():
             await self.slot_revoked(slot, clean=True)
         await self._guard.stop()
+        if self._graph_watch is not None:
+            await self._graph_watch.stop()
         if self.graph_relay is not None:
             await self.graph_relay.stop()
         await self._sweeper.stop()

@@ -126,6 +126,16 @@ class GraphRelay:
                 caused_reopened += settled.reopened
             ends, reopened = caused_ends, caused_reopened
 
+    async def reconcile(self, parent_ids: list[str]) -> None:
+        """Apply again the ends of parents that the tasks waiting for them never counted (the
+        graph watch found them); counted in taskring_graph_reconciled."""
+        self._reconciled.inc(len(parent_ids))
+        settled = await asyncio.to_thread(self._graphs.apply_ends, parent_ids, self._params.node_id,
+                                          self._clock.now())
+        await self.publish(settled)
+        if settled.ended:
+            await self._apply(list(settled.ended))
+
     async def release_graph(self, home_slot: int, namespace: str, graph_id: str) -> Settled:
         """Start a complete graph: release its roots, then forget its note."""
         settled = await asyncio.to_thread(self._graphs.release_roots, namespace, graph_id, self._params.node_id,

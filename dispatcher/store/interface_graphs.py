@@ -99,6 +99,31 @@ class ParentEnd:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GraphCheck:
+    """What the home owner's watch found of one open graph."""
+
+    namespace: str
+    graph_id: str
+    finished: bool
+    """Every task has ended."""
+    stuck: bool
+    """Tasks wait, none runs, none is due, and none changed for the threshold."""
+    lost: tuple[str, ...]
+    """Ended parents still unresolved on the edges of waiting tasks: releases a crash lost
+    (applied again by the watch; none but after a defect)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OpenGraphs:
+    """A home owner's open graphs by namespace, for its gauges."""
+
+    open: dict[str, int]
+    stuck: dict[str, int]
+    oldest_note_s: float
+    """The age of the oldest note of its slots (0 when none)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class EdgeView:
     parent_key: str
     parent_id: str
@@ -167,6 +192,15 @@ class GraphStoreProtocol(Protocol):
     def forget_graph(self, home_slot: int, namespace: str, graph_id: str) -> None:
         """Delete a graph's "graph" note once its roots were released."""
 
+    def open_graphs(self, slots: list[int], limit: int) -> list[tuple[str, str]]:
+        """Complete graphs of these home slots not finished, least recently checked first."""
+
+    def check_graph(self, namespace: str, graph_id: str, stuck_after_ms: int, now: dt.datetime) -> GraphCheck:
+        """Look at one graph and record what was found (finished_at, checked_at, stuck_since)."""
+
+    def open_counts(self, slots: list[int], now: dt.datetime) -> OpenGraphs:
+        """The open and stuck graphs of these home slots by namespace, and the oldest note's age."""
+
     def notes(self, slots: list[int], older_than: dt.datetime, limit: int) -> list[Note]:
         """The outbox rows of these slots written before `older_than`, oldest first."""
 
@@ -175,6 +209,9 @@ class GraphStoreProtocol(Protocol):
 
     def parent_ends(self, child_ids: list[str]) -> dict[str, list[ParentEnd]]:
         """For each task, how the parents it was released by ended, with their results, by key."""
+
+    def waiting_for(self, task_id: str) -> str:
+        """What a waiting task of a graph waits for, in words ("" for none)."""
 
     def results(self, task_ids: list[str]) -> dict[str, str]:
         """The kept results of these tasks (those that have one)."""

@@ -26,7 +26,8 @@ from dispatcher.admin.server import AdminServer
 from dispatcher.auth.identity import Identity, Role
 from harness.processes import NodeProcess
 from harness.wait import wait_until
-from taskring import Client, TaskState
+from taskring import Client, TaskSpec, TaskState
+from taskring.graph import Graph
 from tests.integration.conftest import PARTITIONS
 from tests.integration.payments import NS, charge, dead_letter
 
@@ -428,3 +429,30 @@ def test_the_policies_page_shows_each_type_and_saves_an_entry_for_it(node, brows
     records = node.get("/api/audit?target=policy:shop/export")["records"]
     assert [(r["action"], r["reason"]) for r in records] == [("policies.put", "more room for exports"),
                                                              ("policies.put", "set by a script")]
+
+
+def test_the_graphs_page_shows_a_graph_and_skips_a_step(node, recording_executor, browser, tmp_path):
+    g = Graph("console-order")
+    charge = g.task("charge", TaskSpec("tests", "fatal"))
+    g.task("ship", TaskSpec("tests", "ok"), after=[charge])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        wait_until(lambda: client.get_graph("tests", "console-order").state == "finished", 60, "the graph to end")
+        page = Page(browser, node.admin, tmp_path)
+        page.open("graph/tests/console-order")
+        page.until(lambda: page.attrs("graph-row", "data-state") == ["dead_lettered", "skipped"], "the two steps")
+        assert "console-order: finished (1 dead_lettered, 1 skipped)" in page.text("graph-summary")
+        page.type("graph-key", "charge")
+        page.click("graph-skip")
+        page.until(lambda: "reason" in page.text("message"), "the refusal naming the reason")
+        assert client.get_graph("tests", "console-order").nodes["charge"].state == TaskState.DEAD_LETTERED
+        page.type("graph-reason", "charged by hand")
+        page.click("graph-skip")
+        page.until_text("graph-result", "charge: dead_lettered -> skipped; what follows goes on")
+        wait_until(lambda: client.get_graph("tests", "console-order").nodes["ship"].state == TaskState.SUCCEEDED,
+                   60, "what follows the skipped step to run")
+        page.until(lambda: page.attrs("graph-row", "data-state") == ["skipped", "succeeded"], "the page to follow")
+        page.shot("graph")
+    records = node.get("/api/audit?action=graph.skip")["records"]
+    assert [(r["action"], r["reason"], r["before"]["status"]) for r in records] == [
+        ("graph.skip", "charged by hand", "dead_lettered")]

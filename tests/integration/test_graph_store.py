@@ -315,3 +315,34 @@ def test_an_operators_skip_reopens_what_its_rule_skipped_down_the_chain(stores):
 def _audit(before: str) -> AuditRecord:
     return AuditRecord(at=T0, actor="op", address="127.0.0.1", action="graph.skip", target="task:x", reason="r",
                        before={"status": before})
+
+
+def test_the_watch_finds_a_finished_graph_a_stuck_one_and_a_lost_release(stores):
+    store, graphs = stores
+    # Finished: every task ended.
+    graphs.insert_graph(_graph("w1", {"a": (0, [], JoinRule.ALL_SUCCEEDED)}), NODE, T0)
+    graphs.release_roots("ns", "w1", NODE, T0)
+    _end(store, "w1.a", r.SUCCEEDED)
+    # Lost: b's parent ended long ago and its note was lost; c waits behind b.
+    graphs.insert_graph(_graph("w2", {"a": (0, [], JoinRule.ALL_SUCCEEDED), "b": (1, ["a"], JoinRule.ALL_SUCCEEDED),
+                                      "c": (2, ["b"], JoinRule.ALL_SUCCEEDED)}), NODE, T0)
+    graphs.release_roots("ns", "w2", NODE, T0)
+    _end(store, "w2.a", r.SUCCEEDED)
+    later = T0 + dt.timedelta(minutes=20)
+    assert sorted(graphs.open_graphs(list(range(16)), 10)) == [("ns", "w1"), ("ns", "w2")]
+
+    done = graphs.check_graph("ns", "w1", 600_000, later)
+    assert (done.finished, done.stuck, done.lost) == (True, False, ())
+    lost = graphs.check_graph("ns", "w2", 600_000, later)
+    assert (lost.finished, lost.lost) == (False, ("w2.a",))
+    # Nothing runs, nothing is due, tasks wait and nothing changed for 20 minutes: stuck.
+    assert lost.stuck
+    counts = graphs.open_counts(list(range(16)), later)
+    assert (counts.open, counts.stuck) == ({"ns": 1}, {"ns": 1})
+    assert graphs.open_graphs(list(range(16)), 10) == [("ns", "w2")]   # w1 is finished: not looked at again
+
+    # The lost end applied again releases b; the graph is no longer stuck.
+    assert [t.task_id for t in graphs.apply_ends(list(lost.lost), NODE, later).released] == ["w2.b"]
+    again = graphs.check_graph("ns", "w2", 600_000, later + dt.timedelta(seconds=1))
+    assert (again.stuck, again.lost) == (False, ())
+    assert graphs.open_counts(list(range(16)), later).stuck == {"ns": 0}

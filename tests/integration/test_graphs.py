@@ -15,12 +15,15 @@ import grpc
 import pytest
 
 from dispatcher.store import records as r
+from harness.executors import RecordingExecutor
 from harness.processes import NodeProcess
 from harness.wait import wait_until
+from harness.world import private_world
 from taskring import Client, Executor, TaskSpec, TaskState
 from taskring.errors import AlreadyExists, InvalidArgument, NotFound
 from taskring.graph import Graph, Join
 from taskring.wire import pb, pb_grpc
+from tests.integration.conftest import PARTITIONS
 
 pytestmark = pytest.mark.integration
 
@@ -48,13 +51,36 @@ def _check_histories(client: Client, info) -> None:
         assert states[:2] == ["accepted", "waiting"], (node.key, states)
 
 
-@pytest.fixture
-def node(taskring_env):
-    node = NodeProcess(taskring_env, "graphs-1", single=True).start()
+# One world, node and executor for the module: each test has graphs of its own ids, and
+# checks only its own tasks' runs (a node per test cost more than the tests themselves).
+@pytest.fixture(scope="module")
+def world(stack, tmp_path_factory):
+    with private_world(stack, "graphs", tmp_path_factory.mktemp("graphs-logs"), PARTITIONS) as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def node(world):
+    node = NodeProcess(world, "graphs-1", single=True).start()
     try:
         yield node.wait_ready()
     finally:
         node.terminate()
+
+
+@pytest.fixture(scope="module")
+def recording_executor(world):
+    executor = RecordingExecutor(world.zk_hosts).start()
+    try:
+        yield executor
+    finally:
+        executor.stop()
+
+
+def _ran(executor: RecordingExecutor, task_ids) -> list[str]:
+    """The runs of these tasks (the module's executor runs every test's)."""
+    wanted = set(task_ids)
+    return [e.task_id for e in executor.executions if e.task_id in wanted]
 
 
 def test_the_order_example_runs_in_order_and_an_ignored_failure_lets_what_follows_run(node, recording_executor):
@@ -79,7 +105,7 @@ def test_the_order_example_runs_in_order_and_an_ignored_failure_lets_what_follow
                 assert _queued_at(client, ids[child]) >= _ended_at(client, ids[parent]), (child, parent)
         _check_histories(client, info)
         # Each ran once (the failing one once: non-retryable).
-        runs = [e.task_id for e in recording_executor.executions]
+        runs = _ran(recording_executor, ids.values())
         assert sorted(runs) == sorted(ids.values())
 
         again = client.submit_graph(g)
@@ -108,7 +134,7 @@ def test_a_failure_skips_what_depends_on_it_and_the_skip_travels_down(node, reco
         assert info.nodes["close"].reason == "join all_succeeded: 0 parent(s) failed, 2 skipped"
         assert info.counts == {"dead_lettered": 1, "skipped": 3, "succeeded": 1}
         _check_histories(client, info)
-        ran = {e.task_id for e in recording_executor.executions}
+        ran = set(_ran(recording_executor, [n.task_id for n in info.nodes.values()]))
         assert ran == {info.nodes["charge"].task_id, info.nodes["audit"].task_id}
 
 
@@ -142,7 +168,8 @@ def test_a_waiting_task_says_what_it_waits_for(node, recording_executor):
         waiting = client.get_graph(NS, "slow-first").nodes["next"]
         assert waiting.state == TaskState.WAITING
         assert waiting.waiting == "for 1 of 1 parent(s): slow (dispatched)"
-        assert client.get(waiting.task_id).state == TaskState.WAITING
+        task = client.get(waiting.task_id)
+        assert (task.state, task.waiting) == (TaskState.WAITING, "for 1 of 1 parent(s): slow (dispatched)")
         wait_until(lambda: _finished(client, "slow-first"), 60, "the graph to finish")
 
 
@@ -220,8 +247,8 @@ class Shop:
         self.seen["close_keeps"] = {"keeps": ctx.keeps_result}
 
 
-def test_results_are_handed_to_the_tasks_that_depend_on_them(node, taskring_env):
-    shop = Shop(taskring_env.zk_hosts)
+def test_results_are_handed_to_the_tasks_that_depend_on_them(node, world):
+    shop = Shop(world.zk_hosts)
     shop.executor.start()
     try:
         g = Graph("order-81")
@@ -266,7 +293,7 @@ def test_a_graceful_cancel_lets_the_running_task_finish_and_starts_nothing_after
         assert {k: n.state for k, n in info.nodes.items()} == {
             "slow": TaskState.SUCCEEDED, "after": TaskState.CANCELLED, "last": TaskState.CANCELLED}
         assert info.nodes["after"].reason == "graph cancelled: the order was withdrawn"
-        ran = {e.task_id for e in recording_executor.executions}
+        ran = set(_ran(recording_executor, [n.task_id for n in info.nodes.values()]))
         assert ran == {info.nodes["slow"].task_id}
         with pytest.raises(ValueError, match="mode: must be 'graceful' or 'immediate'"):
             client.cancel_graph(NS, "to-cancel", mode="now")

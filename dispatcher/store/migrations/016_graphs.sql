@@ -17,7 +17,13 @@ CREATE TABLE IF NOT EXISTS graphs (
   node_count   INT UNSIGNED    NOT NULL,
   complete     TINYINT(1)      NOT NULL DEFAULT 0, -- every shard's rows committed: roots may run
   created_at   DATETIME(3)     NOT NULL,
-  PRIMARY KEY (namespace, graph_id)
+  -- The home owner's watch (engine/graph_watch.py): when every task had ended, when it last
+  -- looked, and since when nothing ran, nothing was due and tasks still waited.
+  finished_at  DATETIME(3)     NULL,
+  checked_at   DATETIME(3)     NULL,
+  stuck_since  DATETIME(3)     NULL,
+  PRIMARY KEY (namespace, graph_id),
+  KEY idx_home_open (home_slot, finished_at, checked_at)
 ) ENGINE=InnoDB;
 
 -- The graph side of a task, on the task's shard: its key, join rule and the counts of its

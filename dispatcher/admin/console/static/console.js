@@ -556,6 +556,55 @@
     },
   };
 
+  // ---------------------------------------------------------------- Graphs
+
+  const graph = {
+    enter(args) {
+      if (args.length >= 2) {
+        $("graph-namespace").value = decodeURIComponent(args[0]);
+        $("graph-id").value = decodeURIComponent(args.slice(1).join("/"));
+      }
+    },
+    path(suffix) {
+      return "/api/graphs/" + encodeURIComponent($("graph-namespace").value.trim()) + "/"
+        + encodeURIComponent($("graph-id").value.trim()) + suffix;
+    },
+    async refresh() {
+      if (!$("graph-namespace").value.trim() || !$("graph-id").value.trim()) return;
+      if (document.activeElement && document.activeElement.closest("#page-graph fieldset")) return;
+      const g = await api("GET", this.path(""));
+      $("graph-summary").textContent = g.namespace + "/" + g.graph_id + ": " + g.state + " ("
+        + Object.entries(g.counts).map(([s, n]) => n + " " + s).join(", ") + ")";
+      fill($("graph-nodes"), el("table", {testid: "graph-table"},
+        el("thead", {}, el("tr", {}, ["key", "state", "attempts", "join", "after (parent: outcome)", "waiting for",
+                                      "reason"].map(h => el("th", {}, h)))),
+        el("tbody", {}, g.nodes.map(n => el("tr", {
+          class: "link", testid: "graph-row", "data-key": n.key, "data-state": n.state,
+          onclick: () => { $("graph-key").value = n.key; }},
+          td(el("a", {href: "#task/" + encodeURIComponent(n.task_id)}, n.key)), td(n.state), num(n.attempts),
+          td(n.join), td(n.depends_on.map(e => e.parent_key + ": " + (e.outcome || "…")).join(", ")),
+          td(n.waiting_for.join(", ")), td(n.reason || ""))))));
+    },
+    async skip() {
+      const key = $("graph-key").value.trim();
+      const done = await api("POST", this.path("/tasks/" + encodeURIComponent(key) + "/skip"),
+                             {reason: $("graph-reason").value});
+      say("");
+      $("graph-result").textContent = done.key + ": " + done.before + " -> skipped; what follows goes on";
+      document.activeElement.blur();
+      await this.refresh();
+    },
+    async cancel() {
+      const done = await api("POST", this.path("/cancel"), {reason: $("graph-reason").value,
+                                                            mode: $("graph-mode").value});
+      say("");
+      $("graph-result").textContent = "cancelled " + done.cancelled + " (" + done.mode + "); running on: "
+        + (done.running.join(", ") || "none");
+      document.activeElement.blur();
+      await this.refresh();
+    },
+  };
+
   // ---------------------------------------------------------------- Ring
 
   const ring = {
@@ -569,7 +618,7 @@
 
   // ---------------------------------------------------------------- routing and refreshing
 
-  const PAGES = {overview, live, failures, "dead-letter": deadLetter, task, policies, audit, ring};
+  const PAGES = {overview, live, failures, "dead-letter": deadLetter, task, policies, graph, audit, ring};
   let current = null;
   let busy = false;
 
@@ -622,6 +671,14 @@
     on("policies-filter", "submit", () => policies.refresh());
     on("policy-save", "click", () => policies.save());
     on("policy-delete", "click", () => policies.remove());
+    on("graph-form", "submit", () => {
+      const hash = "#graph/" + encodeURIComponent($("graph-namespace").value.trim()) + "/"
+        + encodeURIComponent($("graph-id").value.trim());
+      if (hash === location.hash) return refresh();
+      location.hash = hash;
+    });
+    on("graph-skip", "click", () => graph.skip());
+    on("graph-cancel", "click", () => graph.cancel());
     window.addEventListener("hashchange", route);
     setInterval(refresh, REFRESH_MS);
   }
