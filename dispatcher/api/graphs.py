@@ -26,13 +26,21 @@ from dispatcher.base.clock import Clock, ms_to_aware, ms_to_datetime
 from dispatcher.base.errors import InvalidArgument, TaskringError, bounded, quote
 from dispatcher.engine.ready import NORMAL, priority_class
 from dispatcher.store import records as r
-from dispatcher.store.interface_graphs import GraphStoreProtocol, GraphView, NewEdge, NewGraph, NewNode, NodeView
+from dispatcher.store.interface_graphs import (
+    GraphStoreProtocol,
+    GraphView,
+    NewEdge,
+    NewGraph,
+    NewNode,
+    NodeView,
+    Settled,
+)
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
 _CANCEL_MODES = {pb.CANCEL_MODE_UNSPECIFIED: "graceful", pb.CANCEL_MODE_GRACEFUL: "graceful",
                  pb.CANCEL_MODE_IMMEDIATE: "immediate"}
 
-ReleaseGraph = Callable[[int, str, str], Awaitable[object]]
+ReleaseGraph = Callable[[int, str, str], Awaitable[Settled]]
 """(home slot, namespace, graph id): release a complete graph's roots (GraphRelay.release_graph)."""
 
 
@@ -70,10 +78,15 @@ class GraphApi(pb_grpc.GraphServiceServicer):
         now_ms = self._clock.now_ms()
         valid = validate_graph(request, now=ms_to_aware(now_ms), limits=self._limits)
         home = home_slot(valid.namespace, valid.graph_id, self._params.slot_count)
-        written = await asyncio.to_thread(self._graphs.insert_graph, self._new_graph(valid, home, now_ms),
-                                          self._params.node_id, ms_to_datetime(now_ms))
-        if written:
-            await self._release(home, valid.namespace, valid.graph_id)
+        graph = self._new_graph(valid, home, now_ms)
+        written = await asyncio.to_thread(self._graphs.insert_graph, graph, self._params.node_id,
+                                          ms_to_datetime(now_ms))
+        if written:   # what it is now is known without reading it back: its roots queued, the rest waiting
+            released = {t.task_id for t in (await self._release(home, valid.namespace, valid.graph_id)).released}
+            return pb.SubmitGraphResponse(graph_id=valid.graph_id, tasks=[
+                pb.GraphTaskRef(key=n.key, task_id=n.task.task_id, slot=n.task.slot,
+                                state=pb.TASK_STATE_QUEUED if n.task.task_id in released else pb.TASK_STATE_WAITING)
+                for n in graph.nodes])
         view = await asyncio.to_thread(self._graphs.graph, valid.namespace, valid.graph_id)
         now = self._clock.now()
         return pb.SubmitGraphResponse(graph_id=valid.graph_id, duplicate=not written, tasks=[

@@ -36,6 +36,10 @@ from dispatcher.store.interface_graphs import GraphStoreProtocol, Settled
 log = logging.getLogger(__name__)
 
 _REOPENED = "a task it depends on was skipped by an operator or replayed"
+COALESCE_S = 0.005
+"""How long the relay waits for more ends before applying a few."""
+COALESCE_ENDS = 200
+"""Ends enough to apply at once."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,6 +99,10 @@ class GraphRelay:
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
+            # A fan-in's parents end a few at a time, each completer batch handing its ends over:
+            # a few ms more make one apply (one transaction on the child's shard) of many.
+            if len(self._queue) + len(self._reopened) < COALESCE_ENDS:
+                await asyncio.sleep(COALESCE_S)
             self._wake.clear()
             (ends, self._queue), (reopened, self._reopened) = (self._queue, []), (self._reopened, [])
             try:

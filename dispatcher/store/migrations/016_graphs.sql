@@ -1,5 +1,9 @@
 -- Graphs: tasks that depend on other tasks (SubmitGraph; docs/graphs.md, store/graphs.py).
 --
+-- Ids, keys and names are case-sensitive ASCII, compared byte for byte, as in `tasks`
+-- (003_case_sensitive_ids.sql): the same collation is also what lets a join on task_id use
+-- the other table's primary key. Only the texts people write (a reason, a result) are utf8mb4.
+--
 -- The one idea: a dependency is released by a conditional change of the CHILD's rows, in one
 -- transaction on the child's shard, driven by a "look at this parent" note that every end of
 -- a parent writes into graph_outbox in the transaction of that end, on the parent's shard. A
@@ -24,7 +28,7 @@ CREATE TABLE IF NOT EXISTS graphs (
   stuck_since  DATETIME(3)     NULL,
   PRIMARY KEY (namespace, graph_id),
   KEY idx_home_open (home_slot, finished_at, checked_at)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- The graph side of a task, on the task's shard: its key, join rule and the counts of its
 -- parents' ends, so the join reads nothing of another shard.
@@ -46,14 +50,14 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
   n_cancelled  INT UNSIGNED    NOT NULL DEFAULT 0,
   has_dependents TINYINT(1)    NOT NULL DEFAULT 0, -- its end leaves a note (its children wait for it)
   released_at  DATETIME(3)     NULL,       -- when it left `waiting` (queued, skipped or cancelled)
-  result_json  MEDIUMTEXT      NULL,       -- its handler's return value (<= 64 KiB), kept as long as the graph
-  reason       VARCHAR(512)    NULL,       -- why it was skipped or cancelled by its parents
+  result_json  MEDIUMTEXT      CHARACTER SET utf8mb4 NULL,       -- its handler's return value (<= 64 KiB), kept as long as the graph
+  reason       VARCHAR(512)    CHARACTER SET utf8mb4 NULL,       -- why it was skipped or cancelled by its parents
   operator_skipped TINYINT(1)  NOT NULL DEFAULT 0, -- skipped by an operator: counts as succeeded
   cancel_mode  VARCHAR(9)      NULL,       -- its graph was cancelled (graceful|immediate): never
                                            -- released, and a failed attempt is not retried
   PRIMARY KEY (task_id),
   KEY idx_graph (namespace, graph_id, seq)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- One row per edge, on the CHILD's shard: everything the child's join reads is local to it.
 CREATE TABLE IF NOT EXISTS graph_edges (
@@ -65,7 +69,7 @@ CREATE TABLE IF NOT EXISTS graph_edges (
   resolved_at  DATETIME(3)     NULL,
   PRIMARY KEY (child_id, parent_id),
   KEY idx_parent (parent_id)               -- a parent's children, on each shard
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- "Look at this": written in the transaction of a parent's end (kind 'task', ref = its task
 -- id, slot = its slot), of a change of an end by an operator (kind 'reopen': a skip, a replay)
@@ -78,5 +82,6 @@ CREATE TABLE IF NOT EXISTS graph_outbox (
   ref          VARCHAR(140)    NOT NULL,
   created_at   DATETIME(3)     NOT NULL,
   PRIMARY KEY (id),
-  KEY idx_slot_id (slot, id)
-) ENGINE=InnoDB;
+  KEY idx_slot_id (slot, id),
+  KEY idx_ref (ref)                        -- an applied note is deleted by what it is about
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
