@@ -17,7 +17,7 @@
 # Every command is idempotent. State and logs live in .stack/ at the repo root
 # (TASKRING_STACK_DIR overrides). Ports: TASKRING_ZK_PORT (22181), TASKRING_KAFKA_PORT (29092),
 # TASKRING_KAFKA_CONTROLLER_PORT (29093), TASKRING_MYSQL_PORT (23306). Topic partitions:
-# TASKRING_PARTITIONS (16). Kafka's jars are cached in ~/.cache/taskring/kafka-<version>/libs
+# TASKRING_PARTITIONS (64, the node's default slot count). Kafka's jars are cached in ~/.cache/taskring/kafka-<version>/libs
 # (TASKRING_CACHE_DIR overrides ~/.cache/taskring). Readiness deadline: TASKRING_READY_TIMEOUT (120 s).
 set -euo pipefail
 
@@ -27,7 +27,7 @@ STACK_DIR="${TASKRING_STACK_DIR:-$ROOT/.stack}"
 LOGS="$STACK_DIR/logs"
 # shellcheck source=endpoints.sh
 source "$HERE/endpoints.sh"   # TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, ..._CONTROLLER_PORT, TASKRING_MYSQL_PORT
-export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-16}"
+export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-64}"
 READY_TIMEOUT="${TASKRING_READY_TIMEOUT:-120}"
 CACHE_ROOT="${TASKRING_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/taskring}"
 KAFKA_POM="$HERE/kafka/pom.xml"

@@ -212,7 +212,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
         for t, fut in futures.items():
             fut.result(timeout=60)
             print(f"stack: topic {t} grown from {grow[t]} to {args.partitions} partitions (TASKRING_PARTITIONS);"
-                  f" tasks already queued keep their slots among the first {grow[t]}")
+                  " new tasks of a type may land in another slot than before")
     if wanted:
         futures = admin.create_topics(
             [NewTopic(t, num_partitions=args.partitions, replication_factor=1) for t in wanted],
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     h.set_defaults(func=cmd_health)
     t = sub.add_parser("topics")
     # The node's default slot count (dispatcher/base/config.py): the topics must have at least as many.
-    t.add_argument("--partitions", type=int, default=int(os.environ.get("TASKRING_PARTITIONS", "16")))
+    t.add_argument("--partitions", type=int, default=int(os.environ.get("TASKRING_PARTITIONS", "64")))
     t.add_argument("--prefix", default=TOPIC_PREFIX, help=f"topics <prefix>.high|normal|low; default {TOPIC_PREFIX}")
     t.set_defaults(func=cmd_topics)
     args = parser.parse_args(argv)
