@@ -387,7 +387,7 @@ class Demo:
         say()
         from taskring_cli.ring import fetch_ring, format_ring
         try:
-            say(format_ring(fetch_ring(plan[0].admin, self.token)))
+            say(format_ring(fetch_ring(plan[0].admin, self.token), busy_only=True))
         except (OSError, ValueError) as exc:
             failures.append(f"/ring of {plan[0].node_id} failed: {exc}")
         dead = [n.node_id for n in plan if not n.alive()]
