@@ -90,6 +90,31 @@ def live_members(zk_hosts: str) -> list[str]:
         zk.close()
 
 
+def topic_problems(partitions: Mapping[str, int | None], slot_count: int) -> list[str]:
+    """What keeps nodes of `slot_count` slots from using these topics ({topic: partitions, None:
+    missing}): a node produces to partitions 0..slot_count-1, so a topic of fewer refuses the
+    tasks of the missing slots (an older `stack.sh up` made 16; it grows them now)."""
+    problems = []
+    for topic, count in partitions.items():
+        if count is None:
+            problems.append(f"Kafka topic {topic} does not exist")
+        elif count < slot_count:
+            problems.append(f"Kafka topic {topic} has {count} partitions, fewer than the nodes' {slot_count} slots")
+    return problems
+
+
+def node_topic_problems(world: World, env: Mapping[str, str]) -> list[str]:
+    """topic_problems for the topics and the slot count the demo's nodes will have."""
+    from confluent_kafka.admin import AdminClient
+
+    from dispatcher.base.config import NodeConfig
+
+    config = NodeConfig.from_env(dict(env), node_id="demo")
+    found = AdminClient({"bootstrap.servers": world.kafka_bootstrap}).list_topics(timeout=10).topics
+    return topic_problems({t: len(found[t].partitions) if t in found else None for t in config.kafka.topics()},
+                          config.slot_count)
+
+
 # ---------------------------------------------------------------- the nodes
 
 
@@ -266,6 +291,16 @@ class Demo:
             say("demo: the local stack is not up: bash deploy/local/stack.sh up")
             return False
         try:
+            problems = node_topic_problems(self.world, os.environ)
+        except Exception as exc:
+            say(f"demo: cannot read the Kafka topics at {self.world.kafka_bootstrap}: {type(exc).__name__}: {exc}")
+            return False
+        if problems:
+            for p in problems:
+                say(f"demo: {p}")
+            say("demo: bash deploy/local/stack.sh up creates the topics, or grows them to TASKRING_PARTITIONS")
+            return False
+        try:
             others = live_members(self.world.zk_hosts)
         except Exception as exc:
             say(f"demo: cannot read the live nodes in ZooKeeper {self.world.zk_hosts}: {type(exc).__name__}: {exc}")
@@ -352,7 +387,7 @@ class Demo:
         say()
         from taskring_cli.ring import fetch_ring, format_ring
         try:
-            say(format_ring(fetch_ring(plan[0].admin, self.token)))
+            say(format_ring(fetch_ring(plan[0].admin, self.token), busy_only=True))
         except (OSError, ValueError) as exc:
             failures.append(f"/ring of {plan[0].node_id} failed: {exc}")
         dead = [n.node_id for n in plan if not n.alive()]

@@ -18,17 +18,29 @@ def fetch_ring(admin_url: str, token: str | None = None, timeout_s: float = 5.0,
         return json.loads(response.read())
 
 
-def format_ring(ring: dict) -> str:
+def _quiet(s: dict) -> bool:
+    """A slot with nothing to show: no task types, no lag, nothing pending, owned by its desired owner."""
+    return (not s["task_types"] and not s["kafka_lag_total"] and not s["mysql_pending"]
+            and s["desired_owner"] == s["actual_owner"])
+
+
+def format_ring(ring: dict, busy_only: bool = False) -> str:
+    """The ring as a table, one row a slot. `busy_only`: leave out the quiet slots (the demo's
+    printout: of 64 slots, its six task types use six), saying how many were left out."""
     lines = [f"node {ring['node']}  zookeeper {ring['zookeeper_session']}  members: "
              + ", ".join(sorted(ring["members"]))]
     header = (f"{'slot':>4}  {'desired owner':<18} {'actual owner':<18} {'epoch':>5} {'lag':>6} {'pending':>8}"
               "  task types")
     lines += [header, "-" * len(header)]
-    for s in ring["slots"]:
+    shown = [s for s in ring["slots"] if not (busy_only and _quiet(s))]
+    for s in shown:
         mark = " *" if s["desired_owner"] != s["actual_owner"] else ""
         lines.append(f"{s['slot']:>4}  {str(s['desired_owner']):<18} {str(s['actual_owner']):<18} "
                      f"{str(s['epoch']):>5} {s['kafka_lag_total']:>6} {s['mysql_pending']:>8}  "
                      f"{', '.join(s['task_types'])}{mark}")
+    if len(shown) < len(ring["slots"]):
+        lines.append(f"({len(ring['slots']) - len(shown)} more slots, each idle and owned by its desired owner:"
+                     " taskring ring shows every slot)")
     counts: dict[str, int] = {}
     for s in ring["slots"]:
         counts[str(s["actual_owner"])] = counts.get(str(s["actual_owner"]), 0) + 1
@@ -40,8 +52,8 @@ def format_ring(ring: dict) -> str:
 def balance_line(ring: dict) -> str:
     """How evenly the ring spreads the slots over the members (a member owning none counts):
     `balance: 3 members, slots per member max 7 / min 3 (2.33x), ideal 5.3`. With few slots a
-    consistent-hash ring is lumpy (16 slots over 3 nodes split 3/7/6 in the demo); more slots
-    even it out."""
+    consistent-hash ring is lumpy (16 slots over the demo's 3 nodes split 3/7/6, 2.33x); more slots
+    even it out (64, the default, split 23/20/21, 1.15x)."""
     members = sorted(ring["members"])
     per = {m: 0 for m in members}
     unowned = 0

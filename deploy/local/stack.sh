@@ -2,7 +2,8 @@
 # taskring's local stack: ZooKeeper, Kafka (KRaft) and MariaDB, on 127.0.0.1 only.
 #
 #   bash deploy/local/stack.sh up       install what is missing, start, wait until ready,
-#                                       create database `taskring` and the taskring.tasks.* topics
+#                                       create database `taskring` and the taskring.tasks.* topics (or grow
+#                                       them to TASKRING_PARTITIONS if an older `up` made them smaller)
 #   bash deploy/local/stack.sh down     stop what `up` started (by PID), wait for exit
 #   bash deploy/local/stack.sh status   each server: port, PID, health
 #   bash deploy/local/stack.sh restart-zookeeper [DOWN_S]
@@ -16,7 +17,7 @@
 # Every command is idempotent. State and logs live in .stack/ at the repo root
 # (TASKRING_STACK_DIR overrides). Ports: TASKRING_ZK_PORT (22181), TASKRING_KAFKA_PORT (29092),
 # TASKRING_KAFKA_CONTROLLER_PORT (29093), TASKRING_MYSQL_PORT (23306). Topic partitions:
-# TASKRING_PARTITIONS (16). Kafka's jars are cached in ~/.cache/taskring/kafka-<version>/libs
+# TASKRING_PARTITIONS (64, the node's default slot count). Kafka's jars are cached in ~/.cache/taskring/kafka-<version>/libs
 # (TASKRING_CACHE_DIR overrides ~/.cache/taskring). Readiness deadline: TASKRING_READY_TIMEOUT (120 s).
 set -euo pipefail
 
@@ -26,7 +27,7 @@ STACK_DIR="${TASKRING_STACK_DIR:-$ROOT/.stack}"
 LOGS="$STACK_DIR/logs"
 # shellcheck source=endpoints.sh
 source "$HERE/endpoints.sh"   # TASKRING_ZK_PORT, TASKRING_KAFKA_PORT, ..._CONTROLLER_PORT, TASKRING_MYSQL_PORT
-export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-16}"
+export TASKRING_PARTITIONS="${TASKRING_PARTITIONS:-64}"
 READY_TIMEOUT="${TASKRING_READY_TIMEOUT:-120}"
 CACHE_ROOT="${TASKRING_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/taskring}"
 KAFKA_POM="$HERE/kafka/pom.xml"
@@ -360,7 +361,8 @@ cmd_up() {
         | sed 's/^/stack: mariadb: /' || die "mariadb: migrations failed"
     (cd "$ROOT" && "$PY" -m dispatcher.store.migrate --host 127.0.0.1 --port "$TASKRING_MYSQL_SHARD2_PORT" --database taskring) \
         | sed 's/^/stack: mariadb2: /' || die "mariadb2: migrations failed"
-    "$PY" "$HERE/stackctl.py" topics --partitions "$TASKRING_PARTITIONS" || die "kafka: creating topics failed; log: $(log_of kafka)"
+    # Creates the topics, or grows ones an older `up` made with fewer partitions than the nodes have slots.
+    "$PY" "$HERE/stackctl.py" topics --partitions "$TASKRING_PARTITIONS" || die "kafka: creating or growing topics failed; log: $(log_of kafka)"
     say "start to all ready: $(secs "$t2" "$t3")s; setup (database, topics): $(secs "$t3" "$(now)")s; total: $(secs "$t0" "$(now)")s"
     echo "$(date -Is) up install=$(secs "$t0" "$t2")s ready=$(secs "$t2" "$t3")s total=$(secs "$t0" "$(now)")s" >> "$STACK_DIR/timings.log"
     say "up: ZooKeeper 127.0.0.1:$TASKRING_ZK_PORT, Kafka 127.0.0.1:$TASKRING_KAFKA_PORT, MariaDB 127.0.0.1:$TASKRING_MYSQL_PORT and 127.0.0.1:$TASKRING_MYSQL_SHARD2_PORT (database taskring); logs in $LOGS"

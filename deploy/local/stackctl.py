@@ -3,7 +3,7 @@
     stackctl.py wait    wait until ZooKeeper, Kafka and MariaDB answer (deadline, dead-process check);
                         --servers zookeeper waits for that one only
     stackctl.py health  one line per server: ok / down, for `stack.sh status`
-    stackctl.py topics  create the taskring.tasks.* topics (idempotent)
+    stackctl.py topics  create the taskring.tasks.* topics, or grow them to --partitions (idempotent)
 
 Endpoints come from the same environment variables as stack.sh (TASKRING_ZK_PORT,
 TASKRING_KAFKA_PORT, TASKRING_MYSQL_PORT); stack.sh also passes each server's PID file and log.
@@ -18,7 +18,8 @@ import sys
 import time
 
 HOST = "127.0.0.1"
-PRIORITY_TOPICS = ("taskring.tasks.high", "taskring.tasks.normal", "taskring.tasks.low")
+TOPIC_PREFIX = "taskring.tasks"  # the node's default TASKRING_TOPIC_PREFIX
+PRIORITIES = ("high", "normal", "low")
 
 
 def ports() -> dict[str, int]:
@@ -184,17 +185,34 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 def cmd_topics(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.admin import NewPartitions, NewTopic
 
+    topics = [f"{args.prefix}.{p}" for p in PRIORITIES]
     admin = KafkaCheck(ports()["kafka"]).admin
     existing = admin.list_topics(timeout=10).topics
-    wanted = [t for t in PRIORITY_TOPICS if t not in existing]
-    for t in PRIORITY_TOPICS:
+    wanted = [t for t in topics if t not in existing]
+    grow: dict[str, int] = {}
+    for t in topics:
         if t in existing:
             have = len(existing[t].partitions)
-            note = "" if have == args.partitions else (
-                f" (NOT {args.partitions}: partitions are fixed at creation; delete the topic to change)")
-            print(f"stack: topic {t} exists with {have} partitions{note}")
+            if have < args.partitions:
+                # A node of P slots produces to partitions 0..P-1: against a topic of fewer, the
+                # tasks of the missing slots could not be submitted. Kafka adds partitions (it can
+                # never remove them), so a topic made by an older `up` with fewer is grown.
+                grow[t] = have
+            elif have > args.partitions:
+                print(f"stack: topic {t} exists with {have} partitions, more than {args.partitions}"
+                      f" (Kafka cannot remove partitions; nodes of {args.partitions} slots use the first"
+                      f" {args.partitions}; delete the topic to start over)")
+            else:
+                print(f"stack: topic {t} exists with {have} partitions")
+    if grow:
+        futures = admin.create_partitions([NewPartitions(t, args.partitions) for t in grow],
+                                          operation_timeout=30, request_timeout=30)
+        for t, fut in futures.items():
+            fut.result(timeout=60)
+            print(f"stack: topic {t} grown from {grow[t]} to {args.partitions} partitions (TASKRING_PARTITIONS);"
+                  " new tasks of a type may land in another slot than before")
     if wanted:
         futures = admin.create_topics(
             [NewTopic(t, num_partitions=args.partitions, replication_factor=1) for t in wanted],
@@ -209,15 +227,16 @@ def cmd_topics(args: argparse.Namespace) -> int:
                 if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
                     raise
                 print(f"stack: topic {t} exists")
-    # Creation is asynchronous on the broker: wait until every partition has a leader.
+    # Creation and growth are asynchronous on the broker: wait until every partition has a leader.
     deadline = time.monotonic() + 60
     while True:
         md = admin.list_topics(timeout=10).topics
-        if all(t in md and md[t].partitions and all(pm.leader >= 0 for pm in md[t].partitions.values())
-               for t in PRIORITY_TOPICS):
+        if all(t in md and len(md[t].partitions) >= args.partitions
+               and all(pm.leader >= 0 for pm in md[t].partitions.values()) for t in topics):
             return 0
         if time.monotonic() > deadline:
-            print("stack: kafka topics have no leaders after 60s", file=sys.stderr)
+            print(f"stack: kafka topics {', '.join(topics)} do not all have {args.partitions} partitions with"
+                  " leaders after 60s", file=sys.stderr)
             return 1
         time.sleep(0.2)
 
@@ -233,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     h = sub.add_parser("health")
     h.set_defaults(func=cmd_health)
     t = sub.add_parser("topics")
-    t.add_argument("--partitions", type=int, default=int(os.environ.get("TASKRING_PARTITIONS", "16")))
+    # The node's default slot count (dispatcher/base/config.py): the topics must have at least as many.
+    t.add_argument("--partitions", type=int, default=int(os.environ.get("TASKRING_PARTITIONS", "64")))
+    t.add_argument("--prefix", default=TOPIC_PREFIX, help=f"topics <prefix>.high|normal|low; default {TOPIC_PREFIX}")
     t.set_defaults(func=cmd_topics)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -3,16 +3,23 @@ acks=all to chosen partitions (partition = slot) are all read back, in order per
 consumer with manually assigned partitions (no group rebalancing)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from harness.world import delete_topics, new_run_id
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 MESSAGES = 2_000
 DEADLINE_S = 60.0
+STACKCTL = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stackctl.py"
 
 
 def test_produced_messages_arrive_complete_and_in_order_per_partition(stack, kafka_topic_factory):
@@ -79,3 +86,44 @@ def test_produced_messages_arrive_complete_and_in_order_per_partition(stack, kaf
     for p in range(PARTITIONS):
         assert received[p] == sent[p], f"partition {p}: order or content differs"
     assert sum(len(v) for v in received.values()) == MESSAGES
+
+
+def test_stackctl_topics_creates_grows_a_smaller_topic_and_never_shrinks_one(stack):
+    # `stack.sh up` runs `stackctl.py topics --partitions $TASKRING_PARTITIONS`; a machine that ran an
+    # older stack has topics of 16 partitions while the nodes now default to 64 slots. Tried here on
+    # throwaway topics of the same shape (<prefix>.high|normal|low), never on the stack's own.
+    prefix = f"taskring-test-grow-{new_run_id()}"
+    topics = [f"{prefix}.{p}" for p in ("high", "normal", "low")]
+    env = dict(os.environ, TASKRING_ZK_PORT=str(stack.zk_port), TASKRING_KAFKA_PORT=str(stack.kafka_port),
+               TASKRING_MYSQL_PORT=str(stack.mysql_port), TASKRING_MYSQL_SHARD2_PORT=str(stack.mysql_shard2_port))
+
+    def topics_cmd(partitions: int) -> str:
+        done = subprocess.run([sys.executable, str(STACKCTL), "topics", "--prefix", prefix, "--partitions",
+                               str(partitions)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def counts() -> list[int]:
+        md = stack.kafka_admin().list_topics(timeout=10).topics
+        return [len(md[t].partitions) for t in topics]
+
+    try:
+        # Given the topics as an older `up` made them
+        assert "created with 4 partitions" in topics_cmd(4)
+        assert counts() == [4, 4, 4]
+
+        # When `up` runs again with more: each topic is grown, and the output says so
+        out = topics_cmd(8)
+        assert counts() == [8, 8, 8]
+        assert all(f"topic {t} grown from 4 to 8 partitions" in out for t in topics), out
+
+        # ... and again with the same count: nothing changes
+        assert all(f"topic {t} exists with 8 partitions\n" in topics_cmd(8) for t in topics)
+
+        # Then fewer than the topic has leaves it as it is (Kafka cannot remove partitions) and says so
+        out = topics_cmd(4)
+        assert counts() == [8, 8, 8]
+        assert all(f"topic {t} exists with 8 partitions, more than 4" in out for t in topics), out
+    finally:
+        for problem in delete_topics(stack, topics):
+            print(f"warning: could not delete Kafka {problem}")

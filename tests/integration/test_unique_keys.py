@@ -133,7 +133,7 @@ def test_a_key_holds_across_a_crash_between_the_write_and_the_produce(taskring_e
     now = dt.datetime.now(dt.UTC)
     valid = validate_task(pb.Task(task_id="orphan-k", namespace="tests", task_type="ok", unique_key=k),
                           now=now, limits=Limits())
-    config = NodeConfig(node_id="dead-node", slot_count=taskring_env.partitions or 16,
+    config = NodeConfig(node_id="dead-node", slot_count=taskring_env.partitions or NodeConfig.slot_count,
                         mysql=MySQLConfig(host=taskring_env.stack.host, port=taskring_env.stack.mysql_port,
                                           database=taskring_env.database))
     store = store_of(config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from typing import cast
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
@@ -93,6 +94,19 @@ def test_page_and_table_show_owners_and_flag_moving_slots():
     assert "slots per owner: n1=2" in table
     # n2 owns nothing yet: the balance counts it.
     assert lines[-1] == "balance: 2 members, slots per member max 2 / min 0 (inf), ideal 1.0"
+
+
+def test_the_busy_only_table_leaves_out_the_quiet_slots_and_says_how_many():
+    quiet = {"slot": 2, "desired_owner": "n2", "actual_owner": "n2", "epoch": 1, "task_types": [],
+             "kafka_lag": {}, "kafka_lag_total": 0, "mysql_pending": 0}
+    ring = {**RING, "slots": [*cast(list, RING["slots"]), quiet]}
+    table = format_ring(ring, busy_only=True).splitlines()
+    # slot 0 has a task type, slot 1 is moving: both stay; slot 2 goes, and is counted
+    assert [line.split()[0] for line in table[3:5]] == ["0", "1"]
+    assert table[5].startswith("(1 more slots, each idle and owned by its desired owner")
+    assert table[-2:] == ["slots per owner: n1=2, n2=1",
+                          "balance: 2 members, slots per member max 2 / min 1 (2.00x), ideal 1.5"]
+    assert len(format_ring(ring).splitlines()) == len(table)  # the full table: slot 2's row, no note
 
 
 def test_the_balance_line_counts_every_member_and_the_unowned_slots():

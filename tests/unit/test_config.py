@@ -39,6 +39,12 @@ def test_from_env_without_variables_is_the_defaults():
     assert (config.mysql, config.kafka, config.zookeeper) == (MySQLConfig(), KafkaConfig(), ZooKeeperConfig())
 
 
+def test_the_default_slot_count_is_the_one_the_local_stack_and_the_chart_make_topics_for():
+    # 64, not 16: the ring spread 16 slots over the demo's three nodes 3/7/6 (deploy/local/stack.sh
+    # TASKRING_PARTITIONS, the chart's `slots` and the kustomize ConfigMap say 64 too).
+    assert NodeConfig.from_env({}, node_id="n1").slot_count == 64
+
+
 # ---------------------------------------------------------------- the store split by slot
 
 def test_store_shards_come_from_the_environment_with_an_even_slot_map_by_default():
@@ -52,7 +58,7 @@ def test_store_shards_come_from_the_environment_with_an_even_slot_map_by_default
 
 def test_an_explicit_slot_map_is_parsed_and_printed_back_the_same():
     from dispatcher.base.config import format_slot_shards
-    config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks",
+    config = NodeConfig.from_env({"TASKRING_MYSQL_SHARDS": "db2:3307/tasks", "TASKRING_PARTITIONS": "16",
                                   "TASKRING_SLOT_SHARDS": "0-2:1,3:0,4-15:1"})
     assert config.shard_of_slot[:5] == (1, 1, 1, 0, 1)
     assert format_slot_shards(config.shard_of_slot) == "0-2:1,3:0,4-15:1"
@@ -71,7 +77,7 @@ def test_an_explicit_slot_map_is_parsed_and_printed_back_the_same():
 ])
 def test_a_bad_store_shard_setting_is_refused_naming_it(env, message):
     with pytest.raises(ValueError, match=message):
-        NodeConfig.from_env(env)
+        NodeConfig.from_env({"TASKRING_PARTITIONS": "16", **env})  # the maps above are of 16 slots
 
 
 def test_tls_and_tokens_settings():

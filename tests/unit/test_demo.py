@@ -67,3 +67,14 @@ def test_judge_flags_a_wrong_outcome_an_early_start_and_extra_handler_calls():
     assert any("expected succeeded after 3" in x for x in problems)
     assert any("before it was due" in x for x in problems)  # attempt 1 started at 12 ms, due at 50 ms
     assert notes == ["the handler ran 3 time(s) for 2 recorded attempt(s)"]
+
+
+def test_the_demo_refuses_topics_with_fewer_partitions_than_its_nodes_have_slots():
+    from harness.demo import topic_problems
+
+    # topics an older `stack.sh up` made with 16 partitions, nodes of 64 slots (the default)
+    assert topic_problems({"p.high": 16, "p.normal": 64, "p.low": None}, 64) == [
+        "Kafka topic p.high has 16 partitions, fewer than the nodes' 64 slots",
+        "Kafka topic p.low does not exist"]
+    # more partitions than slots is fine: a node uses the first ones
+    assert topic_problems({"p.high": 64, "p.normal": 128}, 64) == []

@@ -366,6 +366,24 @@ def test_the_configmap_actually_changes_the_config():
     assert config.slot_count == int(data["TASKRING_PARTITIONS"])
 
 
+def test_every_default_slot_count_is_the_nodes():
+    """The local stack, the kustomize ConfigMap and the chart make topics of as many partitions as a
+    node has slots by default: a node of P slots produces to partitions 0..P-1, so a topic of fewer
+    would refuse the tasks of the missing slots."""
+    default = NodeConfig(node_id="x").slot_count
+    stack_sh = (ROOT / "deploy" / "local" / "stack.sh").read_text()
+    stackctl = (ROOT / "deploy" / "local" / "stackctl.py").read_text()
+    chart = ROOT / "deploy" / "helm" / "taskring"
+    found = {
+        "stack.sh": re.findall(r'TASKRING_PARTITIONS="\$\{TASKRING_PARTITIONS:-(\d+)\}"', stack_sh),
+        "stackctl.py": re.findall(r'get\("TASKRING_PARTITIONS", "(\d+)"\)', stackctl),
+        "configmap.yaml": [_configmap_data()["TASKRING_PARTITIONS"]],
+        "values.yaml": [str(yaml.safe_load((chart / "values.yaml").read_text())["slots"])],
+        "the chart's README": re.findall(r"^\| `slots` \| (\d+) \|", (chart / "README.md").read_text(), re.M),
+    }
+    assert found == {where: [str(default)] for where in found}
+
+
 def test_ports_and_probes_match_the_node():
     defaults, config = NodeConfig(node_id="x"), _node_config()
     assert (config.grpc_port, config.admin_port) == (defaults.grpc_port, defaults.admin_port) == (7070, 7080)
