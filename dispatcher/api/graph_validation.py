@@ -21,7 +21,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from dispatcher.api.validation import Limits, ValidTask, validate_task
+from dispatcher.api.validation import Limits, ValidTask, task_validator
 from dispatcher.base.errors import InvalidArgument, quote
 from dispatcher.store.graph_rules import JoinRule, OnFailure
 from taskring.wire import pb
@@ -112,20 +112,23 @@ def validate_graph(request: pb.SubmitGraphRequest, *, now: dt.datetime, limits: 
         parents_of.append(tuple(parents))
     _check_acyclic(tasks, index_of)
     has_dependents = {key for parents in parents_of for key, _ in parents}
+    digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
     nodes = []
     now_ms = _ms(now)
+    check = task_validator(now, limits)
     for i, t in enumerate(tasks):
         rule, k = _join(t.join, len(parents_of[i]), f"tasks[{i}].join")
-        task = pb.Task()
-        task.CopyFrom(t.task)
+        # The request's own task takes its derived id: the digest was taken before, and the
+        # request is this call's (a copy of each task cost as much as its validation).
+        task = t.task
         task.task_id = graph_task_id(namespace, graph_id, t.key)
-        valid = validate_task(task, now=now, limits=limits, field_prefix=f"tasks[{i}].task")
+        valid = check(task, f"tasks[{i}].task")
         # The type's unique key template does not apply inside a graph: the graph id is the
         # idempotency key, and its tasks run once per graph.
-        valid = dataclasses.replace(valid, unique_key="", unique_ttl_ms=0)
+        if valid.unique_key or valid.unique_ttl_ms:
+            valid = dataclasses.replace(valid, unique_key="", unique_ttl_ms=0)
         nodes.append(ValidNode(t.key, valid, max(0, valid.due_at_ms - now_ms), parents_of[i], rule, k,
                                t.key in has_dependents))
-    digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
     return ValidGraph(namespace, graph_id, digest, tuple(nodes))
 
 

@@ -248,6 +248,20 @@ def validate_batch(
     return valid
 
 
+def task_validator(now: dt.datetime, limits: Limits) -> Callable[[pb.Task, str], ValidTask]:
+    """Check tasks one after another as validate_batch does (the typical task quickly, any
+    other by validate_task), naming a bad field under the prefix given for each task: for
+    the tasks of a graph, whose fields are `tasks[i].task.<field>`."""
+    now = _utc_ms(now)
+    typical = _TypicalTasks(now, limits).check
+
+    def check(task: pb.Task, field_prefix: str) -> ValidTask:
+        valid = typical(task, new_task_id)
+        return valid if valid is not None else validate_task(task, now=now, limits=limits,
+                                                             field_prefix=field_prefix)
+    return check
+
+
 # ---- The typical task, quickly ----
 #
 # Most tasks of a batch are alike: a few (namespace, task_type) pairs, no time but maybe
