@@ -49,7 +49,7 @@ from dispatcher.store.interface_graphs import (
 )
 from dispatcher.store.mysql import TaskStore
 from dispatcher.store.shards import Shards
-from dispatcher.store.sql_literals import marks, names, sql_time
+from dispatcher.store.sql_literals import marks, names
 from taskring.task import TaskState
 
 T = TypeVar("T")
@@ -395,7 +395,7 @@ def _insert_nodes(cur, graph_id: str, nodes: Sequence[NewNode], node: str) -> No
     fresh = [n for n in nodes if n.task.task_id not in existing]
     if not fresh:
         return
-    TaskStore.insert_in(cur, [n.task for n in fresh], node, history_in_columns=False)
+    TaskStore.insert_in(cur, [n.task for n in fresh], node)   # accepted and waiting: the row's columns
     # Multi-row INSERTs of literals, as insert_in writes the tasks (sql_literals): ids, keys,
     # namespaces and the graph id are validated names, checked again here in one pass; a
     # value escaped by PyMySQL row by row cost more than the rest of the insert.
@@ -412,13 +412,6 @@ def _insert_nodes(cur, graph_id: str, nodes: Sequence[NewNode], node: str) -> No
     for i in range(0, len(edges), 5000):
         cur.execute("INSERT IGNORE INTO graph_edges (child_id, parent_id, parent_key, on_failure) VALUES "
                     + ",".join(edges[i:i + 5000]))
-    at = sql_time(fresh[0].task.created_at)
-    by = cur.connection.escape(node)
-    waiting = {p: cur.connection.escape(f"for {p} task(s) it depends on" if p else "for its graph to be complete")
-               for p in {len(n.parents) for n in fresh}}
-    cur.execute("INSERT INTO task_events (task_id, state, at, node, attempt, detail, stack_trace) VALUES " + ",".join(
-        f"('{n.task.task_id}','accepted','{at}',{by},0,NULL,NULL),"
-        f"('{n.task.task_id}','waiting','{at}',{by},0,{waiting[len(n.parents)]},NULL)" for n in fresh))
 
 
 def _effective_statuses(cur, task_ids: list[str]) -> dict[str, str]:

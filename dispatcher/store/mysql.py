@@ -337,24 +337,21 @@ class TaskStore:
 
     @staticmethod
     def insert_in(cur, fresh: Sequence[r.NewTask], node: str, *,
-                  types: Iterable[tuple[int, str, str]] | None = None, ignore: bool = True,
-                  history_in_columns: bool = True) -> int:
+                  types: Iterable[tuple[int, str, str]] | None = None, ignore: bool = True) -> int:
         """Insert new rows inside a transaction the caller holds (the sharded store commits
         several shards' inserts once all of them succeeded); returns how many were
         inserted (an id that exists is left alone, as INSERT IGNORE does; with `ignore`
         False it fails the statement instead, IntegrityError 1062). `types`: the
         (slot, namespace, task_type) to record in slot_task_types, when the caller knows
-        which of the rows' are new (default: all of them). `history_in_columns` False: the
-        rows' accepted and queued events are not the row's columns (accepted_by and intake
-        stay NULL) but the caller's task_events, as for the tasks of a graph, which wait
-        before they are queued."""
+        which of the rows' are new (default: all of them). A row `waiting` (a task of a graph)
+        has intake 'graph': its second event is "waiting", not "queued" (migrations/016)."""
         if not fresh:
             return 0
         # One multi-row INSERT of literals (see sql_literals): the names checked in one
         # pass, the envelope as a hex literal, the times formatted once each.
         names(name for t in fresh for name in (t.task_id, t.namespace, t.task_type))
-        by = cur.connection.escape(node) if history_in_columns else "NULL"
-        intake = {r.ENQUEUED: "'kafka'", r.PENDING: "'mysql'"} if history_in_columns else {}
+        by = cur.connection.escape(node)
+        intake = {r.ENQUEUED: "'kafka'", r.PENDING: "'mysql'", r.WAITING: "'graph'"}
         values = ",".join(
             f"('{t.task_id}',{int(t.slot)},'{t.namespace}','{t.task_type}',{int(t.priority)},"
             f"'{r.Status(t.status).value}','{sql_time(t.trigger_at)}',0,0,x'{t.envelope.hex()}',"
