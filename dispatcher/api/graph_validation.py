@@ -21,7 +21,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from dispatcher.api.validation import Limits, ValidTask, task_validator
+from dispatcher.api.validation import Limits, ValidTask, task_validator, to_unix_ms
 from dispatcher.base.errors import InvalidArgument, quote
 from dispatcher.store.graph_rules import JoinRule, OnFailure
 from taskring.wire import pb
@@ -114,7 +114,7 @@ def validate_graph(request: pb.SubmitGraphRequest, *, now: dt.datetime, limits: 
     has_dependents = {key for parents in parents_of for key, _ in parents}
     digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
     nodes = []
-    now_ms = _ms(now)
+    now_ms = to_unix_ms(now)
     check = task_validator(now, limits)
     for i, t in enumerate(tasks):
         rule, k = _join(t.join, len(parents_of[i]), f"tasks[{i}].join")
@@ -201,6 +201,3 @@ def _check_acyclic(tasks: Sequence[pb.GraphTask], index_of: dict[str, int]) -> N
     raise InvalidArgument(f"tasks[{child}].depends_on[{j}]",
                           f"closes the cycle {' -> '.join([*keys, keys[0]])}")
 
-
-def _ms(t: dt.datetime) -> int:
-    return int(t.timestamp() * 1000)

@@ -35,6 +35,7 @@ from dispatcher.store.interface_graphs import (
     NodeView,
     Settled,
 )
+from taskring.task import TaskState
 from taskring.wire import STATE_TO_PB, pb, pb_grpc
 
 _CANCEL_MODES = {pb.CANCEL_MODE_UNSPECIFIED: "graceful", pb.CANCEL_MODE_GRACEFUL: "graceful",
@@ -145,13 +146,18 @@ class GraphApi(pb_grpc.GraphServiceServicer):
 def graph_response(view: GraphView, now: dt.datetime, results: dict[str, str] | None = None) -> pb.GetGraphResponse:
     """The graph as callers see it: each task's lifecycle state, its edges and, for one that
     waits, what for; with `results`, each kept result."""
+    states, counts, state = graph_states(view, now)
+    return pb.GetGraphResponse(graph_id=view.graph_id, namespace=view.namespace, state=state, counts=counts,
+                               nodes=[_node(n, states, (results or {}).get(n.task_id, "")) for n in view.nodes])
+
+
+def graph_states(view: GraphView, now: dt.datetime) -> tuple[dict[str, TaskState], dict[str, int], str]:
+    """Each task's lifecycle state by key, the tasks by state, and the graph's own state:
+    finished once every task has ended, else running (incomplete while its rows are written)."""
     states = {n.key: r.api_state(n.status, n.attempts, n.trigger_at, now) for n in view.nodes}
-    counts = collections.Counter(state.value for state in states.values())
+    counts = dict(collections.Counter(state.value for state in states.values()))
     finished = all(s.is_terminal for s in states.values())
-    return pb.GetGraphResponse(
-        graph_id=view.graph_id, namespace=view.namespace,
-        state="finished" if finished else ("running" if view.complete else "incomplete"),
-        counts=dict(counts), nodes=[_node(n, states, (results or {}).get(n.task_id, "")) for n in view.nodes])
+    return states, counts, "finished" if finished else ("running" if view.complete else "incomplete")
 
 
 def _node(n: NodeView, states: dict, result_json: str) -> pb.GraphNode:

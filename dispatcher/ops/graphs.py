@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Container
 
+from dispatcher.api.graphs import graph_states
 from dispatcher.base.clock import Clock, rfc3339
 from dispatcher.base.errors import InvalidArgument
 from dispatcher.ops.dead_letters import Actor
@@ -73,20 +74,15 @@ def _node(view: GraphView, key: str) -> NodeView:
 def graph_dict(view: GraphView, results: dict[str, str], now: dt.datetime) -> dict:
     """The graph as JSON for people and scripts: each task's state, edges, what it waits for,
     why it was skipped or cancelled, and its kept result."""
-    states = {n.key: r.api_state(n.status, n.attempts, n.trigger_at, now).value for n in view.nodes}
-    counts: dict[str, int] = {}
-    for state in states.values():
-        counts[state] = counts.get(state, 0) + 1
-    finished = all(s in ("succeeded", "dead_lettered", "cancelled", "skipped") for s in states.values())
+    states, counts, state = graph_states(view, now)
     nodes = []
     for n in view.nodes:
         open_ = [e.parent_key for e in n.edges if e.outcome is None]
-        nodes.append({"key": n.key, "task_id": n.task_id, "state": states[n.key], "attempts": n.attempts,
+        nodes.append({"key": n.key, "task_id": n.task_id, "state": states[n.key].value, "attempts": n.attempts,
                       "slot": n.slot, "join": n.join_rule.value + (f"({n.join_k})" if n.join_k else ""),
                       "depends_on": [{"parent_key": e.parent_key, "on_failure": e.on_failure.value,
                                       "outcome": e.outcome} for e in n.edges],
                       "waiting_for": open_ if n.status == r.WAITING else [],
                       "reason": n.reason or n.last_error, "result_json": results.get(n.task_id)})
     return {"namespace": view.namespace, "graph_id": view.graph_id, "created_at": rfc3339(view.created_at),
-            "state": "finished" if finished else ("running" if view.complete else "incomplete"),
-            "counts": counts, "nodes": nodes}
+            "state": state, "counts": counts, "nodes": nodes}
