@@ -13,6 +13,7 @@ import gc
 import inspect
 import logging
 import signal
+from collections.abc import Sequence
 
 import grpc
 
@@ -26,6 +27,7 @@ from dispatcher.admin.graph_routes import GraphRoutes
 from dispatcher.admin.ops_wiring import Operations
 from dispatcher.admin.policy_routes import PolicyRoutes, live_limits
 from dispatcher.admin.ring_view import RingView
+from dispatcher.admin.routes import Route
 from dispatcher.admin.server import AdminServer
 from dispatcher.api.admission import Admission
 from dispatcher.api.graphs import GraphApi
@@ -49,21 +51,14 @@ from dispatcher.engine.executor_count import ExecutorCount
 from dispatcher.engine.executor_pool import ExecutorPool
 from dispatcher.engine.heartbeats import HeartbeatDesk
 from dispatcher.engine.task_stats import TaskStats
-from dispatcher.log.intake import KafkaIntake
-from dispatcher.log.kafka import PartitionReader, TaskProducer
 from dispatcher.ops.graphs import GraphOps
 from dispatcher.params import api_params, engine_params, plan_params
+from dispatcher.parts import NodeParts, production_parts
 from dispatcher.policy.follow import PolicyChange, PolicyFollower, read_layers
 from dispatcher.policy.layers import PolicyLayers
-from dispatcher.store.cron import CronStore
-from dispatcher.store.graphs import GraphStore
 from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_dead_letters import Replayed
-from dispatcher.store.policies import PolicyStore
-from dispatcher.store.sharded import store_of
-from dispatcher.store.shards import shards_of
-from dispatcher.store.task_stats import TaskStatsStore
-from membership.executors import ExecutorDirectory
+from dispatcher.store.interface_graphs import Settled
 from membership.session import ZkSession
 from taskring.wire import pb
 
@@ -71,29 +66,32 @@ log = logging.getLogger(__name__)
 
 
 class Node:
-    def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None):
+    def __init__(self, config: NodeConfig, *, limits: Limits | None = None, clock: Clock | None = None,
+                 parts: NodeParts | None = None, more_routes: Sequence[Route] = ()):
         self.config = config
         self.metrics = NodeMetrics()
         # Every background loop reports here if it ends on its own; the liveness probe reads it.
         self.loops = LoopWatch(on_crash=lambda name: self.metrics.loop_crashes.labels(name).inc())
-        self.store = store_of(config)
+        # MariaDB, Kafka and ZooKeeper, or their in-memory twins (`taskring dev`): dispatcher/parts.py.
+        self.parts = parts = parts or production_parts(config)
+        stores = parts.store
+        self.store = stores.tasks
         # The cluster's one time is the store's (dispatcher/base/clock_sync.py); a clock given
-        # in (tests) is taken as it is.
+        # in (tests, `taskring dev`) is taken as it is.
         self.clock: Clock
         self.clock_sync: ClockSync | None
-        if clock is None:
+        if clock is None and stores.server_time_ms is not None:
             synced = SyncedClock()
             self.clock = synced
-            self.clock_sync = ClockSync(synced, self.store.server_time_ms, on_offset=self.metrics.clock_offset.set)
+            self.clock_sync = ClockSync(synced, stores.server_time_ms, on_offset=self.metrics.clock_offset.set)
         else:
-            self.clock, self.clock_sync = clock, None
-        self.session = ZkSession(config.zookeeper.hosts, session_timeout_ms=config.zookeeper.session_timeout_ms)
-        self.executors_directory = ExecutorDirectory(self.session)
+            self.clock, self.clock_sync = clock or Clock(), None
+        self.session = parts.membership.session
+        self.executors_directory = parts.membership.executors
         # The console's figures, counted per batch and written every few seconds.
-        self.stats = TaskStats(store=TaskStatsStore(shards_of(self.store)), node=config.node_id, clock=self.clock,
-                               loops=self.loops)
+        self.stats = TaskStats(store=stores.stats, node=config.node_id, clock=self.clock, loops=self.loops)
         self.executor_count = ExecutorCount(self.metrics.executors, self.executors_directory.known)
-        self.producer = TaskProducer(config.kafka)
+        self.producer = parts.log.producer
         # Read at construction, so that a CA file that is missing or not PEM stops the node
         # before it joins, naming the variable, rather than failing every delivery.
         executor_credentials = (executor_channel_credentials(config.executor_tls)
@@ -103,19 +101,20 @@ class Node:
         limits = self.limits = limits or _limits(config, layers)
         # Spans of traced tasks (TASKRING_TRACES): None unless an exporter is named.
         self.tracing = tracing_of(config.traces, config.node_id)
-        self.graphs = GraphStore(shards_of(self.store), route_threshold_ms=config.route_threshold_ms)
-        self.engine = Engine(
-            params=engine_params(config), store=self.store, producer=self.producer,
-            intake_factory=lambda deliver, closed_topics: KafkaIntake(
-                PartitionReader(config.kafka, group_id=f"taskring-{config.node_id}"), deliver, closed_topics),
-            executors=ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
+        self.graphs = stores.graphs
+        self.executor_pool = ExecutorPool(self.executors_directory, config.node_id, lease_remaining_ms=self._lease_ms,
                                    now_ms=self.clock.now_ms,
                                    unreachable_cooldown_s=config.executor_unreachable_cooldown_ms / 1000,
                                    credentials=executor_credentials,
                                    server_name=config.executor_tls.server_name if config.executor_tls else None,
                                    use_streams=config.executor_streams,
+                                   lease_now_s=(lambda: self.clock.now_ms() / 1000) if self.clock.movable else None,
                                    heartbeats=HeartbeatDesk(store=self.store, clock=self.clock,
-                                                            slot_count=config.slot_count, metrics=self.metrics)),
+                                                            slot_count=config.slot_count, metrics=self.metrics))
+        self.engine = Engine(
+            params=engine_params(config), store=self.store, producer=self.producer,
+            intake_factory=parts.log.intake_factory,
+            executors=self.executor_pool,
             metrics=self.metrics, clock=self.clock, on_slot_lost=self._slot_lost, may_send=self._may_send,
             stats=self.stats, loops=self.loops, type_limits=limits.retry_policies.limits_by_type,
             heartbeat_timeouts=limits.retry_policies.heartbeat_by_type,
@@ -135,19 +134,20 @@ class Node:
         self.auth = Authorizer(self.tokens, self.metrics)
         # Limits, rates, fair shares, heartbeat timeouts and retry policies follow their file and
         # the entries set through the API (PolicyService).
-        policy_store = PolicyStore(shards_of(self.store))
+        policy_store = stores.policies
         self.policies = PolicyFollower(config.retry_policies_file, policy_store, layers, limits.retry_policies,
                                        interval_s=config.policies_reload_ms / 1000, on_change=self._policies_changed,
                                        on_reload=lambda result: self.metrics.policies_reloads.labels(result).inc())
         self._loop: asyncio.AbstractEventLoop | None = None
         self.api = TaskApi(params=api_params(config), store=self.store, producer=self.producer, metrics=self.metrics,
                            limits=limits, clock=self.clock, admission=self.admission, auth=self.auth,
-                           stats=self.stats, tracing=self.tracing, graph_waiting=self.graphs.waiting_for)
-        assert self.engine.graph_relay is not None
+                           stats=self.stats, tracing=self.tracing,
+                           graph_waiting=self.graphs.waiting_for if self.graphs is not None else None)
+        relay = self.engine.graph_relay
         self.graph_api = GraphApi(params=api_params(config), graphs=self.graphs,
-                                  release=self.engine.graph_relay.release_graph, limits=limits, clock=self.clock,
-                                  admission=self.admission, auth=self.auth)
-        self.cron_store = CronStore(self.store)
+                                  release=relay.release_graph if relay is not None else _no_release,
+                                  limits=limits, clock=self.clock, admission=self.admission, auth=self.auth)
+        self.cron_store = stores.cron
         self.materializer = Materializer(params=plan_params(config), store=self.cron_store, clock=self.clock,
                                          slots=self.engine, limits=limits, stats=self.stats, loops=self.loops)
         self.cron_api = CronApi(node_id=config.node_id, slot_count=config.slot_count, store=self.cron_store,
@@ -155,15 +155,17 @@ class Node:
         self.type_policies = TypePolicies(store=policy_store, layers=lambda: self.policies.layers,
                                           apply_now=self.policies.check, clock=self.clock)
         self.policy_api = PolicyApi(self.type_policies, auth=self.auth)
-        self.operations = Operations(store=self.store, limits=limits, node=config.node_id, clock=self.clock,
-                                     on_replayed=self._replayed,
+        self.operations = Operations(tasks=self.store, audit=stores.audit, dead_letters=stores.dead_letters,
+                                     replays=stores.replays, search=stores.search, limits=limits,
+                                     node=config.node_id, clock=self.clock, on_replayed=self._replayed,
                                      stats=self.stats, loops=self.loops)
-        self.graph_ops = GraphOps(graphs=self.graphs, audit=self.operations.audit, node=config.node_id,
-                                  clock=self.clock, reopened=self._graph_reopened,
-                                  heartbeat_types=lambda: self.limits.retry_policies.heartbeat_by_type)
-        self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, kafka=config.kafka,
-                                  store=self.store, ownership_snapshot=self.ownership.snapshot,
-                                  node_status=self._status)
+        graph_routes = [] if self.graphs is None else GraphRoutes(GraphOps(
+            graphs=self.graphs, audit=self.operations.audit, node=config.node_id, clock=self.clock,
+            reopened=self._graph_reopened,
+            heartbeat_types=lambda: self.limits.retry_policies.heartbeat_by_type)).routes()
+        self.ring_view = RingView(node_id=config.node_id, slot_count=config.slot_count, topics=config.kafka.topics(),
+                                  store=self.store, high_watermarks=parts.log.high_watermarks,
+                                  ownership_snapshot=self.ownership.snapshot, node_status=self._status)
         tls = config.tls
         self._grpc_credentials = grpc_server_credentials(tls) if tls is not None else None
         self.admin = AdminServer(host=config.grpc_host, port=config.admin_port, node_id=config.node_id,
@@ -173,9 +175,10 @@ class Node:
                                  # The console first, so that `/` is the console (the ring page stays at /ring.html).
                                  routes=[*console_routes(self.ring_view.snapshot, self._status),
                                          *self.operations.routes(),
-                                         *GraphRoutes(self.graph_ops).routes(),
+                                         *graph_routes,
                                          *PolicyRoutes(self.type_policies, live_limits(
-                                             self.metrics.limit_waiting, self.metrics.limit_held)).routes()],
+                                             self.metrics.limit_waiting, self.metrics.limit_held)).routes(),
+                                         *more_routes],
                                  ssl_context=admin_ssl_context(tls) if tls is not None else None,
                                  require_client_cert=tls is not None and tls.client_ca_file is not None)
         self._grpc: grpc.aio.Server | None = None
@@ -216,11 +219,22 @@ class Node:
             asyncio.ensure_future(asyncio.to_thread(_audit_reload, self.operations.audit, change.changed)
                                   ).add_done_callback(_log_audit_failure)
 
+    async def time_moved(self) -> None:
+        """The clock was moved forward (`taskring dev`): cron plans up to the new now, and what
+        became due (delays, backoffs, fires, heartbeat leases) goes now."""
+        owned = self.engine.owned()
+        if owned:
+            await asyncio.to_thread(self.materializer.tick, owned)
+        self.engine.time_moved()
+        self.executor_pool.time_moved()
+
     def _build_ownership(self) -> Ownership:
         config = self.config
         if not config.cluster:
             return StaticOwnership(node_id=config.node_id, slot_count=config.slot_count, records=self.store,
                                    listener=self.engine, clock=self.clock)
+        if not isinstance(self.session, ZkSession):
+            raise ValueError("cluster: a cluster of nodes needs ZooKeeper; in-memory parts run one node")
         return ClusterOwnership(node_id=config.node_id, slot_count=config.slot_count, session=self.session,
                                 records=self.store, listener=self.engine, clock=self.clock,
                                 node_info={"grpc": f"{config.grpc_host}:{config.grpc_port}",
@@ -391,7 +405,7 @@ class Node:
         await step("producer", lambda: asyncio.to_thread(self.producer.stop))
         await step("executors directory", lambda: asyncio.to_thread(self.executors_directory.stop))
         await step("session", lambda: asyncio.to_thread(self.session.stop))
-        await step("ring view", lambda: asyncio.to_thread(self.ring_view.close))
+        await step("log watermarks", lambda: asyncio.to_thread(self.parts.log.close))
         if self.clock_sync is not None:
             await step("clock sync", lambda: asyncio.to_thread(self.clock_sync.stop))
         if self.tracing is not None:
@@ -410,6 +424,10 @@ def _audit_reload(audit, changed: list[str]) -> None:
 def _log_audit_failure(task: asyncio.Future) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("the policies reload was applied but not written to the audit trail: %s", task.exception())
+
+
+async def _no_release(home: int, namespace: str, graph_id: str) -> Settled:
+    raise AssertionError("a node without a graph store accepts no graph")
 
 
 def _limits(config: NodeConfig, layers: PolicyLayers) -> Limits:

@@ -1,5 +1,7 @@
 """The `taskring` command: the shell's tools over the SDK and the admin HTTP API, and the node's entry.
 
+    taskring dev [--grpc-port N] [--admin-port N] [--zookeeper-port N] [--start-at TIME]
+                                         everything in one process, no servers, a movable clock
     taskring node [--single] [--node-id ID] [--host H] [--grpc-port N] [--admin-port N]
     taskring ring [--admin URL]          the ring as a table (cluster issue)
     taskring demo [--nodes 3]            a local cluster doing real work
@@ -34,6 +36,31 @@ def _cmd_node(args: argparse.Namespace) -> int:
     if args.no_admin_token:
         overrides["admin_token"] = None
     run_from_env(overrides)
+    return 0
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    # The second door into the server: the node on in-memory parts (dispatcher/dev.py).
+    import asyncio
+    import datetime as dt
+
+    from dispatcher.dev import DevConfig, DevError, run_dev
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        start_at = None
+        if args.start_at is not None:
+            try:
+                start_at = dt.datetime.fromisoformat(args.start_at.replace("Z", "+00:00"))
+            except ValueError:
+                raise DevError(f"start_at: not an ISO 8601 time: {args.start_at!r}") from None
+        config = DevConfig(host=args.host, grpc_port=args.grpc_port, admin_port=args.admin_port,
+                           zookeeper_port=args.zookeeper_port, slot_count=args.slots, start_at=start_at,
+                           policies_file=args.policies_file)
+        asyncio.run(run_dev(config))
+    except DevError as exc:
+        print(f"taskring dev: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -78,6 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     node.add_argument("--no-admin-token", action="store_true",
                       help="serve the admin endpoint without a token (local use only)")
     node.set_defaults(run=_cmd_node)
+
+    dev = sub.add_parser("dev", help="all of taskring in one process: no servers, in memory, a clock you can move")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--grpc-port", type=int, default=7070, help="the task API (0: any free port)")
+    dev.add_argument("--admin-port", type=int, default=7080, help="the console and admin API (0: any free port)")
+    dev.add_argument("--zookeeper-port", type=int, default=22181,
+                     help="where executors register, as with ZooKeeper (0: any free port)")
+    dev.add_argument("--slots", type=int, default=8)
+    dev.add_argument("--start-at", help="the clock's start, ISO 8601 with a zone (default: now)")
+    dev.add_argument("--policies-file", help="per-type limits and retries, as TASKRING_RETRY_POLICIES_FILE")
+    dev.add_argument("--verbose", action="store_true", help="log at INFO")
+    dev.set_defaults(run=_cmd_dev)
 
     stack = sub.add_parser("stack", help="the local ZooKeeper, Kafka and MariaDB")
     stack.add_argument("action", choices=["up", "down", "status"])

@@ -1,5 +1,5 @@
-"""The operations side of a node, built from its task store in one place: the stores of
-dead letters, bulk replays, search and the audit trail over the store's shards, the
+"""The operations side of a node in one place: over the stores of dead letters, bulk
+replays, search and the audit trail (MariaDB's or their twins, dispatcher/parts.py), the
 services above them, the bulk replay runner, and the admin routes that serve them."""
 from __future__ import annotations
 
@@ -13,33 +13,29 @@ from dispatcher.base.loop_task import LoopWatch
 from dispatcher.engine.task_stats import TaskStats
 from dispatcher.ops.bulk_replay import BulkReplayRunner, BulkReplays
 from dispatcher.ops.dead_letters import DeadLetterOps
-from dispatcher.store.audit import AuditStore
-from dispatcher.store.bulk_replays import BulkReplayStore
-from dispatcher.store.dead_letters import DeadLetterStore
-from dispatcher.store.interface_dead_letters import Replayed
-from dispatcher.store.mysql import TaskStore
-from dispatcher.store.search import SearchStore
-from dispatcher.store.sharded import ShardedTaskStore
-from dispatcher.store.shards import shards_of
+from dispatcher.store.interface import TaskStoreProtocol
+from dispatcher.store.interface_audit import AuditProtocol
+from dispatcher.store.interface_dead_letters import DeadLetterStoreProtocol, Replayed
+from dispatcher.store.interface_replays import ReplayStoreProtocol
+from dispatcher.store.interface_search import SearchProtocol
 
 
 class Operations:
-    def __init__(self, *, store: TaskStore | ShardedTaskStore, limits: Limits, node: str, clock: Clock,
+    def __init__(self, *, tasks: TaskStoreProtocol, audit: AuditProtocol, dead_letters: DeadLetterStoreProtocol,
+                 replays: ReplayStoreProtocol, search: SearchProtocol, limits: Limits, node: str, clock: Clock,
                  stats: TaskStats, loops: LoopWatch | None = None,
                  on_replayed: Callable[[Replayed], None] | None = None):
-        shards = shards_of(store)
-        self.audit = AuditStore(shards)
-        self.dead_letter_store = DeadLetterStore(shards)
-        self.dead_letters = DeadLetterOps(dead_letters=self.dead_letter_store, tasks=store, limits=limits,
+        self.audit = audit
+        self.dead_letter_store = dead_letters
+        self.dead_letters = DeadLetterOps(dead_letters=dead_letters, tasks=tasks, limits=limits,
                                           node=node, clock=clock, on_replayed=on_replayed)
-        jobs = BulkReplayStore(shards)
-        self.bulk_replays = BulkReplays(jobs=jobs, dead_letters=self.dead_letter_store, clock=clock,
+        self.bulk_replays = BulkReplays(jobs=replays, dead_letters=dead_letters, clock=clock,
                                         max_retries=limits.max_retries_limit)
-        self.runner = BulkReplayRunner(jobs=jobs, dead_letters=self.dead_letter_store, ops=self.dead_letters,
+        self.runner = BulkReplayRunner(jobs=replays, dead_letters=dead_letters, ops=self.dead_letters,
                                        node=node, clock=clock, loops=loops)
-        self.search = SearchStore(shards)
-        self._routes = OpsRoutes(tasks=store, dead_letters=self.dead_letter_store, ops=self.dead_letters,
-                                 bulk=self.bulk_replays, search=self.search, audit=self.audit, clock=clock,
+        self.search = search
+        self._routes = OpsRoutes(tasks=tasks, dead_letters=dead_letters, ops=self.dead_letters,
+                                 bulk=self.bulk_replays, search=search, audit=audit, clock=clock,
                                  stats=stats)
 
     def set_limits(self, limits: Limits) -> None:

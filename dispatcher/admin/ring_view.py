@@ -6,48 +6,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, TopicPartition
-
-from dispatcher.base.config import KafkaConfig
 from dispatcher.store.interface import TaskStoreProtocol
 
 
 class RingView:
-    def __init__(self, *, node_id: str, slot_count: int, kafka: KafkaConfig, store: TaskStoreProtocol,
+    def __init__(self, *, node_id: str, slot_count: int, topics: Sequence[str], store: TaskStoreProtocol,
+                 high_watermarks: Callable[[], dict[tuple[str, int], int]],
                  ownership_snapshot: Callable[[], dict], node_status: Callable[[], dict], cache_s: float = 1.0):
         self._node_id = node_id
         self._slot_count = slot_count
-        self._kafka = kafka
+        self._topics = tuple(topics)
         self._store = store
+        self._high_watermarks = high_watermarks
         self._ownership_snapshot = ownership_snapshot
         self._node_status = node_status
         self._cache_s = cache_s
         self._lock = threading.Lock()
         self._cached: tuple[float, dict] | None = None
-        self._consumer: Consumer | None = None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._consumer is not None:
-                self._consumer.close()
-                self._consumer = None
-
-    def _high_watermarks(self) -> dict[tuple[str, int], int]:
-        if self._consumer is None:
-            self._consumer = Consumer({"bootstrap.servers": self._kafka.bootstrap_servers,
-                                       "group.id": f"taskring-admin-{self._node_id}",
-                                       "enable.auto.commit": False})
-        out = {}
-        for topic in self._kafka.topics():
-            for p in range(self._slot_count):
-                try:
-                    _low, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=1)
-                except Exception:
-                    continue
-                out[(topic, p)] = high
-        return out
 
     def snapshot(self) -> dict:
         with self._lock:
@@ -72,7 +49,7 @@ class RingView:
         for slot in range(self._slot_count):
             claim = own.get("claims", {}).get(slot, {})
             lag = {}
-            for topic in self._kafka.topics():
+            for topic in self._topics:
                 high = highs.get((topic, slot))
                 if high is not None and high >= 0:
                     lag[topic.rsplit(".", 1)[-1]] = max(0, high - committed.get((topic, slot), 0))

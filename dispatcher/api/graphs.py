@@ -23,7 +23,7 @@ from dispatcher.api.validation import NAMESPACE_RE, Limits
 from dispatcher.auth import tokens as calls
 from dispatcher.auth.grpc_auth import Authorizer
 from dispatcher.base.clock import Clock, ms_to_aware, ms_to_datetime
-from dispatcher.base.errors import InvalidArgument, TaskringError, bounded, quote
+from dispatcher.base.errors import InvalidArgument, NotSupported, TaskringError, bounded, quote
 from dispatcher.engine.ready import NORMAL, priority_class
 from dispatcher.store import records as r
 from dispatcher.store.interface_graphs import (
@@ -51,7 +51,7 @@ def home_slot(namespace: str, graph_id: str, slot_count: int) -> int:
 
 
 class GraphApi(pb_grpc.GraphServiceServicer):
-    def __init__(self, *, params: ApiParams, graphs: GraphStoreProtocol, release: ReleaseGraph, limits: Limits,
+    def __init__(self, *, params: ApiParams, graphs: GraphStoreProtocol | None, release: ReleaseGraph, limits: Limits,
                  clock: Clock | None = None, admission: Admission | None = None, auth: Authorizer | None = None):
         self._params = params
         self._graphs = graphs
@@ -64,12 +64,20 @@ class GraphApi(pb_grpc.GraphServiceServicer):
     def set_limits(self, limits: Limits) -> None:
         self._limits = limits
 
+    @property
+    def _store(self) -> GraphStoreProtocol:
+        if self._graphs is None:
+            raise NotSupported("graphs need the MariaDB store; this node keeps its tasks in memory"
+                               " (taskring dev): run graphs against the local stack")
+        return self._graphs
+
     async def _abort(self, exc: TaskringError, context) -> None:
         await context.abort(status_code(exc), bounded(str(exc)))
 
     @_guarded
     async def SubmitGraph(self, request: pb.SubmitGraphRequest, context) -> pb.SubmitGraphResponse:
         token = self._auth.token(context, calls.SUBMIT)
+        store = self._store   # before validating: a node without graphs refuses any graph
         if not NAMESPACE_RE.fullmatch(request.namespace):
             raise InvalidArgument("namespace", f"must be 1 to 64 characters of [a-z0-9._-], got"
                                                f" {quote(request.namespace)}")
@@ -80,7 +88,7 @@ class GraphApi(pb_grpc.GraphServiceServicer):
         valid = validate_graph(request, now=ms_to_aware(now_ms), limits=self._limits)
         home = home_slot(valid.namespace, valid.graph_id, self._params.slot_count)
         graph = self._new_graph(valid, home, now_ms)
-        written = await asyncio.to_thread(self._graphs.insert_graph, graph, self._params.node_id,
+        written = await asyncio.to_thread(store.insert_graph, graph, self._params.node_id,
                                           ms_to_datetime(now_ms))
         if written:   # what it is now is known without reading it back: its roots queued, the rest waiting
             released = {t.task_id for t in (await self._release(home, valid.namespace, valid.graph_id)).released}
@@ -88,7 +96,7 @@ class GraphApi(pb_grpc.GraphServiceServicer):
                 pb.GraphTaskRef(key=n.key, task_id=n.task.task_id, slot=n.task.slot,
                                 state=pb.TASK_STATE_QUEUED if n.task.task_id in released else pb.TASK_STATE_WAITING)
                 for n in graph.nodes])
-        view = await asyncio.to_thread(self._graphs.graph, valid.namespace, valid.graph_id)
+        view = await asyncio.to_thread(store.graph, valid.namespace, valid.graph_id)
         now = self._clock.now()
         return pb.SubmitGraphResponse(graph_id=valid.graph_id, duplicate=not written, tasks=[
             pb.GraphTaskRef(key=n.key, task_id=n.task_id, state=api_state(n.status, n.attempts, n.trigger_at, now),
@@ -126,7 +134,7 @@ class GraphApi(pb_grpc.GraphServiceServicer):
             raise InvalidArgument("reason", f"is {len(request.reason)} characters, at most 1000")
         self._auth.check_namespaces(token, calls.CANCEL, (request.namespace,))
         cancelled, running = await asyncio.to_thread(
-            self._graphs.cancel_graph, request.namespace, request.graph_id, mode,
+            self._store.cancel_graph, request.namespace, request.graph_id, mode,
             self._limits.retry_policies.heartbeat_by_type, request.reason or "cancelled by request",
             self._params.node_id, self._clock.now())
         return pb.CancelGraphResponse(cancelled=cancelled, running=running)
@@ -137,8 +145,8 @@ class GraphApi(pb_grpc.GraphServiceServicer):
         if not request.namespace or not request.graph_id:
             raise InvalidArgument("namespace" if not request.namespace else "graph_id", "is required")
         self._auth.check_namespaces(token, calls.READ, (request.namespace,))
-        view = await asyncio.to_thread(self._graphs.graph, request.namespace, request.graph_id)
-        results = (await asyncio.to_thread(self._graphs.results, [n.task_id for n in view.nodes])
+        view = await asyncio.to_thread(self._store.graph, request.namespace, request.graph_id)
+        results = (await asyncio.to_thread(self._store.results, [n.task_id for n in view.nodes])
                    if request.with_results else {})
         return graph_response(view, self._clock.now(), results)
 

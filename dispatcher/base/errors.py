@@ -87,6 +87,13 @@ class TaskIdTaken(TaskringError):
         return TaskIdTaken(self.task_id, field)
 
 
+class NotSupported(TaskringError):
+    """A request the parts this node runs on cannot serve (graphs on `taskring dev`'s in-memory
+    store); the same request is served by a node on the production store."""
+
+    code = grpc.StatusCode.UNIMPLEMENTED
+
+
 class Unavailable(TaskringError):
     """A part underneath (MySQL, Kafka) refused; the request may be retried as is."""
 

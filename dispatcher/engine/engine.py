@@ -386,6 +386,12 @@ class Engine:
     def poll_soon(self) -> None:
         self._poller.poll_soon()
 
+    def time_moved(self) -> None:
+        """The clock was moved forward (`taskring dev`): what became due goes now, not at the
+        end of a sleep measured before the move."""
+        self._poller.poll_soon()
+        self._due.wake()
+
     # ---- Kafka progress ----
 
     async def _commit_loop(self) -> None:

@@ -67,8 +67,10 @@ class ExecutorPool:
     def __init__(self, directory: Directory, node_id: str, *, now_ms: Callable[[], int], rpc_margin_s: float = 5.0,
                  lease_remaining_ms: Callable[[], int | None] = lambda: None, unreachable_cooldown_s: float = 5.0,
                  credentials: grpc.ChannelCredentials | None = None, server_name: str | None = None,
-                 use_streams: bool = True, heartbeats: Heartbeats | None = None):
+                 use_streams: bool = True, heartbeats: Heartbeats | None = None,
+                 lease_now_s: Callable[[], float] | None = None):
         self._directory = directory
+        self._lease_now_s = lease_now_s   # heartbeat leases' time (executor_stream.py); None: the loop's
         self._heartbeats = heartbeats   # answers the heartbeats that come up the Work streams
         # TLS to every executor when given (dispatcher/auth/tls.py); `server_name` is the
         # name checked in their certificates instead of the address each one registered.
@@ -124,6 +126,11 @@ class ExecutorPool:
                  if self._unreachable_until.get(inst.address, 0.0) <= now]
         self._capacity[namespace] = {inst.address: inst.max_in_flight for inst in known}
         return [inst for inst in known if not inst.task_types or task_type in inst.task_types]
+
+    def time_moved(self) -> None:
+        """The node's clock was moved (`taskring dev`): every stream looks at its leases again."""
+        for stream in self._streams.values():
+            stream.time_moved()
 
     def has_executor(self, namespace: str, task_type: str) -> bool:
         return bool(self._handlers_of(namespace, task_type))
@@ -293,7 +300,8 @@ class ExecutorPool:
             return None
         stream = self._streams.get(address)
         if stream is None or stream.ended:
-            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._heartbeats)
+            stream = self._streams[address] = ExecutorStream(self._stub(address), self._node_id, self._heartbeats,
+                                                                      self._lease_now_s)
         elif stream.taken(chunk):
             return None
         result = await stream.run(chunk, deadline_s, on_outcomes)

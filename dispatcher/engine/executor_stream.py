@@ -96,15 +96,19 @@ class ChunkResult:
 class ExecutorStream:
     """The node's Work stream to one executor address; opened on first use."""
 
-    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str, heartbeats: Heartbeats | None = None) -> None:
+    def __init__(self, stub: pb_grpc.ExecutorServiceStub, node_id: str, heartbeats: Heartbeats | None = None,
+                 lease_now_s: Callable[[], float] | None = None) -> None:
         self._stub = stub
+        # The time heartbeat leases run on: the loop's monotonic clock, or the node's clock where a
+        # test moves it (`taskring dev`), so that moving time runs a silent attempt's lease out.
+        self._lease_now_s = lease_now_s
         self._node_id = node_id
         self._heartbeats = heartbeats
         self._call: grpc.aio.StreamStreamCall | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: list[pb.Delivery] = []
         self._answers: list[pb.HeartbeatAnswer] = []
-        # (task_id, attempt) -> when its lease runs out (the loop's clock), for deliveries
+        # (task_id, attempt) -> when its lease runs out (`_now_s`), for deliveries
         # whose type heartbeats; and the heartbeat timeout of each, in seconds.
         self._leases: dict[tuple[str, int], float] = {}
         self._lease_s: dict[tuple[str, int], float] = {}
@@ -137,7 +141,7 @@ class ExecutorStream:
         for key in keys:
             waiting[key] = chunk
         if deliveries and deliveries[0].heartbeat_timeout_ms:   # a chunk is one task type's
-            self._lease(keys, deliveries[0].heartbeat_timeout_ms / 1000, loop.time())
+            self._lease(keys, deliveries[0].heartbeat_timeout_ms / 1000, self._now_s())
         self._outbox.extend(deliveries)
         self._send.set()
         try:
@@ -167,10 +171,9 @@ class ExecutorStream:
 
     async def _watch_leases(self) -> None:
         """Give up each attempt whose lease ran out: a timed-out outcome for it now."""
-        loop = asyncio.get_running_loop()
         while True:
             self._lease_changed.clear()
-            now = loop.time()
+            now = self._now_s()
             for key in [k for k, until in self._leases.items() if until <= now]:
                 timeout_ms = round(self._lease_s.pop(key) * 1000)
                 del self._leases[key]
@@ -186,6 +189,13 @@ class ExecutorStream:
             wait = min(self._leases.values(), default=now + 3600) - now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._lease_changed.wait(), max(wait, 0.001))
+
+    def time_moved(self) -> None:
+        """The node's clock was moved (`taskring dev`): look at the leases again now."""
+        self._lease_changed.set()
+
+    def _now_s(self) -> float:
+        return self._lease_now_s() if self._lease_now_s is not None else asyncio.get_running_loop().time()
 
     def _heard(self, beats: Sequence[pb.Heartbeat]) -> None:
         """Heartbeats from the executor: those of attempts waiting here go to be recorded."""
@@ -208,7 +218,7 @@ class ExecutorStream:
     async def _record(self, beats: list[tuple[pb.Heartbeat, pb.Delivery]]) -> None:
         assert self._heartbeats is not None
         answers = await self._heartbeats.answer(beats)
-        now = asyncio.get_running_loop().time()
+        now = self._now_s()
         for a in answers:
             key = (a.task_id, a.attempt)
             if a.verdict == pb.HEARTBEAT_VERDICT_CONTINUE and key in self._leases:

@@ -114,7 +114,8 @@ def test_the_layers_below_import_nothing_of_the_node(top: str) -> None:
 def test_the_shell_tools_import_nothing_of_the_node_but_its_entry() -> None:
     # `taskring node` is the one door: main.py imports dispatcher.node inside that command only.
     wrong = [f"{m} imports {t}" for m, imported in _modules("taskring_cli").items() for t in imported
-             if t.split(".")[0] == "dispatcher" and not (m == "taskring_cli.main" and t.startswith("dispatcher.node"))]
+             if t.split(".")[0] == "dispatcher"
+             and not (m == "taskring_cli.main" and t.startswith(("dispatcher.node", "dispatcher.dev")))]
     assert wrong == []
 
 
@@ -122,7 +123,8 @@ def test_only_the_composition_root_reads_the_whole_node_config() -> None:
     # Every part takes its own params (dispatcher/params.py cuts them from NodeConfig); store_of
     # is the store's factory from the config's MySQL settings and shard map.
     readers = sorted(m for m, imported in DISPATCHER.items() if "dispatcher.base.config.NodeConfig" in imported)
-    assert readers == ["dispatcher.node", "dispatcher.params", "dispatcher.store.sharded"]
+    assert readers == ["dispatcher.dev", "dispatcher.node", "dispatcher.params", "dispatcher.parts",
+                       "dispatcher.store.sharded"]
 
 
 def test_every_query_is_in_the_store() -> None:

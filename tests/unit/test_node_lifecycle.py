@@ -8,6 +8,7 @@ full start, then the other parts are still stopped and stop() raises that failur
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import urllib.error
 import urllib.request
@@ -69,7 +70,7 @@ class _StandIn:
     def ensure_slots(self, slot_count: int) -> None:
         pass
 
-    def close(self) -> None:  # RingView
+    def close(self) -> None:  # the log's watermarks consumer (dispatcher/parts.py)
         self._call("stop")
 
 
@@ -110,7 +111,7 @@ class SpiedLoop(LoopTask):
         await super().stop()
 
 
-SYNC_PARTS = ("store", "session", "executors_directory", "producer", "admin", "ring_view")
+SYNC_PARTS = ("store", "session", "executors_directory", "producer", "admin", "log_watermarks")
 ASYNC_PARTS = ("engine", "ownership")
 START_ORDER = ("store", "session", "executors_directory", "producer", "engine", "ownership", "admin")
 
@@ -121,7 +122,11 @@ def node_of_parts(failing: str | None, what: str) -> tuple[Node, list[str]]:
     calls: list[str] = []
     for name in SYNC_PARTS + ASYNC_PARTS:
         kind = AsyncPart if name in ASYNC_PARTS else Part
-        setattr(node, name, kind(name, calls, what if name == failing else None))
+        part = kind(name, calls, what if name == failing else None)
+        if name == "log_watermarks":
+            node.parts = dataclasses.replace(node.parts, log=dataclasses.replace(node.parts.log, close=part.close))
+        else:
+            setattr(node, name, part)
     return node, calls
 
 
@@ -163,9 +168,9 @@ def test_stop_runs_every_step_and_raises_a_failure_after_a_full_start():
 
     run(scenario())
     stops = [c.split(".")[0] for c in calls if c.endswith(".stop")]
-    # Reverse of the start order, the ring view's consumer closed before the store.
+    # Reverse of the start order, the log's watermarks consumer closed before the store.
     assert stops == ["admin", "ownership", "engine", "producer", "executors_directory", "session",
-                     "ring_view", "store"]
+                     "log_watermarks", "store"]
     assert node.grpc_port is not None, "the full start bound a port"
     assert refuses(node.grpc_port)
 
