@@ -179,3 +179,23 @@ def test_the_same_client_works_against_dev_as_against_a_cluster(taskring_dev: Ta
 
 def _until(check, what: str, timeout_s: float = 15.0):
     return wait_until(check, timeout_s, what)
+
+
+def test_the_console_and_the_admin_api_serve_from_the_in_memory_store(taskring_dev: TaskringDev):
+    _started(taskring_dev, {"ping": lambda ctx: None})
+    task = taskring_dev.client().submit(NS, "ping", {"n": 1})
+    taskring_dev.wait_for(task.task_id)
+
+    def get(path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(taskring_dev.admin + path, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+
+    status, page = get("")
+    assert status == 200 and "<html" in page.lower()
+    status, body = get(f"api/tasks/{task.task_id}")
+    assert status == 200 and json.loads(body)["state"] == "succeeded"
+    _, ring = get("ring")
+    slots = json.loads(ring)["slots"]
+    assert {s["actual_owner"] for s in slots} == {"dev"} and len(slots) == 8
+    _, metrics = get("metrics")
+    assert 'taskring_task_outcomes_total{kind="succeeded"} 1.0' in metrics
