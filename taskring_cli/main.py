@@ -45,8 +45,6 @@ def _cmd_dev(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from dispatcher.dev import DevConfig, DevError, run_dev
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         start_at = None
         if args.start_at is not None:
@@ -115,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--slots", type=int, default=8)
     dev.add_argument("--start-at", help="the clock's start, ISO 8601 with a zone (default: now)")
     dev.add_argument("--policies-file", help="per-type limits and retries, as TASKRING_RETRY_POLICIES_FILE")
-    dev.add_argument("--verbose", action="store_true", help="log at INFO")
     dev.set_defaults(run=_cmd_dev)
 
     stack = sub.add_parser("stack", help="the local ZooKeeper, Kafka and MariaDB")
