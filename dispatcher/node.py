@@ -146,6 +146,7 @@ class Node:
         relay = self.engine.graph_relay
         self.graph_api = GraphApi(params=api_params(config), graphs=self.graphs,
                                   release=relay.release_graph if relay is not None else _no_release,
+                                  count_ends=relay.count_ends if relay is not None else None,
                                   limits=limits, clock=self.clock, admission=self.admission, auth=self.auth)
         self.cron_store = stores.cron
         self.materializer = Materializer(params=plan_params(config), store=self.cron_store, clock=self.clock,

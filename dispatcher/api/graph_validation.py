@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dispatcher.api.validation import Limits, ValidTask, task_validator, to_unix_ms
 from dispatcher.base.errors import InvalidArgument, quote
 from dispatcher.store.graph_rules import JoinRule, OnFailure
+from dispatcher.store.interface_graphs import GraphView, NodeView
 from taskring.wire import pb
 
 MAX_TASKS = 10_000
@@ -166,14 +167,17 @@ def _join(join: pb.Join, parents: int, p: str) -> tuple[JoinRule, int]:
 
 
 def _check_acyclic(tasks: Sequence[pb.GraphTask], index_of: dict[str, int]) -> None:
-    """Kahn's algorithm, O(tasks + edges); a task left over lies on a cycle or below one,
-    and walking parents from it must come back to a task already walked: that is the cycle."""
+    """Kahn's algorithm, O(tasks + edges), over the edges between these tasks (an added task's
+    parents already in the graph cannot lie on a cycle through it); a task left over lies on a
+    cycle or below one, and walking parents from it must come back to a task already walked:
+    that is the cycle."""
     n = len(tasks)
-    indegree = [len(t.depends_on) for t in tasks]
+    inside = [[index_of[d.key] for d in t.depends_on if d.key in index_of] for t in tasks]
+    indegree = [len(parents) for parents in inside]
     children: list[list[int]] = [[] for _ in range(n)]
-    for i, t in enumerate(tasks):
-        for d in t.depends_on:
-            children[index_of[d.key]].append(i)
+    for i, parents in enumerate(inside):
+        for p in parents:
+            children[p].append(i)
     ready = [i for i in range(n) if indegree[i] == 0]
     done = 0
     while ready:
@@ -192,12 +196,133 @@ def _check_acyclic(tasks: Sequence[pb.GraphTask], index_of: dict[str, int]) -> N
     while at not in where:
         where[at] = len(path)
         path.append(at)
-        at = next(index_of[d.key] for d in tasks[at].depends_on if indegree[index_of[d.key]] > 0)
+        at = next(p for p in inside[at] if indegree[p] > 0)
     cycle = path[where[at]:]
     # Named as dependencies run: parent -> child; the edge named is the one that closes it.
     keys = [tasks[i].key for i in reversed(cycle)]
     child, parent = cycle[-1], cycle[0]
-    j = next(j for j, d in enumerate(tasks[child].depends_on) if index_of[d.key] == parent)
+    j = next(j for j, d in enumerate(tasks[child].depends_on) if index_of.get(d.key) == parent)
     raise InvalidArgument(f"tasks[{child}].depends_on[{j}]",
                           f"closes the cycle {' -> '.join([*keys, keys[0]])}")
 
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ValidAdd:
+    """AddGraphTasks' request, checked against the graph as it is."""
+
+    adder: NodeView
+    nodes: tuple[ValidNode, ...]
+    """Keys in the graph ("<adder key>:<key>"); parents by those keys, the adder's included."""
+    targets: tuple[NodeView, ...]
+    """also_before's tasks, in the request's order."""
+    parents: tuple[NodeView, ...]
+    """The tasks of the graph the new ones depend on (the adder and those named)."""
+
+
+def validate_added(request: pb.AddGraphTasksRequest, view: GraphView, *, now: dt.datetime,
+                   limits: Limits) -> ValidAdd:
+    """Each new task as SubmitGraph checks one, then: the adder is a task of the graph; a key is
+    new in the graph ("<adder key>:<key>", at most 128 characters) or was added by this adder
+    before (a retry); depends_on names a task of the call or of the graph; also_before names
+    tasks of the graph, once each, that the new ones may precede without a cycle (none of them
+    is the adder, a task a new one depends on, or an ancestor of either). Whether the adder runs
+    and the targets still wait is checked by the store, under their locks."""
+    by_key = {n.key: n for n in view.nodes}
+    by_id = {n.task_id: n for n in view.nodes}
+    adder = by_id.get(request.adder_task_id)
+    if adder is None:
+        raise InvalidArgument("adder_task_id", f"{quote(request.adder_task_id)} is no task of graph"
+                                               f" {quote(view.graph_id)}")
+    tasks = request.tasks
+    if not tasks:
+        raise InvalidArgument("tasks", "add at least one task")
+    if len(view.nodes) + len(tasks) > MAX_TASKS:
+        raise InvalidArgument("tasks", f"the graph has {len(view.nodes):,} tasks; {len(tasks):,} more would pass"
+                                       f" {MAX_TASKS:,}")
+    index_of: dict[str, int] = {}
+    full: list[str] = []
+    for i, t in enumerate(tasks):
+        key = f"{adder.key}:{t.key}"
+        if not KEY_RE.fullmatch(t.key) or len(key) > 128:
+            raise InvalidArgument(f"tasks[{i}].key", f"must be [A-Za-z0-9._:-] starting with a letter or digit, and"
+                                                     f" {quote(key)} (its key in the graph) at most 128 characters")
+        if t.key in index_of:
+            raise InvalidArgument(f"tasks[{i}].key", f"repeats tasks[{index_of[t.key]}].key {quote(t.key)}")
+        there = by_key.get(key)
+        if there is not None and not any(e.parent_id == adder.task_id for e in there.edges):
+            raise InvalidArgument(f"tasks[{i}].key", f"{quote(key)} is already a task of the graph, not one this"
+                                                     " task added")
+        index_of[t.key] = i
+        full.append(key)
+    parents_of: list[tuple[tuple[str, OnFailure], ...]] = []
+    named: dict[str, NodeView] = {adder.key: adder}
+    for i, t in enumerate(tasks):
+        _check_graph_fields(t.task, view.namespace, f"tasks[{i}].task")
+        parents: list[tuple[str, OnFailure]] = [(adder.key, OnFailure.SKIP)]
+        seen: dict[str, int] = {}
+        for j, d in enumerate(t.depends_on):
+            f = f"tasks[{i}].depends_on[{j}]"
+            if d.key == t.key:
+                raise InvalidArgument(f, "a task may not depend on itself")
+            if d.key in index_of:
+                parent_key = full[index_of[d.key]]
+            elif d.key in by_key:
+                parent_key = d.key
+                named[d.key] = by_key[d.key]
+            else:
+                raise InvalidArgument(f, f"names {quote(d.key)}, which is no task of this call or of the graph")
+            if parent_key == adder.key:
+                raise InvalidArgument(f, f"names the adding task {quote(adder.key)}: every added task waits for it")
+            if parent_key in seen:
+                raise InvalidArgument(f, f"repeats tasks[{i}].depends_on[{seen[parent_key]}]")
+            seen[parent_key] = j
+            policy = _ON_FAILURE.get(d.on_failure)
+            if policy is None:
+                raise InvalidArgument(f"{f}.on_failure", f"unknown failure policy {d.on_failure}; use SKIP (1) or"
+                                                         " IGNORE (2)")
+            parents.append((parent_key, policy))
+        parents_of.append(tuple(parents))
+    _check_acyclic(tasks, index_of)
+    targets = _targets(request.also_before, by_key, named)
+    dependents = {key for parents in parents_of for key, _ in parents}
+    check = task_validator(now, limits)
+    now_ms = to_unix_ms(now)
+    nodes = []
+    for i, t in enumerate(tasks):
+        rule, k = _join(t.join, len(parents_of[i]), f"tasks[{i}].join")
+        task = t.task
+        task.task_id = graph_task_id(view.namespace, view.graph_id, full[i])
+        valid = check(task, f"tasks[{i}].task")
+        if valid.unique_key or valid.unique_ttl_ms:
+            valid = dataclasses.replace(valid, unique_key="", unique_ttl_ms=0)
+        nodes.append(ValidNode(full[i], valid, max(0, valid.due_at_ms - now_ms), parents_of[i], rule, k,
+                               full[i] in dependents or bool(targets)))
+    return ValidAdd(adder, tuple(nodes), targets, tuple(named.values()))
+
+
+def _targets(also_before: Sequence[str], by_key: dict[str, NodeView],
+             named: dict[str, NodeView]) -> tuple[NodeView, ...]:
+    """also_before's tasks; none may be an ancestor of (or be) a task the new ones depend on."""
+    parents_of = {n.key: [e.parent_key for e in n.edges] for n in by_key.values()}
+    ancestors: set[str] = set()
+    stack = list(named)
+    while stack:
+        key = stack.pop()
+        if key not in ancestors:
+            ancestors.add(key)
+            stack += parents_of.get(key, [])
+    out: list[NodeView] = []
+    seen: dict[str, int] = {}
+    for i, key in enumerate(also_before):
+        f = f"also_before[{i}]"
+        target = by_key.get(key)
+        if target is None:
+            raise InvalidArgument(f, f"names {quote(key)}, which is no task of the graph")
+        if key in seen:
+            raise InvalidArgument(f, f"repeats also_before[{seen[key]}]")
+        if key in ancestors:
+            raise InvalidArgument(f, f"{quote(key)} is the adding task, a task the new ones depend on, or an"
+                                     " ancestor of one: it waiting for them would close a cycle")
+        seen[key] = i
+        out.append(target)
+    return tuple(out)

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable
 
 from cluster.slots import slot_of
 from dispatcher.api.admission import Admission
-from dispatcher.api.graph_validation import ON_FAILURE_TO_PB, RULE_TO_PB, ValidGraph, validate_graph
+from dispatcher.api.graph_validation import (
+    ON_FAILURE_TO_PB,
+    RULE_TO_PB,
+    ValidGraph,
+    ValidNode,
+    validate_added,
+    validate_graph,
+)
 from dispatcher.api.service import ApiParams, _guarded, api_state, status_code
 from dispatcher.api.validation import NAMESPACE_RE, Limits
 from dispatcher.auth import tokens as calls
@@ -52,10 +59,12 @@ def home_slot(namespace: str, graph_id: str, slot_count: int) -> int:
 
 class GraphApi(pb_grpc.GraphServiceServicer):
     def __init__(self, *, params: ApiParams, graphs: GraphStoreProtocol | None, release: ReleaseGraph, limits: Limits,
-                 clock: Clock | None = None, admission: Admission | None = None, auth: Authorizer | None = None):
+                 clock: Clock | None = None, admission: Admission | None = None, auth: Authorizer | None = None,
+                 count_ends: Callable[[list[str]], Awaitable[None]] | None = None):
         self._params = params
         self._graphs = graphs
         self._release = release
+        self._count_ends = count_ends   # GraphRelay.count_ends: of the parents of added tasks
         self._limits = limits
         self._clock = clock or Clock()
         self._admission = admission
@@ -105,22 +114,52 @@ class GraphApi(pb_grpc.GraphServiceServicer):
     def _new_graph(self, valid: ValidGraph, home: int, now_ms: int) -> NewGraph:
         created = ms_to_datetime(now_ms)
         ids = {n.key: n.task.task_id for n in valid.nodes}
-        nodes = []
-        for seq, n in enumerate(valid.nodes):
-            envelope = n.task.to_pb()
-            envelope.schedule_time = ""   # due at its release plus delay_ms, which no envelope can say
-            envelope.delay_ms = n.delay_ms
-            envelope.graph.CopyFrom(pb.GraphRef(graph_id=valid.graph_id, key=n.key, has_dependents=n.has_dependents,
-                                                  parents=len(n.parents)))
-            slot = slot_of(n.task.namespace, n.task.task_type, self._params.slot_count)
-            row = r.NewTask(task_id=n.task.task_id, slot=slot, namespace=n.task.namespace,
-                            task_type=n.task.task_type, priority=n.task.priority, status=r.WAITING,
-                            trigger_at=created, envelope=envelope.SerializeToString(), created_at=created,
-                            trace_id=n.task.trace_id)
-            nodes.append(NewNode(task=row, key=n.key, seq=seq, join_rule=n.join_rule, join_k=n.join_k,
-                                 delay_ms=n.delay_ms, has_dependents=n.has_dependents,
-                                 parents=tuple(NewEdge(ids[key], key, policy) for key, policy in n.parents)))
+        nodes = [self._new_node(valid.graph_id, n, seq, ids, created) for seq, n in enumerate(valid.nodes)]
         return NewGraph(valid.namespace, valid.graph_id, home, valid.digest, tuple(nodes), created)
+
+    def _new_node(self, graph_id: str, n: ValidNode, seq: int, ids: dict[str, str], created: dt.datetime) -> NewNode:
+        """A task of a graph as written: `waiting`, its envelope saying which graph and how many parents."""
+        envelope = n.task.to_pb()
+        envelope.schedule_time = ""   # due at its release plus delay_ms, which no envelope can say
+        envelope.delay_ms = n.delay_ms
+        envelope.graph.CopyFrom(pb.GraphRef(graph_id=graph_id, key=n.key, has_dependents=n.has_dependents,
+                                              parents=len(n.parents)))
+        slot = slot_of(n.task.namespace, n.task.task_type, self._params.slot_count)
+        row = r.NewTask(task_id=n.task.task_id, slot=slot, namespace=n.task.namespace,
+                        task_type=n.task.task_type, priority=n.task.priority, status=r.WAITING,
+                        trigger_at=created, envelope=envelope.SerializeToString(), created_at=created,
+                        trace_id=n.task.trace_id)
+        return NewNode(task=row, key=n.key, seq=seq, join_rule=n.join_rule, join_k=n.join_k,
+                       delay_ms=n.delay_ms, has_dependents=n.has_dependents,
+                       parents=tuple(NewEdge(ids[key], key, policy) for key, policy in n.parents))
+
+    @_guarded
+    async def AddGraphTasks(self, request: pb.AddGraphTasksRequest, context) -> pb.AddGraphTasksResponse:
+        token = self._auth.token(context, calls.SUBMIT)
+        store = self._store
+        if not request.namespace or not request.graph_id:
+            raise InvalidArgument("namespace" if not request.namespace else "graph_id", "is required")
+        self._auth.check_namespaces(token, calls.SUBMIT, (request.namespace,))
+        if self._admission is not None:
+            self._admission.check(min((priority_class(t.task.priority) for t in request.tasks), default=NORMAL))
+        view = await asyncio.to_thread(store.graph, request.namespace, request.graph_id)
+        now_ms = self._clock.now_ms()
+        valid = validate_added(request, view, now=ms_to_aware(now_ms), limits=self._limits)
+        created = ms_to_datetime(now_ms)
+        ids = {n.key: n.task_id for n in view.nodes} | {n.key: n.task.task_id for n in valid.nodes}
+        first_seq = max((n.seq for n in view.nodes), default=-1) + 1
+        nodes = [self._new_node(view.graph_id, n, first_seq + i, ids, created) for i, n in enumerate(valid.nodes)]
+        adder = valid.adder
+        added = await asyncio.to_thread(
+            store.add_tasks, view.namespace, view.graph_id, (adder.task_id, adder.slot, request.adder_attempt),
+            nodes, [(i, t.key, t.task_id, t.slot) for i, t in enumerate(valid.targets)], self._params.node_id)
+        # The parents that may have ended already: counted now (their notes were applied before
+        # these edges existed); an apply counts only what is not counted, so once is enough.
+        if self._count_ends is not None:
+            await self._count_ends([p.task_id for p in valid.parents])
+        return pb.AddGraphTasksResponse(duplicate=added.added == 0, tasks=[
+            pb.GraphTaskRef(key=n.key, task_id=n.task.task_id, slot=n.task.slot, state=pb.TASK_STATE_WAITING)
+            for n in nodes])
 
     @_guarded
     async def CancelGraph(self, request: pb.CancelGraphRequest, context) -> pb.CancelGraphResponse:

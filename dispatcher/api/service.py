@@ -66,6 +66,9 @@ STORE_ERROR_CODES: tuple[tuple[type[TaskringError], grpc.StatusCode], ...] = (
     (store_errors.GraphExists, grpc.StatusCode.ALREADY_EXISTS),
     (store_errors.GraphNotFound, grpc.StatusCode.NOT_FOUND),
     (store_errors.NotSkippable, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.AdderNotRunning, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.NotWaiting, grpc.StatusCode.FAILED_PRECONDITION),
+    (store_errors.GraphCancelled, grpc.StatusCode.FAILED_PRECONDITION),
 )
 """The gRPC status of each refusal of the stores beside the task store (store/errors.py),
 which carry none themselves."""

@@ -33,7 +33,7 @@ from dispatcher.auth.identity import Role
 
 SUBMIT, CANCEL, READ, CRON_WRITE, POLICY_WRITE = "submit", "cancel", "read", "cron_write", "policy_write"
 CALLS = (SUBMIT, CANCEL, READ, CRON_WRITE, POLICY_WRITE)
-"""What a token may be allowed, each a set of RPCs: submit = Submit, SubmitBatch, SubmitGraph; cancel =
+"""What a token may be allowed, each a set of RPCs: submit = Submit, SubmitBatch, SubmitGraph, AddGraphTasks; cancel =
 Cancel, CancelGraph; read = GetTask, GetCronRule, ListCronRules, GetTypePolicy, ListTypePolicies, GetGraph;
 cron_write = Create/Update/Delete/Pause/ResumeCronRule; policy_write = Put/DeleteTypePolicy."""
 
@@ -43,7 +43,7 @@ CALL_OF_RPC = {
     "CreateCronRule": CRON_WRITE, "UpdateCronRule": CRON_WRITE, "DeleteCronRule": CRON_WRITE,
     "PauseCronRule": CRON_WRITE, "ResumeCronRule": CRON_WRITE,
     "GetTypePolicy": READ, "ListTypePolicies": READ, "PutTypePolicy": POLICY_WRITE, "DeleteTypePolicy": POLICY_WRITE,
-    "SubmitGraph": SUBMIT, "GetGraph": READ, "CancelGraph": CANCEL,
+    "SubmitGraph": SUBMIT, "GetGraph": READ, "CancelGraph": CANCEL, "AddGraphTasks": SUBMIT,
 }
 """The call each RPC of TaskService, CronService, PolicyService and GraphService needs."""
 

@@ -138,6 +138,12 @@ class GraphRelay:
         """Apply again the ends of parents that the tasks waiting for them never counted (the
         graph watch found them); counted in taskring_graph_reconciled."""
         self._reconciled.inc(len(parent_ids))
+        await self.count_ends(parent_ids)
+
+    async def count_ends(self, parent_ids: list[str]) -> None:
+        """Count the ends these parents may have had on edges that did not exist when their notes
+        were applied (tasks added to a graph), and what follows; no note is forgotten here, as one
+        may belong to an end that commits while this runs."""
         settled = await asyncio.to_thread(self._graphs.apply_ends, parent_ids, self._params.node_id,
                                           self._clock.now())
         await self.publish(settled)

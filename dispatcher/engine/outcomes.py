@@ -84,9 +84,10 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
     events = [r.Event(d.task.task_id, TaskState.RUNNING, started, node, d.attempt)] if started else []
     kind = outcome_kind(o)
     task_id, slot, attempt = d.task.task_id, d.slot, d.attempt
-    # A task of a graph whose end its dependents wait for (the envelope says so: no read).
+    # A task of a graph whose end its dependents wait for (the envelope says so: no read), or
+    # one that added tasks to its graph while it ran (they wait for it: AddGraphTasks).
     in_graph = d.task.HasField("graph")
-    notify = in_graph and d.task.graph.has_dependents
+    notify = in_graph and (d.task.graph.has_dependents or o.added_graph_tasks)
     bad_result = _bad_result(o.result_json) if notify and o.result_json else None
     if o.kind == pb.OUTCOME_KIND_SUCCEEDED and bad_result is None:
         events.append(r.Event(task_id, TaskState.SUCCEEDED, now, node, attempt))

@@ -85,3 +85,25 @@ class NotSkippable(TaskringError):
     def __init__(self, task_id: str, state: str):
         super().__init__(f"task {quote(task_id)} is {state}: only a dead-lettered or waiting task of a graph can be"
                          " skipped (cancel a running one, replay a dead letter to run it again)")
+
+
+class AdderNotRunning(TaskringError):
+    """AddGraphTasks from a task that is not running the attempt it says (it ended, or that
+    attempt was given up): what it adds would wait for an end already counted."""
+
+    def __init__(self, task_id: str, attempt: int, state: str, running: int):
+        super().__init__(f"adder_task_id: task {quote(task_id)} is {state} at attempt {running}, not running attempt"
+                         f" {attempt}: only a running task adds to its graph; nothing was added")
+
+
+class NotWaiting(TaskringError):
+    """An also_before task of AddGraphTasks that no longer waits: it cannot wait for more."""
+
+    def __init__(self, field: str, key: str, state: str):
+        super().__init__(f"{field}: {quote(key)} is {state}, no longer waiting: it cannot also wait for the new"
+                         " tasks (the tasks were added; retry without it, or with another)")
+
+
+class GraphCancelled(TaskringError):
+    def __init__(self, namespace: str, graph_id: str):
+        super().__init__(f"graph {quote(namespace + '/' + graph_id)} was cancelled: nothing is added to it")

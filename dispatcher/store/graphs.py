@@ -29,7 +29,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TypeVar
 
 from dispatcher.base.errors import TaskIdTaken, TaskNotFound
-from dispatcher.store import audit, dead_lettering, fenced
+from dispatcher.store import audit, dead_lettering, fenced, graph_adds
 from dispatcher.store import graph_settle as settle
 from dispatcher.store import records as r
 from dispatcher.store.errors import GraphExists, GraphNotFound, NotSkippable
@@ -38,6 +38,7 @@ from dispatcher.store.graph_rules import JoinRule, OnFailure
 from dispatcher.store.graph_watch_queries import WatchQueries
 from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_graphs import (
+    AddedTasks,
     EdgeView,
     GraphView,
     NewGraph,
@@ -102,6 +103,11 @@ class GraphStore(WatchQueries):
                             (graph.home_slot, GRAPH_NOTE, f"{graph.namespace}/{graph.graph_id}", now))
         home.run(close_graph)
         return True
+
+    def add_tasks(self, namespace: str, graph_id: str, adder: tuple[str, int, int], nodes: Sequence[NewNode],
+                  targets: Sequence[tuple[int, str, str, int]], node: str) -> AddedTasks:
+        return graph_adds.add_tasks(self._shards, self._by_shard, _insert_nodes, namespace, graph_id, adder,
+                                    nodes, targets, node)
 
     # ---- release ----
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from typing import Protocol
 
 from dispatcher.store import records as r
@@ -57,6 +57,14 @@ class Released:
     """ENQUEUED or PENDING."""
     trigger_at: dt.datetime
     envelope: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddedTasks:
+    """What AddGraphTasks wrote: the tasks new in the graph, and those an earlier call had added."""
+
+    added: int
+    existed: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -162,6 +170,14 @@ class GraphStoreProtocol(Protocol):
         shard's rows are committed (with a "graph" note). True when written now; False when
         the graph existed whole with the same digest (nothing written). A graph left
         incomplete by an earlier call is completed. Raises GraphExists for another digest."""
+
+    def add_tasks(self, namespace: str, graph_id: str, adder: tuple[str, int, int], nodes: Sequence[NewNode],
+                  targets: Sequence[tuple[int, str, str, int]], node: str) -> AddedTasks:
+        """Tasks added by a running task of the graph (`adder`: task id, slot, attempt), each
+        waiting for it, and the also_before `targets` ((index, key, task id, slot), each still
+        waiting) made to wait for them too (store/graph_adds.py). Idempotent by the tasks' ids.
+        AdderNotRunning, NotWaiting (naming also_before[i]) or GraphCancelled otherwise."""
+        ...
 
     def release_roots(self, namespace: str, graph_id: str, node: str, now: dt.datetime) -> Settled:
         """Release the complete graph's tasks without parents that still wait (none while

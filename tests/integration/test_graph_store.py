@@ -13,7 +13,14 @@ import pytest
 
 from dispatcher.base.config import MySQLConfig
 from dispatcher.store import records as r
-from dispatcher.store.errors import GraphExists, GraphNotFound, NotSkippable
+from dispatcher.store.errors import (
+    AdderNotRunning,
+    GraphCancelled,
+    GraphExists,
+    GraphNotFound,
+    NotSkippable,
+    NotWaiting,
+)
 from dispatcher.store.graph_rules import JoinRule, OnFailure
 from dispatcher.store.graphs import GraphStore
 from dispatcher.store.interface_audit import AuditRecord
@@ -346,3 +353,73 @@ def test_the_watch_finds_a_finished_graph_a_stuck_one_and_a_lost_release(stores)
     again = graphs.check_graph("ns", "w2", 600_000, later + dt.timedelta(seconds=1))
     assert (again.stuck, again.lost) == (False, ())
     assert graphs.open_counts(list(range(16)), later).stuck == {"ns": 0}
+
+
+def _dispatch(store, task_id: str, attempt: int = 1) -> None:
+    """A task running its attempt, as the engine would have it."""
+    row, _ = store.get_task(task_id)
+    shard = store.shard_of(row.slot) if isinstance(store, ShardedTaskStore) else store
+    shard.run(lambda cur: cur.execute("UPDATE tasks SET status = %s, attempts = %s WHERE task_id = %s",
+                                      (r.DISPATCHED, attempt, task_id)))
+
+
+def _added(graph_id: str, adder: str, keys: dict[str, int], first_seq: int = 10) -> list[NewNode]:
+    """New tasks "<adder>:<key>" on the given slots, each waiting for the adder."""
+    out = []
+    for i, (key, slot) in enumerate(keys.items()):
+        full = f"{adder}:{key}"
+        task = r.NewTask(task_id=f"{graph_id}.{full}", slot=slot, namespace="ns", task_type=f"type-{slot}",
+                         priority=2, status=r.WAITING, trigger_at=T0, envelope=b"\x0a\x01x", created_at=T0)
+        out.append(NewNode(task=task, key=full, seq=first_seq + i, join_rule=JoinRule.ALL_SUCCEEDED, join_k=0,
+                           delay_ms=0, has_dependents=True,
+                           parents=(NewEdge(f"{graph_id}.{adder}", adder, OnFailure.SKIP),)))
+    return out
+
+
+def test_added_tasks_wait_for_their_adder_and_the_fan_in_for_them_across_shards(stores):
+    """split (slot 1) adds lines on slots 2 and 3; close (slot 0, the other shard) waits for them."""
+    store, graphs = stores
+    spec = {"split": (1, [], JoinRule.ALL_SUCCEEDED), "close": (0, ["split"], JoinRule.ALL_SUCCEEDED)}
+    graphs.insert_graph(_graph("g-add", spec), NODE, T0)
+    graphs.release_roots("ns", "g-add", NODE, T0)
+    _dispatch(store, "g-add.split")
+    lines = _added("g-add", "split", {"line-1": 2, "line-2": 3})
+    done = graphs.add_tasks("ns", "g-add", ("g-add.split", 1, 1), lines, [(0, "close", "g-add.close", 0)], NODE)
+    assert (done.added, done.existed) == (2, 0)
+    # Again (a retried attempt): nothing twice, and close waits for each line once.
+    again = graphs.add_tasks("ns", "g-add", ("g-add.split", 1, 1), lines, [(0, "close", "g-add.close", 0)], NODE)
+    assert (again.added, again.existed) == (0, 2)
+    view = {n.key: n for n in graphs.graph("ns", "g-add").nodes}
+    assert {e.parent_key for e in view["close"].edges} == {"split", "split:line-1", "split:line-2"}
+    assert _states(graphs, "g-add") == {"split": r.DISPATCHED, "close": r.WAITING, "split:line-1": r.WAITING,
+                                        "split:line-2": r.WAITING}
+    # The adder ends: the lines go; close still waits for them.
+    _end(store, "g-add.split", r.SUCCEEDED)
+    settled = graphs.apply_ends(["g-add.split"], NODE, T0)
+    assert sorted(t.task_id for t in settled.released) == ["g-add.split:line-1", "g-add.split:line-2"]
+    _end(store, "g-add.split:line-1", r.SUCCEEDED)
+    assert graphs.apply_ends(["g-add.split:line-1"], NODE, T0).released == ()
+    _end(store, "g-add.split:line-2", r.SUCCEEDED)
+    assert [t.task_id for t in graphs.apply_ends(["g-add.split:line-2"], NODE, T0).released] == ["g-add.close"]
+
+
+def test_an_add_is_refused_from_a_task_not_running_and_for_a_target_no_longer_waiting(stores):
+    store, graphs = stores
+    spec = {"split": (1, [], JoinRule.ALL_SUCCEEDED), "other": (0, [], JoinRule.ALL_SUCCEEDED),
+            "close": (0, ["split"], JoinRule.ALL_SUCCEEDED)}
+    graphs.insert_graph(_graph("g-ref", spec), NODE, T0)
+    graphs.release_roots("ns", "g-ref", NODE, T0)
+    lines = _added("g-ref", "split", {"line-1": 2})
+    with pytest.raises(AdderNotRunning, match="is enqueued at attempt 0, not running attempt 1"):
+        graphs.add_tasks("ns", "g-ref", ("g-ref.split", 1, 1), lines, [], NODE)
+    _dispatch(store, "g-ref.split", attempt=2)
+    with pytest.raises(AdderNotRunning, match="not running attempt 1"):
+        graphs.add_tasks("ns", "g-ref", ("g-ref.split", 1, 1), lines, [], NODE)
+    assert "split:line-1" not in _states(graphs, "g-ref"), "nothing written"
+    _end(store, "g-ref.other", r.SUCCEEDED)
+    with pytest.raises(NotWaiting, match=r"also_before\[1\]: 'other' is succeeded, no longer waiting"):
+        graphs.add_tasks("ns", "g-ref", ("g-ref.split", 1, 2), lines,
+                         [(0, "close", "g-ref.close", 0), (1, "other", "g-ref.other", 0)], NODE)
+    graphs.cancel_graph("ns", "g-ref", "graceful", (), "a test", NODE, T0)
+    with pytest.raises(GraphCancelled):
+        graphs.add_tasks("ns", "g-ref", ("g-ref.split", 1, 2), lines, [], NODE)

@@ -7,10 +7,12 @@ import datetime as dt
 
 import pytest
 
-from dispatcher.api.graph_validation import MAX_TASKS, graph_task_id, validate_graph
+from dispatcher.api.graph_validation import MAX_TASKS, graph_task_id, validate_added, validate_graph
 from dispatcher.api.validation import Limits
 from dispatcher.base.errors import InvalidArgument
+from dispatcher.store import records as r
 from dispatcher.store.graph_rules import JoinRule, OnFailure
+from dispatcher.store.interface_graphs import EdgeView, GraphView, NodeView
 from taskring.wire import pb
 
 NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
@@ -97,3 +99,81 @@ def test_a_long_cycle_is_named_from_a_task_on_it():
 def test_a_delay_counts_from_the_release():
     valid = validate_graph(_request(_gt("a", task=_task(delay_ms=90_000))), now=NOW, limits=Limits())
     assert valid.nodes[0].delay_ms == 90_000
+
+
+# ---- AddGraphTasks (validate_added): against a graph as it stands ----
+
+def _view(*nodes: tuple[str, tuple[str, ...]]) -> GraphView:
+    """A graph of (key, parent keys) as the store shows it; every task waiting."""
+    ids = {key: graph_task_id("shop", "order-1", key) for key, _ in nodes}
+    return GraphView("shop", "order-1", True, NOW.replace(tzinfo=None), tuple(
+        NodeView(key=key, task_id=ids[key], seq=i, slot=0, status=r.WAITING, attempts=0,
+                 trigger_at=NOW.replace(tzinfo=None), join_rule=JoinRule.ALL_SUCCEEDED, join_k=0,
+                 edges=tuple(EdgeView(p, ids[p], OnFailure.SKIP, None) for p in parents), reason=None,
+                 last_error=None)
+        for i, (key, parents) in enumerate(nodes)))
+
+
+ORDER = _view(("charge", ()), ("split", ("charge",)), ("close", ("split",)), ("audit", ()))
+
+
+def _add(*tasks: pb.GraphTask, adder: str = "split", also_before: tuple[str, ...] = ()) -> pb.AddGraphTasksRequest:
+    return pb.AddGraphTasksRequest(namespace="shop", graph_id="order-1",
+                                   adder_task_id=graph_task_id("shop", "order-1", adder) if adder else "nobody",
+                                   adder_attempt=1, tasks=list(tasks), also_before=list(also_before))
+
+
+def _add_refused(request: pb.AddGraphTasksRequest, view: GraphView = ORDER) -> str:
+    with pytest.raises(InvalidArgument) as refused:
+        validate_added(request, view, now=NOW, limits=Limits())
+    return str(refused.value)
+
+
+def test_added_tasks_wait_for_their_adder_and_take_keys_under_it():
+    valid = validate_added(_add(_gt("line-1"), _gt("line-2", "line-1", "charge", ignore=("charge",)),
+                                also_before=("close",)), ORDER, now=NOW, limits=Limits())
+    by_key = {n.key: n for n in valid.nodes}
+    assert list(by_key) == ["split:line-1", "split:line-2"]
+    assert by_key["split:line-1"].parents == (("split", OnFailure.SKIP),)
+    assert by_key["split:line-2"].parents == (("split", OnFailure.SKIP), ("split:line-1", OnFailure.SKIP),
+                                             ("charge", OnFailure.IGNORE))
+    assert by_key["split:line-1"].task.task_id == graph_task_id("shop", "order-1", "split:line-1")
+    assert all(n.has_dependents for n in valid.nodes), "close waits for each"
+    assert [t.key for t in valid.targets] == ["close"]
+    assert {p.key for p in valid.parents} == {"split", "charge"}
+
+
+def test_at_least_counts_the_adder_among_the_parents():
+    join = pb.Join(rule=pb.JOIN_RULE_AT_LEAST, at_least=2)
+    assert validate_added(_add(_gt("a", "charge", join=join)), ORDER, now=NOW, limits=Limits()).nodes[0].join_k == 2
+    assert "tasks[0].join.at_least" in _add_refused(_add(_gt("a", join=pb.Join(rule=pb.JOIN_RULE_AT_LEAST,
+                                                                                   at_least=2))))
+
+
+def test_a_retried_add_is_valid_and_a_key_the_graph_has_otherwise_is_refused():
+    added_before = _view(("charge", ()), ("split", ("charge",)), ("split:line-1", ("split",)),
+                         ("split:x", ("charge",)))
+    assert validate_added(_add(_gt("line-1")), added_before, now=NOW, limits=Limits()).nodes[0].key == "split:line-1"
+    assert "tasks[0].key: 'split:x' is already a task of the graph" in _add_refused(_add(_gt("x")), added_before)
+
+
+@pytest.mark.parametrize("request_, message", [
+    (_add(_gt("a"), adder=""), "adder_task_id: 'nobody' is no task of graph"),
+    (_add(), "tasks: add at least one task"),
+    (_add(_gt("a b")), "tasks[0].key: must be"),
+    (_add(_gt("k" * 123)), "at most 128 characters"),
+    (_add(_gt("a"), _gt("a")), "tasks[1].key: repeats tasks[0].key"),
+    (_add(_gt("a", "nowhere")), "tasks[0].depends_on[0]: names 'nowhere', which is no task of this call or of"),
+    (_add(_gt("a", "split")), "tasks[0].depends_on[0]: names the adding task"),
+    (_add(_gt("a", "a")), "tasks[0].depends_on[0]: a task may not depend on itself"),
+    (_add(_gt("a", "charge", "charge")), "tasks[0].depends_on[1]: repeats tasks[0].depends_on[0]"),
+    (_add(_gt("a", "b"), _gt("b", "a")), "closes the cycle"),
+    (_add(_gt("a"), also_before=("nowhere",)), "also_before[0]: names 'nowhere', which is no task of the graph"),
+    (_add(_gt("a"), also_before=("close", "close")), "also_before[1]: repeats also_before[0]"),
+    (_add(_gt("a"), also_before=("split",)), "also_before[0]: 'split' is the adding task"),
+    (_add(_gt("a"), also_before=("charge",)), "also_before[0]: 'charge' is the adding task, a task the new ones"),
+    (_add(_gt("a", "audit"), also_before=("audit",)), "would close a cycle"),
+    (_add(_gt("a", task=_task(task_id="mine"))), "tasks[0].task.task_id: not allowed in a graph"),
+])
+def test_an_add_is_refused_naming_the_field(request_, message):
+    assert message in _add_refused(request_)

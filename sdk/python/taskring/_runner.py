@@ -190,9 +190,14 @@ def _kept_result(ctx: TaskContext, value: Any) -> tuple[str, str]:
     cannot be kept (the attempt then fails, non-retryably: it would return the same again);
     ("", "") when no result is wanted."""
     graph = ctx._graph
-    if graph is None or not graph.keep_result:
+    if graph is None or not (graph.keep_result or graph.added):
         return "", ""
     return result_json_of(value)
+
+
+def _added(ctx: TaskContext) -> bool:
+    """Whether the handler added tasks to its graph: its end is what they wait for."""
+    return ctx._graph is not None and ctx._graph.added
 
 def _make_context(task_id: str, namespace: str, task_type: str, payload: dict[str, Any], attempt: int,
                   epoch: int, trace_id: str, deadline: float, payload_version: int,
@@ -286,8 +291,9 @@ class _Host:
 class DeliveryRunner:
     """Runs deliveries on the executor's loop; create and use it on that loop only."""
 
-    def __init__(self, handlers: Mapping[str, Handler], max_in_flight: int) -> None:
+    def __init__(self, handlers: Mapping[str, Handler], max_in_flight: int, client: Any = None) -> None:
         self._handlers = dict(handlers)
+        self._client = client   # the executor's Client, for ctx.add_tasks (None: none given)
         self._max_in_flight = max_in_flight
         self._free = max_in_flight
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -373,7 +379,8 @@ class DeliveryRunner:
                         beat = link.start(d) if link is not None else Beat(
                             None, task.task_id, d.attempt, d.heartbeat_timeout_ms, d.heartbeat_details_json)
                     try:
-                        graph = (GraphPart(d.keep_result, d.parent_results, d.parent_results_truncated)
+                        graph = (GraphPart(d.keep_result, d.parent_results, d.parent_results_truncated,
+                                           task.graph.graph_id, self._client)
                                  if task.HasField("graph") else None)
                         ctx = _make_context(task.task_id, task.namespace, task_type,
                                             _decode_payload(task.payload_json), d.attempt, d.epoch, task.trace_id,
@@ -416,7 +423,8 @@ class DeliveryRunner:
                         fresh = True
                         result_json, bad = _kept_result(ctx, done.value) if graph is not None else ("", "")
                         add(task_id=ctx.task_id, attempt=ctx.attempt, kind=NON_RETRYABLE if bad else SUCCEEDED,
-                            error=bad, result_json=result_json, started_at_ms=started_ms, finished_at_ms=now_ms)
+                            error=bad, result_json=result_json, started_at_ms=started_ms, finished_at_ms=now_ms,
+                            added_graph_tasks=_added(ctx))
                         continue
                     except Exception as e:
                         self._free += 1
@@ -426,7 +434,8 @@ class DeliveryRunner:
                         fresh = True
                         error, trace = _describe(e)
                         add(task_id=ctx.task_id, attempt=ctx.attempt, kind=_failure_kind(e), error=error,
-                            stack_trace=trace, started_at_ms=started_ms, finished_at_ms=now_ms)
+                            stack_trace=trace, started_at_ms=started_ms, finished_at_ms=now_ms,
+                            added_graph_tasks=_added(ctx))
                         continue
                     except BaseException:
                         self._release()
@@ -531,7 +540,8 @@ class DeliveryRunner:
         finally:
             self._release()
         return pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error, result_json=result_json,
-                          stack_trace=trace, started_at_ms=started_ms, finished_at_ms=_now_ms())
+                          stack_trace=trace, started_at_ms=started_ms, finished_at_ms=_now_ms(),
+                          added_graph_tasks=_added(ctx))
 
     async def _wait_then_run(self, handler: Handler, ctx: TaskContext, d: pb.Delivery, timeout_ms: int,
                              received: float) -> pb.Outcome:
@@ -587,7 +597,8 @@ class DeliveryRunner:
                 kind = _failure_kind(e)
                 error, trace = _describe(e)
             outcome = pb.Outcome(task_id=ctx.task_id, attempt=attempt, kind=kind, error=error, result_json=result_json,
-                                 stack_trace=trace, started_at_ms=started, finished_at_ms=_now_ms())
+                                 stack_trace=trace, started_at_ms=started, finished_at_ms=_now_ms(),
+                                 added_graph_tasks=_added(ctx))
             self._sync_finish(fut, timer, outcome)
 
         def on_deadline() -> None:  # on the loop
@@ -606,7 +617,7 @@ class DeliveryRunner:
                 error=f"handler exceeded its timeout of {timeout_ms} ms (a sync handler cannot be "
                 "stopped; its thread runs on)",
                 stack_trace=_trim(trace), started_at_ms=started_box[0] if started_box else now,
-                finished_at_ms=now,
+                finished_at_ms=now, added_graph_tasks=_added(ctx),
             ))
 
         timer = loop.call_at(ctx.deadline, on_deadline)

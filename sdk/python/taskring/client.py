@@ -32,11 +32,14 @@ from taskring._auth import AsyncBearerToken, BearerToken
 from taskring.cron import CronRules
 from taskring.errors import ProtocolError, ResourceExhausted, from_rpc_error
 from taskring.graph import (
+    AddedTasks,
+    Additions,
     CancelledGraph,
     CancelMode,
     Graph,
     GraphInfo,
     SubmittedGraph,
+    added_from_pb,
     cancel_graph_request,
     graph_from_pb,
     submitted_from_pb,
@@ -235,6 +238,17 @@ class Client:
             raise from_rpc_error(e) from e
         return submitted_from_pb(resp)
 
+    def add_graph_tasks(self, namespace: str, graph_id: str, adder_task_id: str, adder_attempt: int,
+                        additions: Additions, *, also_before: Sequence[str] = ()) -> AddedTasks:
+        """Add tasks to a graph from its running task `adder_task_id` (what ``ctx.add_tasks``
+        calls; docs/graphs.md, "Adding tasks while it runs")."""
+        try:
+            resp = self._graphs.AddGraphTasks(additions.to_pb(namespace, graph_id, adder_task_id, adder_attempt,
+                                                              also_before), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return added_from_pb(resp)
+
     def get_graph(self, namespace: str, graph_id: str, *, with_results: bool = False) -> GraphInfo:
         """The graph: each task's state, its edges and what a waiting one waits for; with
         `with_results`, each task's kept result (``nodes[key].result``)."""
@@ -326,6 +340,16 @@ class AsyncClient:
         except grpc.RpcError as e:
             raise from_rpc_error(e) from e
         return submitted_from_pb(resp)
+
+    async def add_graph_tasks(self, namespace: str, graph_id: str, adder_task_id: str, adder_attempt: int,
+                              additions: Additions, *, also_before: Sequence[str] = ()) -> AddedTasks:
+        """As `Client.add_graph_tasks`."""
+        try:
+            resp = await self._graphs.AddGraphTasks(additions.to_pb(namespace, graph_id, adder_task_id,
+                                                                    adder_attempt, also_before), timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+        return added_from_pb(resp)
 
     async def get_graph(self, namespace: str, graph_id: str, *, with_results: bool = False) -> GraphInfo:
         """As `Client.get_graph`."""

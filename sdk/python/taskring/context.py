@@ -13,9 +13,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskring._heartbeat import Beat, Link
+
+if TYPE_CHECKING:   # graph.py imports the client's envelope code; a context needs neither to run
+    from taskring.graph import AddedTasks, Additions
 
 MAX_RESULT_BYTES = 65_536
 """The most a handler's result may take as JSON (the server refuses more)."""
@@ -50,13 +53,19 @@ class ParentResult:
 class GraphPart:
     """The graph part of a delivery, decoded on first use."""
 
-    __slots__ = ("_decoded", "_raw", "_truncated", "keep_result")
+    __slots__ = ("_decoded", "_raw", "_truncated", "added", "client", "graph_id", "keep_result")
 
-    def __init__(self, keep_result: bool, raw: Sequence[Any], truncated: bool):
+    def __init__(self, keep_result: bool, raw: Sequence[Any], truncated: bool, graph_id: str = "",
+                 client: Any = None):
         self.keep_result = keep_result
         self._raw = raw
         self._truncated = truncated
         self._decoded: dict[str, ParentResult] | None = None
+        self.graph_id = graph_id
+        self.client = client
+        """The executor's Client (Executor(client=...)), for add_tasks; None: none given."""
+        self.added = False
+        """The handler added tasks (ctx.add_tasks): they wait for its end, and may want its result."""
 
     def parents(self) -> Mapping[str, ParentResult]:
         if self._decoded is None:
@@ -121,7 +130,30 @@ class TaskContext:
     def keeps_result(self) -> bool:
         """Whether the value this handler returns is kept and handed to the tasks that depend
         on it (it must then be JSON, at most 64 KiB); otherwise the return value is ignored."""
-        return self._graph is not None and self._graph.keep_result
+        return self._graph is not None and (self._graph.keep_result or self._graph.added)
+
+    def add_tasks(self, additions: Additions, *, also_before: Sequence[str] = ()) -> AddedTasks:
+        """Add tasks to this task's graph while it runs (a fan-out known only now: one task per
+        order line). Each new task runs once this task has ended (it is an implicit parent of
+        each: if this task fails for good, they are skipped) and after the tasks it names; the
+        waiting tasks named in `also_before` (by key) also wait for every new one, so a fan-in
+        after this task counts them. A new task's key in the graph is ``"<this key>:<key>"``.
+
+        Idempotent by key: a later attempt of this task adding the same keys adds nothing twice,
+        so add before doing what cannot be repeated. Blocks for one call to the server (from an
+        ``async def`` handler: ``await asyncio.to_thread(ctx.add_tasks, ...)``). Needs the
+        executor's client (``Executor(..., client=Client(...))``). Raises `InvalidArgument`
+        naming the field, or `FailedPrecondition` when this attempt no longer runs or an
+        `also_before` task no longer waits."""
+        graph = self._graph
+        if graph is None:
+            raise RuntimeError("add_tasks: this task is not a task of a graph")
+        if graph.client is None:
+            raise RuntimeError("add_tasks: the executor has no client to call the server with:"
+                               " Executor(namespace, ..., client=Client(target))")
+        graph.added = True   # set first: a call that fails halfway may still have added some
+        return graph.client.add_graph_tasks(self.namespace, graph.graph_id, self.task_id, self.attempt, additions,
+                                            also_before=also_before)
 
     # ---- heartbeats (docs/limits.md, "Heartbeats") ----
 

@@ -29,7 +29,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from types import FrameType, TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
@@ -38,6 +38,9 @@ from taskring._registration import Registration, znode_data, znode_path
 from taskring._runner import DeliveryRunner, Handler, HandlerFn
 from taskring._tracing import traced
 from taskring.wire import pb, pb_grpc
+
+if TYPE_CHECKING:   # a client is given in; the executor needs none of its code to run
+    from taskring.client import Client
 
 log = logging.getLogger("taskring.executor")
 
@@ -97,6 +100,7 @@ class Executor:
         advertise_port: int | None = None,
         zk_session_timeout_s: float = 10.0,
         credentials: grpc.ServerCredentials | None = None,
+        client: Client | None = None,
     ) -> None:
         """Configure; nothing runs until `start()`.
 
@@ -112,6 +116,8 @@ class Executor:
         `instance_id` names the znode (default: hostname-pid-random).
         `credentials`: serve TLS, or mutual TLS (`executor_tls_credentials`,
         `executor_tls_from_env`); None: plain text.
+        `client`: a `Client` of the cluster, for handlers that add tasks to their graph
+        (``ctx.add_tasks``); None: they cannot.
         """
         if not _NAMESPACE.fullmatch(namespace):
             raise ValueError(f"namespace: must match {_NAMESPACE.pattern}, got {namespace!r}")
@@ -138,6 +144,7 @@ class Executor:
             raise ValueError(f"advertise_port: must be 1..65535, got {advertise_port!r}")
         self._advertise_port = advertise_port
         self._credentials = credentials
+        self._client = client
         self._handlers: dict[str, Handler] = {}
         self._state = _NEW
         self._state_lock = threading.Lock()
@@ -325,7 +332,7 @@ class Executor:
             loop.close()
 
     async def _astart(self) -> int:
-        self._runner = DeliveryRunner(self._handlers, self.max_in_flight)
+        self._runner = DeliveryRunner(self._handlers, self.max_in_flight, self._client)
         server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),

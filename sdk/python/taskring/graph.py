@@ -106,7 +106,7 @@ class Node:
     """A task added to a `Graph`: name it in another task's ``after``."""
 
     key: str
-    _graph: Graph = field(repr=False, compare=False)
+    _graph: Graph | Additions = field(repr=False, compare=False)
 
     def on_failure(self, policy: OnFailure | str) -> After:
         """This dependency with another failure policy: ``charge.on_failure("ignore")``."""
@@ -146,11 +146,64 @@ class Graph:
         return self._tasks[0][1].namespace
 
     def to_pb(self) -> pb.SubmitGraphRequest:
-        return pb.SubmitGraphRequest(namespace=self.namespace, graph_id=self.graph_id, tasks=[
-            pb.GraphTask(key=key, task=_envelope.spec_to_pb(spec),
+        return pb.SubmitGraphRequest(namespace=self.namespace, graph_id=self.graph_id, tasks=_tasks_pb(self._tasks))
+
+
+def _tasks_pb(tasks: Sequence[tuple[str, TaskSpec, tuple[After, ...], Join]]) -> list[pb.GraphTask]:
+    return [pb.GraphTask(key=key, task=_envelope.spec_to_pb(spec),
                          depends_on=[pb.Dependency(key=d.key, on_failure=_ON_FAILURE_PB[d.on_failure]) for d in deps],
                          join=pb.Join(rule=_RULE_PB[join.rule], at_least=join.at_least))
-            for key, spec, deps, join in self._tasks])
+            for key, spec, deps, join in tasks]
+
+
+class Additions:
+    """Tasks a running task of a graph adds to it (``ctx.add_tasks``), built as a `Graph` is:
+
+        lines = Additions()
+        for line in ctx.payload["lines"]:
+            lines.task(f"line-{line['id']}", TaskSpec("shop", "pack_line", line))
+        ctx.add_tasks(lines, also_before=["close"])     # close waits for every line too
+
+    ``after`` names tasks added here before (their `Node`) or tasks already in the graph by their
+    key (``After("charge")``); each new task also waits for the task adding it."""
+
+    def __init__(self) -> None:
+        self._tasks: list[tuple[str, TaskSpec, tuple[After, ...], Join]] = []
+        self._keys: set[str] = set()
+
+    def task(self, key: str, spec: TaskSpec, *, after: Sequence[Node | After] = (), join: Join | None = None) -> Node:
+        if key in self._keys:
+            raise ValueError(f"tasks[{len(self._tasks)}].key: repeats {key!r}")
+        deps: list[After] = []
+        for j, a in enumerate(after):
+            if isinstance(a, Node):
+                if a._graph is not self or a.key not in self._keys:
+                    raise ValueError(f"tasks[{len(self._tasks)}].depends_on[{j}]: {a.key!r} must be added here"
+                                     " before, or named by its key in the graph: After(key)")
+                deps.append(After(a.key))
+            elif isinstance(a, After):
+                deps.append(a)
+            else:
+                raise TypeError(f"tasks[{len(self._tasks)}].depends_on[{j}]: a Node or an After, got {a!r}")
+        self._keys.add(key)
+        self._tasks.append((key, spec, tuple(deps), join or Join()))
+        return Node(key, self)
+
+    def to_pb(self, namespace: str, graph_id: str, adder_task_id: str, adder_attempt: int,
+              also_before: Sequence[str]) -> pb.AddGraphTasksRequest:
+        if not self._tasks:
+            raise ValueError("tasks: add at least one task")
+        return pb.AddGraphTasksRequest(namespace=namespace, graph_id=graph_id, adder_task_id=adder_task_id,
+                                       adder_attempt=adder_attempt, also_before=list(also_before),
+                                       tasks=_tasks_pb(self._tasks))
+
+
+@dataclass(frozen=True, slots=True)
+class AddedTasks:
+    duplicate: bool
+    """Every task had been added by an earlier call (an earlier attempt): nothing was written."""
+    tasks: Mapping[str, GraphTaskRef]
+    """By their keys in the graph ("<adder key>:<key>"), in the order they were added."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +267,11 @@ class GraphInfo:
 
 def submitted_from_pb(msg: pb.SubmitGraphResponse) -> SubmittedGraph:
     return SubmittedGraph(msg.graph_id, msg.duplicate, {
+        t.key: GraphTaskRef(t.key, t.task_id, _envelope.state_from_pb(t.state), t.slot) for t in msg.tasks})
+
+
+def added_from_pb(msg: pb.AddGraphTasksResponse) -> AddedTasks:
+    return AddedTasks(msg.duplicate, {
         t.key: GraphTaskRef(t.key, t.task_id, _envelope.state_from_pb(t.state), t.slot) for t in msg.tasks})
 
 

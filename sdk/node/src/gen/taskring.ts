@@ -1,6 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { AddGraphTasksRequest as _taskring_v1_AddGraphTasksRequest, AddGraphTasksRequest__Output as _taskring_v1_AddGraphTasksRequest__Output } from './taskring/v1/AddGraphTasksRequest';
+import type { AddGraphTasksResponse as _taskring_v1_AddGraphTasksResponse, AddGraphTasksResponse__Output as _taskring_v1_AddGraphTasksResponse__Output } from './taskring/v1/AddGraphTasksResponse';
 import type { CancelGraphRequest as _taskring_v1_CancelGraphRequest, CancelGraphRequest__Output as _taskring_v1_CancelGraphRequest__Output } from './taskring/v1/CancelGraphRequest';
 import type { CancelGraphResponse as _taskring_v1_CancelGraphResponse, CancelGraphResponse__Output as _taskring_v1_CancelGraphResponse__Output } from './taskring/v1/CancelGraphResponse';
 import type { CancelRequest as _taskring_v1_CancelRequest, CancelRequest__Output as _taskring_v1_CancelRequest__Output } from './taskring/v1/CancelRequest';
@@ -58,6 +60,8 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 export interface ProtoGrpcType {
   taskring: {
     v1: {
+      AddGraphTasksRequest: MessageTypeDefinition<_taskring_v1_AddGraphTasksRequest, _taskring_v1_AddGraphTasksRequest__Output>
+      AddGraphTasksResponse: MessageTypeDefinition<_taskring_v1_AddGraphTasksResponse, _taskring_v1_AddGraphTasksResponse__Output>
       CancelGraphRequest: MessageTypeDefinition<_taskring_v1_CancelGraphRequest, _taskring_v1_CancelGraphRequest__Output>
       CancelGraphResponse: MessageTypeDefinition<_taskring_v1_CancelGraphResponse, _taskring_v1_CancelGraphResponse__Output>
       CancelMode: EnumTypeDefinition

@@ -2504,6 +2504,144 @@ func (x *SubmitGraphResponse) GetTasks() []*GraphTaskRef {
 	return nil
 }
 
+type AddGraphTasksRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Namespace    string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	GraphId      string                 `protobuf:"bytes,2,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	AdderTaskId  string                 `protobuf:"bytes,3,opt,name=adder_task_id,json=adderTaskId,proto3" json:"adder_task_id,omitempty"`   // the running task that adds (its handler's ctx)
+	AdderAttempt uint32                 `protobuf:"varint,4,opt,name=adder_attempt,json=adderAttempt,proto3" json:"adder_attempt,omitempty"` // its attempt now running: a call from an attempt given up is refused
+	// Keys as in SubmitGraph; each new task's key in the graph is "<adder key>:<key>". depends_on
+	// names a task of this call by its key, else a task of the graph by its key in the graph.
+	Tasks         []*GraphTask `protobuf:"bytes,5,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	AlsoBefore    []string     `protobuf:"bytes,6,rep,name=also_before,json=alsoBefore,proto3" json:"also_before,omitempty"` // keys of waiting tasks of the graph that must also wait for every new task
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddGraphTasksRequest) Reset() {
+	*x = AddGraphTasksRequest{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddGraphTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddGraphTasksRequest) ProtoMessage() {}
+
+func (x *AddGraphTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddGraphTasksRequest.ProtoReflect.Descriptor instead.
+func (*AddGraphTasksRequest) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AddGraphTasksRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *AddGraphTasksRequest) GetGraphId() string {
+	if x != nil {
+		return x.GraphId
+	}
+	return ""
+}
+
+func (x *AddGraphTasksRequest) GetAdderTaskId() string {
+	if x != nil {
+		return x.AdderTaskId
+	}
+	return ""
+}
+
+func (x *AddGraphTasksRequest) GetAdderAttempt() uint32 {
+	if x != nil {
+		return x.AdderAttempt
+	}
+	return 0
+}
+
+func (x *AddGraphTasksRequest) GetTasks() []*GraphTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *AddGraphTasksRequest) GetAlsoBefore() []string {
+	if x != nil {
+		return x.AlsoBefore
+	}
+	return nil
+}
+
+type AddGraphTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Duplicate     bool                   `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // every task had been added by an earlier call: nothing was written
+	Tasks         []*GraphTaskRef        `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`          // in the request's order, with their keys in the graph
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddGraphTasksResponse) Reset() {
+	*x = AddGraphTasksResponse{}
+	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddGraphTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddGraphTasksResponse) ProtoMessage() {}
+
+func (x *AddGraphTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddGraphTasksResponse.ProtoReflect.Descriptor instead.
+func (*AddGraphTasksResponse) Descriptor() ([]byte, []int) {
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AddGraphTasksResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *AddGraphTasksResponse) GetTasks() []*GraphTaskRef {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
 type GetGraphRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -2515,7 +2653,7 @@ type GetGraphRequest struct {
 
 func (x *GetGraphRequest) Reset() {
 	*x = GetGraphRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2665,7 @@ func (x *GetGraphRequest) String() string {
 func (*GetGraphRequest) ProtoMessage() {}
 
 func (x *GetGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[30]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2678,7 @@ func (x *GetGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGraphRequest.ProtoReflect.Descriptor instead.
 func (*GetGraphRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{30}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetGraphRequest) GetNamespace() string {
@@ -2575,7 +2713,7 @@ type GraphEdge struct {
 
 func (x *GraphEdge) Reset() {
 	*x = GraphEdge{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2725,7 @@ func (x *GraphEdge) String() string {
 func (*GraphEdge) ProtoMessage() {}
 
 func (x *GraphEdge) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[31]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2738,7 @@ func (x *GraphEdge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
 func (*GraphEdge) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{31}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GraphEdge) GetParentKey() string {
@@ -2641,7 +2779,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2791,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[32]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2804,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{32}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GraphNode) GetKey() string {
@@ -2745,7 +2883,7 @@ type GetGraphResponse struct {
 
 func (x *GetGraphResponse) Reset() {
 	*x = GetGraphResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +2895,7 @@ func (x *GetGraphResponse) String() string {
 func (*GetGraphResponse) ProtoMessage() {}
 
 func (x *GetGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[33]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +2908,7 @@ func (x *GetGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGraphResponse.ProtoReflect.Descriptor instead.
 func (*GetGraphResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{33}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetGraphResponse) GetGraphId() string {
@@ -2820,7 +2958,7 @@ type CancelGraphRequest struct {
 
 func (x *CancelGraphRequest) Reset() {
 	*x = CancelGraphRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +2970,7 @@ func (x *CancelGraphRequest) String() string {
 func (*CancelGraphRequest) ProtoMessage() {}
 
 func (x *CancelGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[34]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +2983,7 @@ func (x *CancelGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGraphRequest.ProtoReflect.Descriptor instead.
 func (*CancelGraphRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{34}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CancelGraphRequest) GetNamespace() string {
@@ -2886,7 +3024,7 @@ type CancelGraphResponse struct {
 
 func (x *CancelGraphResponse) Reset() {
 	*x = CancelGraphResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3036,7 @@ func (x *CancelGraphResponse) String() string {
 func (*CancelGraphResponse) ProtoMessage() {}
 
 func (x *CancelGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[35]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3049,7 @@ func (x *CancelGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelGraphResponse.ProtoReflect.Descriptor instead.
 func (*CancelGraphResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{35}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CancelGraphResponse) GetCancelled() uint32 {
@@ -2969,7 +3107,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3119,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[36]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3132,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{36}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Delivery) GetTask() *Task {
@@ -3087,7 +3225,7 @@ type ParentResult struct {
 
 func (x *ParentResult) Reset() {
 	*x = ParentResult{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3237,7 @@ func (x *ParentResult) String() string {
 func (*ParentResult) ProtoMessage() {}
 
 func (x *ParentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[37]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3250,7 @@ func (x *ParentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParentResult.ProtoReflect.Descriptor instead.
 func (*ParentResult) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{37}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ParentResult) GetKey() string {
@@ -3162,7 +3300,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3312,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[38]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3325,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{38}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExecuteRequest) GetDeliveries() []*Delivery {
@@ -3229,7 +3367,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3379,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[39]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3392,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{39}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Heartbeat) GetTaskId() string {
@@ -3298,7 +3436,7 @@ type HeartbeatAnswer struct {
 
 func (x *HeartbeatAnswer) Reset() {
 	*x = HeartbeatAnswer{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3448,7 @@ func (x *HeartbeatAnswer) String() string {
 func (*HeartbeatAnswer) ProtoMessage() {}
 
 func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[40]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3461,7 @@ func (x *HeartbeatAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAnswer.ProtoReflect.Descriptor instead.
 func (*HeartbeatAnswer) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{40}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HeartbeatAnswer) GetSequence() uint64 {
@@ -3371,14 +3509,16 @@ type Outcome struct {
 	StartedAtMs  int64                  `protobuf:"varint,6,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"` // unix epoch milliseconds
 	FinishedAtMs int64                  `protobuf:"varint,7,opt,name=finished_at_ms,json=finishedAtMs,proto3" json:"finished_at_ms,omitempty"`
 	// The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
-	ResultJson    string `protobuf:"bytes,8,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResultJson string `protobuf:"bytes,8,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// The handler added tasks to its graph (AddGraphTasks): its end is what they wait for.
+	AddedGraphTasks bool `protobuf:"varint,9,opt,name=added_graph_tasks,json=addedGraphTasks,proto3" json:"added_graph_tasks,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3390,7 +3530,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[41]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3403,7 +3543,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{41}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Outcome) GetTaskId() string {
@@ -3462,6 +3602,13 @@ func (x *Outcome) GetResultJson() string {
 	return ""
 }
 
+func (x *Outcome) GetAddedGraphTasks() bool {
+	if x != nil {
+		return x.AddedGraphTasks
+	}
+	return false
+}
+
 type ExecuteResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Outcomes []*Outcome             `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"` // one per delivery, any order
@@ -3473,7 +3620,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3632,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[42]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3645,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{42}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExecuteResponse) GetOutcomes() []*Outcome {
@@ -3530,7 +3677,7 @@ type QueuedTask struct {
 
 func (x *QueuedTask) Reset() {
 	*x = QueuedTask{}
-	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +3689,7 @@ func (x *QueuedTask) String() string {
 func (*QueuedTask) ProtoMessage() {}
 
 func (x *QueuedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_taskring_v1_taskring_proto_msgTypes[43]
+	mi := &file_taskring_v1_taskring_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +3702,7 @@ func (x *QueuedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedTask.ProtoReflect.Descriptor instead.
 func (*QueuedTask) Descriptor() ([]byte, []int) {
-	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{43}
+	return file_taskring_v1_taskring_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *QueuedTask) GetTask() *Task {
@@ -3766,7 +3913,18 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x13SubmitGraphResponse\x12\x19\n" +
 	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12/\n" +
-	"\x05tasks\x18\x03 \x03(\v2\x19.taskring.v1.GraphTaskRefR\x05tasks\"m\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x19.taskring.v1.GraphTaskRefR\x05tasks\"\xe7\x01\n" +
+	"\x14AddGraphTasksRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bgraph_id\x18\x02 \x01(\tR\agraphId\x12\"\n" +
+	"\radder_task_id\x18\x03 \x01(\tR\vadderTaskId\x12#\n" +
+	"\radder_attempt\x18\x04 \x01(\rR\fadderAttempt\x12,\n" +
+	"\x05tasks\x18\x05 \x03(\v2\x16.taskring.v1.GraphTaskR\x05tasks\x12\x1f\n" +
+	"\valso_before\x18\x06 \x03(\tR\n" +
+	"alsoBefore\"f\n" +
+	"\x15AddGraphTasksResponse\x12\x1c\n" +
+	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12/\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x19.taskring.v1.GraphTaskRefR\x05tasks\"m\n" +
 	"\x0fGetGraphRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
 	"\bgraph_id\x18\x02 \x01(\tR\agraphId\x12!\n" +
@@ -3844,7 +4002,7 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x127\n" +
 	"\averdict\x18\x04 \x01(\x0e2\x1d.taskring.v1.HeartbeatVerdictR\averdict\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x8c\x02\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xb8\x02\n" +
 	"\aOutcome\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12,\n" +
@@ -3855,7 +4013,8 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rstarted_at_ms\x18\x06 \x01(\x03R\vstartedAtMs\x12$\n" +
 	"\x0efinished_at_ms\x18\a \x01(\x03R\ffinishedAtMs\x12\x1f\n" +
 	"\vresult_json\x18\b \x01(\tR\n" +
-	"resultJson\"{\n" +
+	"resultJson\x12*\n" +
+	"\x11added_graph_tasks\x18\t \x01(\bR\x0faddedGraphTasks\"{\n" +
 	"\x0fExecuteResponse\x120\n" +
 	"\boutcomes\x18\x01 \x03(\v2\x14.taskring.v1.OutcomeR\boutcomes\x126\n" +
 	"\n" +
@@ -3933,11 +4092,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\rGetTypePolicy\x12\x1a.taskring.v1.TypePolicyRef\x1a\x17.taskring.v1.TypePolicy\x12_\n" +
 	"\x10ListTypePolicies\x12$.taskring.v1.ListTypePoliciesRequest\x1a%.taskring.v1.ListTypePoliciesResponse\x12K\n" +
 	"\rPutTypePolicy\x12!.taskring.v1.PutTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy\x12Q\n" +
-	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\xfb\x01\n" +
+	"\x10DeleteTypePolicy\x12$.taskring.v1.DeleteTypePolicyRequest\x1a\x17.taskring.v1.TypePolicy2\xd3\x02\n" +
 	"\fGraphService\x12P\n" +
 	"\vSubmitGraph\x12\x1f.taskring.v1.SubmitGraphRequest\x1a .taskring.v1.SubmitGraphResponse\x12G\n" +
 	"\bGetGraph\x12\x1c.taskring.v1.GetGraphRequest\x1a\x1d.taskring.v1.GetGraphResponse\x12P\n" +
-	"\vCancelGraph\x12\x1f.taskring.v1.CancelGraphRequest\x1a .taskring.v1.CancelGraphResponse2\x9e\x01\n" +
+	"\vCancelGraph\x12\x1f.taskring.v1.CancelGraphRequest\x1a .taskring.v1.CancelGraphResponse\x12V\n" +
+	"\rAddGraphTasks\x12!.taskring.v1.AddGraphTasksRequest\x1a\".taskring.v1.AddGraphTasksResponse2\x9e\x01\n" +
 	"\x0fExecutorService\x12D\n" +
 	"\aExecute\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse\x12E\n" +
 	"\x04Work\x12\x1b.taskring.v1.ExecuteRequest\x1a\x1c.taskring.v1.ExecuteResponse(\x010\x01b\x06proto3"
@@ -3955,7 +4115,7 @@ func file_taskring_v1_taskring_proto_rawDescGZIP() []byte {
 }
 
 var file_taskring_v1_taskring_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_taskring_v1_taskring_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_taskring_v1_taskring_proto_goTypes = []any{
 	(Priority)(0),                    // 0: taskring.v1.Priority
 	(TaskState)(0),                   // 1: taskring.v1.TaskState
@@ -3994,21 +4154,23 @@ var file_taskring_v1_taskring_proto_goTypes = []any{
 	(*SubmitGraphRequest)(nil),       // 34: taskring.v1.SubmitGraphRequest
 	(*GraphTaskRef)(nil),             // 35: taskring.v1.GraphTaskRef
 	(*SubmitGraphResponse)(nil),      // 36: taskring.v1.SubmitGraphResponse
-	(*GetGraphRequest)(nil),          // 37: taskring.v1.GetGraphRequest
-	(*GraphEdge)(nil),                // 38: taskring.v1.GraphEdge
-	(*GraphNode)(nil),                // 39: taskring.v1.GraphNode
-	(*GetGraphResponse)(nil),         // 40: taskring.v1.GetGraphResponse
-	(*CancelGraphRequest)(nil),       // 41: taskring.v1.CancelGraphRequest
-	(*CancelGraphResponse)(nil),      // 42: taskring.v1.CancelGraphResponse
-	(*Delivery)(nil),                 // 43: taskring.v1.Delivery
-	(*ParentResult)(nil),             // 44: taskring.v1.ParentResult
-	(*ExecuteRequest)(nil),           // 45: taskring.v1.ExecuteRequest
-	(*Heartbeat)(nil),                // 46: taskring.v1.Heartbeat
-	(*HeartbeatAnswer)(nil),          // 47: taskring.v1.HeartbeatAnswer
-	(*Outcome)(nil),                  // 48: taskring.v1.Outcome
-	(*ExecuteResponse)(nil),          // 49: taskring.v1.ExecuteResponse
-	(*QueuedTask)(nil),               // 50: taskring.v1.QueuedTask
-	nil,                              // 51: taskring.v1.GetGraphResponse.CountsEntry
+	(*AddGraphTasksRequest)(nil),     // 37: taskring.v1.AddGraphTasksRequest
+	(*AddGraphTasksResponse)(nil),    // 38: taskring.v1.AddGraphTasksResponse
+	(*GetGraphRequest)(nil),          // 39: taskring.v1.GetGraphRequest
+	(*GraphEdge)(nil),                // 40: taskring.v1.GraphEdge
+	(*GraphNode)(nil),                // 41: taskring.v1.GraphNode
+	(*GetGraphResponse)(nil),         // 42: taskring.v1.GetGraphResponse
+	(*CancelGraphRequest)(nil),       // 43: taskring.v1.CancelGraphRequest
+	(*CancelGraphResponse)(nil),      // 44: taskring.v1.CancelGraphResponse
+	(*Delivery)(nil),                 // 45: taskring.v1.Delivery
+	(*ParentResult)(nil),             // 46: taskring.v1.ParentResult
+	(*ExecuteRequest)(nil),           // 47: taskring.v1.ExecuteRequest
+	(*Heartbeat)(nil),                // 48: taskring.v1.Heartbeat
+	(*HeartbeatAnswer)(nil),          // 49: taskring.v1.HeartbeatAnswer
+	(*Outcome)(nil),                  // 50: taskring.v1.Outcome
+	(*ExecuteResponse)(nil),          // 51: taskring.v1.ExecuteResponse
+	(*QueuedTask)(nil),               // 52: taskring.v1.QueuedTask
+	nil,                              // 53: taskring.v1.GetGraphResponse.CountsEntry
 }
 var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	7,  // 0: taskring.v1.Task.retry_policy:type_name -> taskring.v1.RetryPolicy
@@ -4036,67 +4198,71 @@ var file_taskring_v1_taskring_proto_depIdxs = []int32{
 	33, // 22: taskring.v1.SubmitGraphRequest.tasks:type_name -> taskring.v1.GraphTask
 	1,  // 23: taskring.v1.GraphTaskRef.state:type_name -> taskring.v1.TaskState
 	35, // 24: taskring.v1.SubmitGraphResponse.tasks:type_name -> taskring.v1.GraphTaskRef
-	3,  // 25: taskring.v1.GraphEdge.on_failure:type_name -> taskring.v1.OnFailure
-	1,  // 26: taskring.v1.GraphNode.state:type_name -> taskring.v1.TaskState
-	32, // 27: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
-	38, // 28: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
-	51, // 29: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
-	39, // 30: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
-	4,  // 31: taskring.v1.CancelGraphRequest.mode:type_name -> taskring.v1.CancelMode
-	8,  // 32: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
-	44, // 33: taskring.v1.Delivery.parent_results:type_name -> taskring.v1.ParentResult
-	43, // 34: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
-	47, // 35: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
-	5,  // 36: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
-	6,  // 37: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
-	48, // 38: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
-	46, // 39: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
-	8,  // 40: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
-	10, // 41: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
-	12, // 42: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
-	14, // 43: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
-	16, // 44: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
-	21, // 45: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	21, // 46: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
-	20, // 47: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
-	23, // 48: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
-	20, // 49: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
-	20, // 50: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
-	20, // 51: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
-	26, // 52: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
-	29, // 53: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
-	27, // 54: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
-	28, // 55: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
-	34, // 56: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
-	37, // 57: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
-	41, // 58: taskring.v1.GraphService.CancelGraph:input_type -> taskring.v1.CancelGraphRequest
-	45, // 59: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
-	45, // 60: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
-	11, // 61: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
-	13, // 62: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
-	15, // 63: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
-	18, // 64: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
-	22, // 65: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	22, // 66: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
-	19, // 67: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
-	24, // 68: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
-	19, // 69: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
-	19, // 70: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
-	19, // 71: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
-	25, // 72: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
-	30, // 73: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
-	25, // 74: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
-	25, // 75: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
-	36, // 76: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
-	40, // 77: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
-	42, // 78: taskring.v1.GraphService.CancelGraph:output_type -> taskring.v1.CancelGraphResponse
-	49, // 79: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
-	49, // 80: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
-	61, // [61:81] is the sub-list for method output_type
-	41, // [41:61] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	33, // 25: taskring.v1.AddGraphTasksRequest.tasks:type_name -> taskring.v1.GraphTask
+	35, // 26: taskring.v1.AddGraphTasksResponse.tasks:type_name -> taskring.v1.GraphTaskRef
+	3,  // 27: taskring.v1.GraphEdge.on_failure:type_name -> taskring.v1.OnFailure
+	1,  // 28: taskring.v1.GraphNode.state:type_name -> taskring.v1.TaskState
+	32, // 29: taskring.v1.GraphNode.join:type_name -> taskring.v1.Join
+	40, // 30: taskring.v1.GraphNode.depends_on:type_name -> taskring.v1.GraphEdge
+	53, // 31: taskring.v1.GetGraphResponse.counts:type_name -> taskring.v1.GetGraphResponse.CountsEntry
+	41, // 32: taskring.v1.GetGraphResponse.nodes:type_name -> taskring.v1.GraphNode
+	4,  // 33: taskring.v1.CancelGraphRequest.mode:type_name -> taskring.v1.CancelMode
+	8,  // 34: taskring.v1.Delivery.task:type_name -> taskring.v1.Task
+	46, // 35: taskring.v1.Delivery.parent_results:type_name -> taskring.v1.ParentResult
+	45, // 36: taskring.v1.ExecuteRequest.deliveries:type_name -> taskring.v1.Delivery
+	49, // 37: taskring.v1.ExecuteRequest.heartbeat_answers:type_name -> taskring.v1.HeartbeatAnswer
+	5,  // 38: taskring.v1.HeartbeatAnswer.verdict:type_name -> taskring.v1.HeartbeatVerdict
+	6,  // 39: taskring.v1.Outcome.kind:type_name -> taskring.v1.OutcomeKind
+	50, // 40: taskring.v1.ExecuteResponse.outcomes:type_name -> taskring.v1.Outcome
+	48, // 41: taskring.v1.ExecuteResponse.heartbeats:type_name -> taskring.v1.Heartbeat
+	8,  // 42: taskring.v1.QueuedTask.task:type_name -> taskring.v1.Task
+	10, // 43: taskring.v1.TaskService.Submit:input_type -> taskring.v1.SubmitRequest
+	12, // 44: taskring.v1.TaskService.SubmitBatch:input_type -> taskring.v1.SubmitBatchRequest
+	14, // 45: taskring.v1.TaskService.Cancel:input_type -> taskring.v1.CancelRequest
+	16, // 46: taskring.v1.TaskService.GetTask:input_type -> taskring.v1.GetTaskRequest
+	21, // 47: taskring.v1.CronService.CreateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	21, // 48: taskring.v1.CronService.UpdateCronRule:input_type -> taskring.v1.PutCronRuleRequest
+	20, // 49: taskring.v1.CronService.GetCronRule:input_type -> taskring.v1.CronRuleRef
+	23, // 50: taskring.v1.CronService.ListCronRules:input_type -> taskring.v1.ListCronRulesRequest
+	20, // 51: taskring.v1.CronService.PauseCronRule:input_type -> taskring.v1.CronRuleRef
+	20, // 52: taskring.v1.CronService.ResumeCronRule:input_type -> taskring.v1.CronRuleRef
+	20, // 53: taskring.v1.CronService.DeleteCronRule:input_type -> taskring.v1.CronRuleRef
+	26, // 54: taskring.v1.PolicyService.GetTypePolicy:input_type -> taskring.v1.TypePolicyRef
+	29, // 55: taskring.v1.PolicyService.ListTypePolicies:input_type -> taskring.v1.ListTypePoliciesRequest
+	27, // 56: taskring.v1.PolicyService.PutTypePolicy:input_type -> taskring.v1.PutTypePolicyRequest
+	28, // 57: taskring.v1.PolicyService.DeleteTypePolicy:input_type -> taskring.v1.DeleteTypePolicyRequest
+	34, // 58: taskring.v1.GraphService.SubmitGraph:input_type -> taskring.v1.SubmitGraphRequest
+	39, // 59: taskring.v1.GraphService.GetGraph:input_type -> taskring.v1.GetGraphRequest
+	43, // 60: taskring.v1.GraphService.CancelGraph:input_type -> taskring.v1.CancelGraphRequest
+	37, // 61: taskring.v1.GraphService.AddGraphTasks:input_type -> taskring.v1.AddGraphTasksRequest
+	47, // 62: taskring.v1.ExecutorService.Execute:input_type -> taskring.v1.ExecuteRequest
+	47, // 63: taskring.v1.ExecutorService.Work:input_type -> taskring.v1.ExecuteRequest
+	11, // 64: taskring.v1.TaskService.Submit:output_type -> taskring.v1.SubmitResponse
+	13, // 65: taskring.v1.TaskService.SubmitBatch:output_type -> taskring.v1.SubmitBatchResponse
+	15, // 66: taskring.v1.TaskService.Cancel:output_type -> taskring.v1.CancelResponse
+	18, // 67: taskring.v1.TaskService.GetTask:output_type -> taskring.v1.GetTaskResponse
+	22, // 68: taskring.v1.CronService.CreateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	22, // 69: taskring.v1.CronService.UpdateCronRule:output_type -> taskring.v1.PutCronRuleResponse
+	19, // 70: taskring.v1.CronService.GetCronRule:output_type -> taskring.v1.CronRule
+	24, // 71: taskring.v1.CronService.ListCronRules:output_type -> taskring.v1.ListCronRulesResponse
+	19, // 72: taskring.v1.CronService.PauseCronRule:output_type -> taskring.v1.CronRule
+	19, // 73: taskring.v1.CronService.ResumeCronRule:output_type -> taskring.v1.CronRule
+	19, // 74: taskring.v1.CronService.DeleteCronRule:output_type -> taskring.v1.CronRule
+	25, // 75: taskring.v1.PolicyService.GetTypePolicy:output_type -> taskring.v1.TypePolicy
+	30, // 76: taskring.v1.PolicyService.ListTypePolicies:output_type -> taskring.v1.ListTypePoliciesResponse
+	25, // 77: taskring.v1.PolicyService.PutTypePolicy:output_type -> taskring.v1.TypePolicy
+	25, // 78: taskring.v1.PolicyService.DeleteTypePolicy:output_type -> taskring.v1.TypePolicy
+	36, // 79: taskring.v1.GraphService.SubmitGraph:output_type -> taskring.v1.SubmitGraphResponse
+	42, // 80: taskring.v1.GraphService.GetGraph:output_type -> taskring.v1.GetGraphResponse
+	44, // 81: taskring.v1.GraphService.CancelGraph:output_type -> taskring.v1.CancelGraphResponse
+	38, // 82: taskring.v1.GraphService.AddGraphTasks:output_type -> taskring.v1.AddGraphTasksResponse
+	51, // 83: taskring.v1.ExecutorService.Execute:output_type -> taskring.v1.ExecuteResponse
+	51, // 84: taskring.v1.ExecutorService.Work:output_type -> taskring.v1.ExecuteResponse
+	64, // [64:85] is the sub-list for method output_type
+	43, // [43:64] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_taskring_v1_taskring_proto_init() }
@@ -4114,7 +4280,7 @@ func file_taskring_v1_taskring_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskring_v1_taskring_proto_rawDesc), len(file_taskring_v1_taskring_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   45,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

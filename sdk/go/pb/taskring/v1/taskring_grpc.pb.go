@@ -797,9 +797,10 @@ var PolicyService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	GraphService_SubmitGraph_FullMethodName = "/taskring.v1.GraphService/SubmitGraph"
-	GraphService_GetGraph_FullMethodName    = "/taskring.v1.GraphService/GetGraph"
-	GraphService_CancelGraph_FullMethodName = "/taskring.v1.GraphService/CancelGraph"
+	GraphService_SubmitGraph_FullMethodName   = "/taskring.v1.GraphService/SubmitGraph"
+	GraphService_GetGraph_FullMethodName      = "/taskring.v1.GraphService/GetGraph"
+	GraphService_CancelGraph_FullMethodName   = "/taskring.v1.GraphService/CancelGraph"
+	GraphService_AddGraphTasks_FullMethodName = "/taskring.v1.GraphService/AddGraphTasks"
 )
 
 // GraphServiceClient is the client API for GraphService service.
@@ -813,6 +814,11 @@ type GraphServiceClient interface {
 	// Every task of the graph that has not ended is cancelled, or, running, left to finish
 	// without a retry. (Cancel of one task of a graph cancels what depends on it.)
 	CancelGraph(ctx context.Context, in *CancelGraphRequest, opts ...grpc.CallOption) (*CancelGraphResponse, error)
+	// Called by a running task of the graph (its handler's ctx.add_tasks): new tasks that run
+	// once it has ended (it is an implicit parent of each, with on_failure skip) and after the
+	// parents they name; also_before's waiting tasks also wait for them. Idempotent by key: a
+	// retried attempt adding the same keys adds nothing twice.
+	AddGraphTasks(ctx context.Context, in *AddGraphTasksRequest, opts ...grpc.CallOption) (*AddGraphTasksResponse, error)
 }
 
 type graphServiceClient struct {
@@ -853,6 +859,16 @@ func (c *graphServiceClient) CancelGraph(ctx context.Context, in *CancelGraphReq
 	return out, nil
 }
 
+func (c *graphServiceClient) AddGraphTasks(ctx context.Context, in *AddGraphTasksRequest, opts ...grpc.CallOption) (*AddGraphTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddGraphTasksResponse)
+	err := c.cc.Invoke(ctx, GraphService_AddGraphTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GraphServiceServer is the server API for GraphService service.
 // All implementations must embed UnimplementedGraphServiceServer
 // for forward compatibility.
@@ -864,6 +880,11 @@ type GraphServiceServer interface {
 	// Every task of the graph that has not ended is cancelled, or, running, left to finish
 	// without a retry. (Cancel of one task of a graph cancels what depends on it.)
 	CancelGraph(context.Context, *CancelGraphRequest) (*CancelGraphResponse, error)
+	// Called by a running task of the graph (its handler's ctx.add_tasks): new tasks that run
+	// once it has ended (it is an implicit parent of each, with on_failure skip) and after the
+	// parents they name; also_before's waiting tasks also wait for them. Idempotent by key: a
+	// retried attempt adding the same keys adds nothing twice.
+	AddGraphTasks(context.Context, *AddGraphTasksRequest) (*AddGraphTasksResponse, error)
 	mustEmbedUnimplementedGraphServiceServer()
 }
 
@@ -882,6 +903,9 @@ func (UnimplementedGraphServiceServer) GetGraph(context.Context, *GetGraphReques
 }
 func (UnimplementedGraphServiceServer) CancelGraph(context.Context, *CancelGraphRequest) (*CancelGraphResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CancelGraph not implemented")
+}
+func (UnimplementedGraphServiceServer) AddGraphTasks(context.Context, *AddGraphTasksRequest) (*AddGraphTasksResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AddGraphTasks not implemented")
 }
 func (UnimplementedGraphServiceServer) mustEmbedUnimplementedGraphServiceServer() {}
 func (UnimplementedGraphServiceServer) testEmbeddedByValue()                      {}
@@ -958,6 +982,24 @@ func _GraphService_CancelGraph_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _GraphService_AddGraphTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddGraphTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GraphServiceServer).AddGraphTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GraphService_AddGraphTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GraphServiceServer).AddGraphTasks(ctx, req.(*AddGraphTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // GraphService_ServiceDesc is the grpc.ServiceDesc for GraphService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -976,6 +1018,10 @@ var GraphService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelGraph",
 			Handler:    _GraphService_CancelGraph_Handler,
+		},
+		{
+			MethodName: "AddGraphTasks",
+			Handler:    _GraphService_AddGraphTasks_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -18,6 +18,10 @@ export interface Outcome {
    * The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
    */
   'result_json'?: (string);
+  /**
+   * The handler added tasks to its graph (AddGraphTasks): its end is what they wait for.
+   */
+  'added_graph_tasks'?: (boolean);
 }
 
 export interface Outcome__Output {
@@ -35,4 +39,8 @@ export interface Outcome__Output {
    * The handler's return value as JSON (at most 64 KiB), for a delivery with keep_result.
    */
   'result_json': (string);
+  /**
+   * The handler added tasks to its graph (AddGraphTasks): its end is what they wait for.
+   */
+  'added_graph_tasks': (boolean);
 }

@@ -470,6 +470,30 @@ class SubmitGraphResponse(_message.Message):
     tasks: _containers.RepeatedCompositeFieldContainer[GraphTaskRef]
     def __init__(self, graph_id: _Optional[str] = ..., duplicate: _Optional[bool] = ..., tasks: _Optional[_Iterable[_Union[GraphTaskRef, _Mapping]]] = ...) -> None: ...
 
+class AddGraphTasksRequest(_message.Message):
+    __slots__ = ("namespace", "graph_id", "adder_task_id", "adder_attempt", "tasks", "also_before")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDER_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDER_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    ALSO_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    graph_id: str
+    adder_task_id: str
+    adder_attempt: int
+    tasks: _containers.RepeatedCompositeFieldContainer[GraphTask]
+    also_before: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., graph_id: _Optional[str] = ..., adder_task_id: _Optional[str] = ..., adder_attempt: _Optional[int] = ..., tasks: _Optional[_Iterable[_Union[GraphTask, _Mapping]]] = ..., also_before: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AddGraphTasksResponse(_message.Message):
+    __slots__ = ("duplicate", "tasks")
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    tasks: _containers.RepeatedCompositeFieldContainer[GraphTaskRef]
+    def __init__(self, duplicate: _Optional[bool] = ..., tasks: _Optional[_Iterable[_Union[GraphTaskRef, _Mapping]]] = ...) -> None: ...
+
 class GetGraphRequest(_message.Message):
     __slots__ = ("namespace", "graph_id", "with_results")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -630,7 +654,7 @@ class HeartbeatAnswer(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., verdict: _Optional[_Union[HeartbeatVerdict, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Outcome(_message.Message):
-    __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms", "result_json")
+    __slots__ = ("task_id", "attempt", "kind", "error", "stack_trace", "started_at_ms", "finished_at_ms", "result_json", "added_graph_tasks")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -639,6 +663,7 @@ class Outcome(_message.Message):
     STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    ADDED_GRAPH_TASKS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     attempt: int
     kind: OutcomeKind
@@ -647,7 +672,8 @@ class Outcome(_message.Message):
     started_at_ms: int
     finished_at_ms: int
     result_json: str
-    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., result_json: _Optional[str] = ...) -> None: ...
+    added_graph_tasks: bool
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[_Union[OutcomeKind, str]] = ..., error: _Optional[str] = ..., stack_trace: _Optional[str] = ..., started_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., result_json: _Optional[str] = ..., added_graph_tasks: _Optional[bool] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
     __slots__ = ("outcomes", "heartbeats")

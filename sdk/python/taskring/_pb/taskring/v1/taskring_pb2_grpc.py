@@ -786,6 +786,11 @@ class GraphServiceStub:
                 request_serializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.SerializeToString,
                 response_deserializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.FromString,
                 _registered_method=True)
+        self.AddGraphTasks = channel.unary_unary(
+                '/taskring.v1.GraphService/AddGraphTasks',
+                request_serializer=taskring_dot_v1_dot_taskring__pb2.AddGraphTasksRequest.SerializeToString,
+                response_deserializer=taskring_dot_v1_dot_taskring__pb2.AddGraphTasksResponse.FromString,
+                _registered_method=True)
 
 
 class GraphServiceServicer:
@@ -813,6 +818,16 @@ class GraphServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddGraphTasks(self, request, context):
+        """Called by a running task of the graph (its handler's ctx.add_tasks): new tasks that run
+        once it has ended (it is an implicit parent of each, with on_failure skip) and after the
+        parents they name; also_before's waiting tasks also wait for them. Idempotent by key: a
+        retried attempt adding the same keys adds nothing twice.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GraphServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -830,6 +845,11 @@ def add_GraphServiceServicer_to_server(servicer, server):
                     servicer.CancelGraph,
                     request_deserializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.FromString,
                     response_serializer=taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.SerializeToString,
+            ),
+            'AddGraphTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddGraphTasks,
+                    request_deserializer=taskring_dot_v1_dot_taskring__pb2.AddGraphTasksRequest.FromString,
+                    response_serializer=taskring_dot_v1_dot_taskring__pb2.AddGraphTasksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -913,6 +933,33 @@ class GraphService:
             '/taskring.v1.GraphService/CancelGraph',
             taskring_dot_v1_dot_taskring__pb2.CancelGraphRequest.SerializeToString,
             taskring_dot_v1_dot_taskring__pb2.CancelGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddGraphTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/taskring.v1.GraphService/AddGraphTasks',
+            taskring_dot_v1_dot_taskring__pb2.AddGraphTasksRequest.SerializeToString,
+            taskring_dot_v1_dot_taskring__pb2.AddGraphTasksResponse.FromString,
             options,
             channel_credentials,
             insecure,
