@@ -129,6 +129,8 @@ def decide(cur, children: dict[str, Child], route_threshold_ms: int, node: str, 
     cancelled graph is cancelled, never released)."""
     verdicts = {tid: v for tid, c in children.items() if (v := evaluate(c.rule, c.k, c.counts)) is not Verdict.WAIT}
     rows = fenced.lock_states(cur, sorted(verdicts)) if verdicts else {}
+    if verdicts:
+        now = _now_under_locks(cur, now)
     due: list[Child] = []
     ends: dict[Verdict, list[tuple[Child, str]]] = {Verdict.SKIP: [], Verdict.CANCEL: []}
     for tid, verdict in verdicts.items():
@@ -160,6 +162,15 @@ def decide(cur, children: dict[str, Child], route_threshold_ms: int, node: str, 
         note_ends(cur, [(c.slot, c.task_id) for c, _ in group if c.has_dependents], now)
     return Settled(released, len(ends[Verdict.SKIP]), len(ends[Verdict.CANCEL]),
                    tuple((c.slot, c.task_id) for group in ends.values() for c, _ in group if c.has_dependents))
+
+
+def _now_under_locks(cur, now: dt.datetime) -> dt.datetime:
+    """When the verdicts take effect: not before the store's clock now, under the children's
+    locks. The caller's `now` was read before the apply waited for them, and an end that another
+    applier counted meanwhile (committed, so seen here) may have been recorded after it: the
+    release must not be stamped before the end that allowed it."""
+    cur.execute("SELECT NOW(3)")
+    return max(now, cur.fetchone()[0])
 
 
 def _release(cur, due: list[Child], route_threshold_ms: int, node: str, now: dt.datetime) -> tuple[Released, ...]:
