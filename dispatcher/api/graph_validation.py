@@ -38,7 +38,7 @@ _RULES = {pb.JOIN_RULE_UNSPECIFIED: JoinRule.ALL_SUCCEEDED, pb.JOIN_RULE_ALL_SUC
           pb.JOIN_RULE_ALL_DONE: JoinRule.ALL_DONE, pb.JOIN_RULE_NONE_FAILED: JoinRule.NONE_FAILED,
           pb.JOIN_RULE_ANY_SUCCEEDED: JoinRule.ANY_SUCCEEDED, pb.JOIN_RULE_AT_LEAST: JoinRule.AT_LEAST}
 _ON_FAILURE = {pb.ON_FAILURE_UNSPECIFIED: OnFailure.SKIP, pb.ON_FAILURE_SKIP: OnFailure.SKIP,
-               pb.ON_FAILURE_IGNORE: OnFailure.IGNORE}
+               pb.ON_FAILURE_IGNORE: OnFailure.IGNORE, pb.ON_FAILURE_CONTINUE: OnFailure.CONTINUE}
 RULE_TO_PB = {rule: value for value, rule in _RULES.items() if value != pb.JOIN_RULE_UNSPECIFIED}
 ON_FAILURE_TO_PB = {policy: value for value, policy in _ON_FAILURE.items() if value != pb.ON_FAILURE_UNSPECIFIED}
 
@@ -54,6 +54,8 @@ class ValidNode:
     join_rule: JoinRule
     join_k: int
     has_dependents: bool
+    continue_dependents: bool = False
+    """Some task depends on it with on_failure continue: its failed attempts leave notes too."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,12 +109,13 @@ def validate_graph(request: pb.SubmitGraphRequest, *, now: dt.datetime, limits: 
             seen[d.key] = j
             policy = _ON_FAILURE.get(d.on_failure)
             if policy is None:
-                raise InvalidArgument(f"{f}.on_failure", f"unknown failure policy {d.on_failure}; use SKIP (1) or"
-                                                         " IGNORE (2)")
+                raise InvalidArgument(f"{f}.on_failure", f"unknown failure policy {d.on_failure}; use SKIP (1),"
+                                                         " IGNORE (2) or CONTINUE (3)")
             parents.append((d.key, policy))
         parents_of.append(tuple(parents))
     _check_acyclic(tasks, index_of)
     has_dependents = {key for parents in parents_of for key, _ in parents}
+    continued = {key for parents in parents_of for key, policy in parents if policy is OnFailure.CONTINUE}
     digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
     nodes = []
     now_ms = to_unix_ms(now)
@@ -129,7 +132,7 @@ def validate_graph(request: pb.SubmitGraphRequest, *, now: dt.datetime, limits: 
         if valid.unique_key or valid.unique_ttl_ms:
             valid = dataclasses.replace(valid, unique_key="", unique_ttl_ms=0)
         nodes.append(ValidNode(t.key, valid, max(0, valid.due_at_ms - now_ms), parents_of[i], rule, k,
-                               t.key in has_dependents))
+                               t.key in has_dependents, t.key in continued))
     return ValidGraph(namespace, graph_id, digest, tuple(nodes))
 
 
@@ -278,13 +281,19 @@ def validate_added(request: pb.AddGraphTasksRequest, view: GraphView, *, now: dt
             seen[parent_key] = j
             policy = _ON_FAILURE.get(d.on_failure)
             if policy is None:
-                raise InvalidArgument(f"{f}.on_failure", f"unknown failure policy {d.on_failure}; use SKIP (1) or"
-                                                         " IGNORE (2)")
+                raise InvalidArgument(f"{f}.on_failure", f"unknown failure policy {d.on_failure}; use SKIP (1),"
+                                                         " IGNORE (2) or CONTINUE (3)")
+            if policy is OnFailure.CONTINUE and d.key not in index_of:
+                # Its failed attempts leave no notes: it was dispatched without dependents that say continue.
+                raise InvalidArgument(f"{f}.on_failure", f"continue only after a task added in this call;"
+                                                         f" {quote(d.key)} is already in the graph (use skip or"
+                                                         " ignore)")
             parents.append((parent_key, policy))
         parents_of.append(tuple(parents))
     _check_acyclic(tasks, index_of)
     targets = _targets(request.also_before, by_key, named)
     dependents = {key for parents in parents_of for key, _ in parents}
+    continued = {key for parents in parents_of for key, policy in parents if policy is OnFailure.CONTINUE}
     check = task_validator(now, limits)
     now_ms = to_unix_ms(now)
     nodes = []
@@ -296,7 +305,7 @@ def validate_added(request: pb.AddGraphTasksRequest, view: GraphView, *, now: dt
         if valid.unique_key or valid.unique_ttl_ms:
             valid = dataclasses.replace(valid, unique_key="", unique_ttl_ms=0)
         nodes.append(ValidNode(full[i], valid, max(0, valid.due_at_ms - now_ms), parents_of[i], rule, k,
-                               full[i] in dependents or bool(targets)))
+                               full[i] in dependents or bool(targets), full[i] in continued))
     return ValidAdd(adder, tuple(nodes), targets, tuple(named.values()))
 
 

@@ -123,7 +123,7 @@ class GraphApi(pb_grpc.GraphServiceServicer):
         envelope.schedule_time = ""   # due at its release plus delay_ms, which no envelope can say
         envelope.delay_ms = n.delay_ms
         envelope.graph.CopyFrom(pb.GraphRef(graph_id=graph_id, key=n.key, has_dependents=n.has_dependents,
-                                              parents=len(n.parents)))
+                                              parents=len(n.parents), continue_dependents=n.continue_dependents))
         slot = slot_of(n.task.namespace, n.task.task_type, self._params.slot_count)
         row = r.NewTask(task_id=n.task.task_id, slot=slot, namespace=n.task.namespace,
                         task_type=n.task.task_type, priority=n.task.priority, status=r.WAITING,

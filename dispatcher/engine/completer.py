@@ -104,7 +104,7 @@ class Completer:
         await self._lose(stale)
         live = [d for d in items if d.slot not in stale]
         if self._on_ended is not None:
-            ends = [(w.slot, w.task_id) for w in writes if w.notify and w.result != r.RETRY and w.slot not in stale]
+            ends = [(w.slot, w.task_id) for w in writes if w.notify and w.slot not in stale]
             if ends:
                 self._on_ended(ends)
         if self._stats is not None and live:

@@ -111,7 +111,9 @@ def decide(d: Due, o: pb.Outcome, now_ms: int, params: DecideParams, rng: random
             message = queued_message(params.topic_for(d.task.priority), d.task, slot, attempt + 1, due_ms)
         write = r.OutcomeWrite(task_id, slot, attempt, result=r.RETRY, events=tuple(events),
                                retry_status=r.ENQUEUED if short else r.PENDING, retry_at=ms_to_datetime(due_ms),
-                               error=error, stack_trace=o.stack_trace or None, in_graph=in_graph)
+                               error=error, stack_trace=o.stack_trace or None, in_graph=in_graph,
+                               # A failed attempt is what `continue` dependents wait for.
+                               notify=in_graph and d.task.graph.continue_dependents)
         return Decision(write, message, kind, KAFKA if short else MYSQL)
     events.append(r.Event(task_id, TaskState.FAILED, now, node, attempt, f"{kind}: {error}", o.stack_trace or None))
     events.append(r.Event(task_id, TaskState.DEAD_LETTERED, now, node, attempt,

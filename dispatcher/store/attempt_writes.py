@@ -124,7 +124,7 @@ def record_outcomes(cur, writes: Sequence[r.OutcomeWrite], epochs: dict[int, int
     """Record finished attempts; returns the stale slots whose writes were refused."""
     firsts = _first_of_each(writes)
     happy = {w.task_id: h for w in firsts if (h := happy_success(w)) is not None}
-    ends = [w for w in firsts if w.notify and w.result != r.RETRY]
+    ends = [w for w in firsts if w.notify]   # ends, and retries that `continue` edges wait for
     if firsts and len(happy) == len(firsts):
         # The usual batch: successes only, each statement checking the slots' epochs
         # itself. Every row written: no slot was stale. Otherwise the way below finds

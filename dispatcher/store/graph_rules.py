@@ -24,6 +24,9 @@ class OnFailure(enum.StrEnum):
     """The parent's failure counts as failed: the join rule decides (all_succeeded skips)."""
     IGNORE = "ignore"
     """The parent's failure counts as done, as if it had succeeded without a result."""
+    CONTINUE = "continue"
+    """The parent's first failed attempt counts as done at once ("continued"), whether it is
+    retried or not: the child does not wait for the retries."""
 
 
 class EdgeOutcome(enum.StrEnum):
@@ -34,6 +37,8 @@ class EdgeOutcome(enum.StrEnum):
     IGNORED = "ignored"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
+    CONTINUED = "continued"
+    """Counts as IGNORED does (done, no result): the parent failed an attempt, under `continue`."""
 
 
 class Verdict(enum.Enum):
@@ -47,10 +52,16 @@ PARENT_ENDS = {"succeeded": EdgeOutcome.SUCCEEDED, "dead_lettered": EdgeOutcome.
                "skipped": EdgeOutcome.SKIPPED, "cancelled": EdgeOutcome.CANCELLED}
 """A parent row's terminal status -> what it counts as, before the edge's policy."""
 
+FAILED_ATTEMPT = "failed_attempt"
+"""Not a status: a parent that has not ended but has failed an attempt (it waits for a retry or
+runs one), as the store reads it for `continue` edges (store/graphs.py `_effective_statuses`)."""
+
 
 def effective(parent_status: str, on_failure: OnFailure) -> EdgeOutcome | None:
-    """What a parent in `parent_status` counts as for an edge with `on_failure`; None while
-    the parent has not ended."""
+    """What a parent in `parent_status` (a terminal status, or FAILED_ATTEMPT) counts as for an
+    edge with `on_failure`; None while it counts as nothing yet."""
+    if on_failure is OnFailure.CONTINUE and parent_status in (FAILED_ATTEMPT, "dead_lettered"):
+        return EdgeOutcome.CONTINUED
     outcome = PARENT_ENDS.get(parent_status)
     if outcome is EdgeOutcome.FAILED and on_failure is OnFailure.IGNORE:
         return EdgeOutcome.IGNORED
@@ -73,7 +84,7 @@ class Counts:
         return self.parents - self.succeeded - self.failed - self.skipped - self.ignored - self.cancelled
 
     def add(self, outcome: EdgeOutcome) -> None:
-        name = outcome.value
+        name = "ignored" if outcome is EdgeOutcome.CONTINUED else outcome.value
         setattr(self, name, getattr(self, name) + 1)
 
 

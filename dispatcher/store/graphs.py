@@ -34,7 +34,7 @@ from dispatcher.store import graph_settle as settle
 from dispatcher.store import records as r
 from dispatcher.store.errors import GraphExists, GraphNotFound, NotSkippable
 from dispatcher.store.graph_notes import GRAPH_NOTE, TASK_NOTE, note_reopened
-from dispatcher.store.graph_rules import JoinRule, OnFailure
+from dispatcher.store.graph_rules import FAILED_ATTEMPT, JoinRule, OnFailure
 from dispatcher.store.graph_watch_queries import WatchQueries
 from dispatcher.store.interface_audit import AuditRecord
 from dispatcher.store.interface_graphs import (
@@ -136,7 +136,8 @@ class GraphStore(WatchQueries):
         ended: dict[str, str] = {}
         for shard in self._shards.all:   # a task's shard is its slot's, which the id alone does not say
             ended.update({tid: status for tid, status in shard.run(
-                lambda cur: _effective_statuses(cur, parent_ids)).items() if status in r.TERMINAL})
+                lambda cur: _effective_statuses(cur, parent_ids)).items()
+                if status in r.TERMINAL or status == FAILED_ATTEMPT})
         if not ended:
             return Settled()
         out: list[Settled] = []
@@ -154,7 +155,8 @@ class GraphStore(WatchQueries):
             return Settled()
         parents: dict[str, str | None] = {tid: None for tid in parent_ids}
         for shard in self._shards.all:
-            parents.update({tid: (status if status in r.TERMINAL else None) for tid, status in shard.run(
+            parents.update({tid: (status if status in r.TERMINAL or status == FAILED_ATTEMPT else None)
+                            for tid, status in shard.run(
                 lambda cur: _effective_statuses(cur, parent_ids)).items()})
         out: list[Settled] = []
         for shard in self._shards.all:
@@ -422,11 +424,21 @@ def _insert_nodes(cur, graph_id: str, nodes: Sequence[NewNode], node: str) -> No
 
 def _effective_statuses(cur, task_ids: list[str]) -> dict[str, str]:
     """Each task's status as its dependents count it: skipped by an operator counts as
-    succeeded (the operator says the step is done)."""
-    cur.execute("SELECT t.task_id, t.status, COALESCE(n.operator_skipped, 0) FROM tasks t LEFT JOIN graph_nodes n"
-                f" ON n.task_id = t.task_id WHERE t.task_id IN ({names(task_ids)})")
-    return {tid: (str(r.SUCCEEDED) if status == r.SKIPPED and skipped else status)
-            for tid, status, skipped in cur.fetchall()}
+    succeeded (the operator says the step is done); one that has not ended but has failed an
+    attempt (waiting for its retry, or running a later attempt) is FAILED_ATTEMPT, which only a
+    `continue` edge counts (graph_rules.effective)."""
+    cur.execute("SELECT t.task_id, t.status, COALESCE(n.operator_skipped, 0), t.attempts FROM tasks t"
+                f" LEFT JOIN graph_nodes n ON n.task_id = t.task_id WHERE t.task_id IN ({names(task_ids)})")
+    return {tid: _counted_status(status, bool(skipped), int(attempts))
+            for tid, status, skipped, attempts in cur.fetchall()}
+
+
+def _counted_status(status: str, operator_skipped: bool, attempts: int) -> str:
+    if status == r.SKIPPED and operator_skipped:
+        return str(r.SUCCEEDED)
+    if status not in r.TERMINAL and (attempts >= 2 or (attempts == 1 and status != r.DISPATCHED)):
+        return FAILED_ATTEMPT
+    return status
 
 
 def _merge(parts: list[Settled]) -> Settled:

@@ -204,8 +204,9 @@ class OutcomeWrite:
     error: str | None = None
     stack_trace: str | None = None
     notify: bool = False
-    """A task of a graph with dependents: an end (not a retry) leaves a note for them
-    (store/graph_notes.py) in the same transaction."""
+    """A task of a graph with dependents: this write leaves a note for them (store/graph_notes.py)
+    in the same transaction. Set on an end; on a retry only for a task that some task depends on
+    with on_failure continue (a failed attempt releases those)."""
     result_json: str | None = None
     """A success's result for its dependents (JSON, checked by outcomes.decide), kept with it."""
     in_graph: bool = False

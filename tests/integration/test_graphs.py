@@ -19,7 +19,7 @@ from harness.executors import RecordingExecutor
 from harness.processes import NodeProcess
 from harness.wait import wait_until
 from harness.world import private_world
-from taskring import Client, Executor, TaskSpec, TaskState
+from taskring import Client, Executor, RetryPolicy, TaskSpec, TaskState
 from taskring.errors import AlreadyExists, InvalidArgument, NotFound
 from taskring.graph import Graph, Join
 from taskring.wire import pb, pb_grpc
@@ -365,3 +365,26 @@ def test_graph_cancel_from_the_shell_is_audited(node, recording_executor):
         assert info.nodes["after"].state == TaskState.CANCELLED
     audit = node.get("/api/audit?target=graph:tests/to-cancel-cli")["records"]
     assert [(a["action"], a["reason"]) for a in audit] == [("graph.cancel", "withdrawn")]
+
+
+def test_continue_lets_a_dependent_go_at_its_parents_first_failed_attempt(node, recording_executor):
+    """charge fails its first attempt and succeeds 3 s later, at its retry: notify (continue)
+    goes at the failure, ship (the default, skip) waits for the success."""
+    g = Graph("continue-1")
+    charge = g.task("charge", TaskSpec(NS, "flaky-3", {"failures": 1}, max_retries=2,
+                                       retry_policy=RetryPolicy.tiered(3)))
+    g.task("notify", TaskSpec(NS, "ok-5"), after=[charge.on_failure("continue")])
+    g.task("ship", TaskSpec(NS, "ok-6"), after=[charge])
+    with Client(node.target) as client:
+        client.submit_graph(g)
+        info = wait_until(lambda: _finished(client, "continue-1"), 60, "the graph to finish")
+        assert {k: n.state for k, n in info.nodes.items()} == dict.fromkeys(info.nodes, TaskState.SUCCEEDED)
+        assert info.nodes["charge"].attempts == 2
+        assert [(e.parent_key, e.on_failure.value, e.outcome) for e in info.nodes["notify"].depends_on] == [
+            ("charge", "continue", "continued")]
+        assert [e.outcome for e in info.nodes["ship"].depends_on] == ["succeeded"]
+        ids = {k: n.task_id for k, n in info.nodes.items()}
+        failed_at = next(e.at for e in client.get(ids["charge"]).history if e.state == TaskState.RETRY_WAIT)
+        assert failed_at <= _queued_at(client, ids["notify"]) < _ended_at(client, ids["charge"])
+        assert _queued_at(client, ids["ship"]) >= _ended_at(client, ids["charge"])
+        assert sorted(_ran(recording_executor, [ids["notify"], ids["ship"]])) == sorted([ids["notify"], ids["ship"]])

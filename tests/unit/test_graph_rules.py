@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from dispatcher.store.graph_rules import (
+    FAILED_ATTEMPT,
     Counts,
     EdgeOutcome,
     JoinRule,
@@ -18,7 +19,7 @@ from dispatcher.store.graph_rules import (
     skip_reason,
 )
 
-ENDS = [EdgeOutcome.SUCCEEDED, EdgeOutcome.FAILED, EdgeOutcome.IGNORED, EdgeOutcome.SKIPPED]
+ENDS = [EdgeOutcome.SUCCEEDED, EdgeOutcome.FAILED, EdgeOutcome.IGNORED, EdgeOutcome.SKIPPED, EdgeOutcome.CONTINUED]
 
 
 def _counts(n: int, ended: tuple[EdgeOutcome, ...]) -> Counts:
@@ -31,7 +32,7 @@ def _counts(n: int, ended: tuple[EdgeOutcome, ...]) -> Counts:
 def _met(rule: JoinRule, k: int, n: int, ended: tuple[EdgeOutcome, ...]) -> bool:
     """The rule's definition, over the parents' ends (None for one still running)."""
     s = sum(e is EdgeOutcome.SUCCEEDED for e in ended)
-    ig = sum(e is EdgeOutcome.IGNORED for e in ended)
+    ig = sum(e in (EdgeOutcome.IGNORED, EdgeOutcome.CONTINUED) for e in ended)   # both: done, no result
     f = sum(e is EdgeOutcome.FAILED for e in ended)
     done = len(ended) == n
     return {JoinRule.ALL_SUCCEEDED: done and s + ig == n, JoinRule.ALL_DONE: done,
@@ -89,6 +90,18 @@ def test_the_edge_policy_turns_a_failure_into_ignored_and_nothing_else():
     assert effective("cancelled", OnFailure.SKIP) is EdgeOutcome.CANCELLED
     for running in ("waiting", "pending", "enqueued", "claimed", "dispatched"):
         assert effective(running, OnFailure.SKIP) is None
+
+
+def test_continue_counts_the_first_failed_attempt_and_only_a_failure():
+    assert effective(FAILED_ATTEMPT, OnFailure.CONTINUE) is EdgeOutcome.CONTINUED
+    assert effective("dead_lettered", OnFailure.CONTINUE) is EdgeOutcome.CONTINUED
+    assert effective("succeeded", OnFailure.CONTINUE) is EdgeOutcome.SUCCEEDED
+    assert effective("skipped", OnFailure.CONTINUE) is EdgeOutcome.SKIPPED
+    assert effective("cancelled", OnFailure.CONTINUE) is EdgeOutcome.CANCELLED
+    for policy in (OnFailure.SKIP, OnFailure.IGNORE):   # a failed attempt is nothing to them
+        assert effective(FAILED_ATTEMPT, policy) is None
+    c = _counts(2, (EdgeOutcome.CONTINUED,))
+    assert (c.ignored, c.unresolved) == (1, 1), "counted as ignored is: done, no result"
 
 
 def test_a_skip_says_why_in_words():

@@ -38,9 +38,13 @@ class OnFailure(enum.StrEnum):
     """Counts as failed; the join rule decides (the default rule then skips)."""
     IGNORE = "ignore"
     """Counts as done, as if it had succeeded; recorded on the edge."""
+    CONTINUE = "continue"
+    """Its first failed attempt lets the task after it go at once, as done ("continued"),
+    without waiting for its retries (a success before any failure counts as a success)."""
 
 
-_ON_FAILURE_PB = {OnFailure.SKIP: pb.ON_FAILURE_SKIP, OnFailure.IGNORE: pb.ON_FAILURE_IGNORE}
+_ON_FAILURE_PB = {OnFailure.SKIP: pb.ON_FAILURE_SKIP, OnFailure.IGNORE: pb.ON_FAILURE_IGNORE,
+                  OnFailure.CONTINUE: pb.ON_FAILURE_CONTINUE}
 _ON_FAILURE_FROM_PB = {v: k for k, v in _ON_FAILURE_PB.items()}
 
 
@@ -228,7 +232,8 @@ class Edge:
     parent_key: str
     on_failure: OnFailure
     outcome: str
-    """How the parent ended for this edge (succeeded, failed, ignored, skipped, cancelled); "" while it has not."""
+    """How the parent ended for this edge (succeeded, failed, ignored, continued, skipped, cancelled);
+    "" while it has not."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,6 +229,7 @@ const (
 	OnFailure_ON_FAILURE_UNSPECIFIED OnFailure = 0
 	OnFailure_ON_FAILURE_SKIP        OnFailure = 1 // counts as failed: the join rule decides (all_succeeded: skipped)
 	OnFailure_ON_FAILURE_IGNORE      OnFailure = 2 // counts as done, as if it had succeeded without a result; recorded
+	OnFailure_ON_FAILURE_CONTINUE    OnFailure = 3 // the parent's first failed attempt lets this task go at once, as
 )
 
 // Enum value maps for OnFailure.
@@ -237,11 +238,13 @@ var (
 		0: "ON_FAILURE_UNSPECIFIED",
 		1: "ON_FAILURE_SKIP",
 		2: "ON_FAILURE_IGNORE",
+		3: "ON_FAILURE_CONTINUE",
 	}
 	OnFailure_value = map[string]int32{
 		"ON_FAILURE_UNSPECIFIED": 0,
 		"ON_FAILURE_SKIP":        1,
 		"ON_FAILURE_IGNORE":      2,
+		"ON_FAILURE_CONTINUE":    3,
 	}
 )
 
@@ -711,13 +714,14 @@ func (x *Task) GetGraph() *GraphRef {
 
 // Server-owned, in the envelope of every task of a graph: what the owner needs without a read.
 type GraphRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	GraphId       string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
-	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                           // the task's key in its graph
-	HasDependents bool                   `protobuf:"varint,3,opt,name=has_dependents,json=hasDependents,proto3" json:"has_dependents,omitempty"` // some task depends on this one: its end releases them
-	Parents       uint32                 `protobuf:"varint,4,opt,name=parents,proto3" json:"parents,omitempty"`                                  // how many tasks it depends on
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	GraphId            string                 `protobuf:"bytes,1,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"`
+	Key                string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                                                          // the task's key in its graph
+	HasDependents      bool                   `protobuf:"varint,3,opt,name=has_dependents,json=hasDependents,proto3" json:"has_dependents,omitempty"`                // some task depends on this one: its end releases them
+	Parents            uint32                 `protobuf:"varint,4,opt,name=parents,proto3" json:"parents,omitempty"`                                                 // how many tasks it depends on
+	ContinueDependents bool                   `protobuf:"varint,5,opt,name=continue_dependents,json=continueDependents,proto3" json:"continue_dependents,omitempty"` // some task depends on it with on_failure continue: a failed
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GraphRef) Reset() {
@@ -776,6 +780,13 @@ func (x *GraphRef) GetParents() uint32 {
 		return x.Parents
 	}
 	return 0
+}
+
+func (x *GraphRef) GetContinueDependents() bool {
+	if x != nil {
+		return x.ContinueDependents
+	}
+	return false
 }
 
 type SubmitRequest struct {
@@ -3767,12 +3778,13 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x05graph\x18\x13 \x01(\v2\x15.taskring.v1.GraphRefR\x05graphB\r\n" +
 	"\v_timeout_msB\x0e\n" +
 	"\f_max_retriesB\x10\n" +
-	"\x0e_unique_ttl_ms\"x\n" +
+	"\x0e_unique_ttl_ms\"\xa9\x01\n" +
 	"\bGraphRef\x12\x19\n" +
 	"\bgraph_id\x18\x01 \x01(\tR\agraphId\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12%\n" +
 	"\x0ehas_dependents\x18\x03 \x01(\bR\rhasDependents\x12\x18\n" +
-	"\aparents\x18\x04 \x01(\rR\aparents\"6\n" +
+	"\aparents\x18\x04 \x01(\rR\aparents\x12/\n" +
+	"\x13continue_dependents\x18\x05 \x01(\bR\x12continueDependents\"6\n" +
 	"\rSubmitRequest\x12%\n" +
 	"\x04task\x18\x01 \x01(\v2\x11.taskring.v1.TaskR\x04task\"\xa0\x01\n" +
 	"\x0eSubmitResponse\x12\x17\n" +
@@ -4050,11 +4062,12 @@ const file_taskring_v1_taskring_proto_rawDesc = "" +
 	"\x12JOIN_RULE_ALL_DONE\x10\x02\x12\x19\n" +
 	"\x15JOIN_RULE_NONE_FAILED\x10\x03\x12\x1b\n" +
 	"\x17JOIN_RULE_ANY_SUCCEEDED\x10\x04\x12\x16\n" +
-	"\x12JOIN_RULE_AT_LEAST\x10\x05*S\n" +
+	"\x12JOIN_RULE_AT_LEAST\x10\x05*l\n" +
 	"\tOnFailure\x12\x1a\n" +
 	"\x16ON_FAILURE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fON_FAILURE_SKIP\x10\x01\x12\x15\n" +
-	"\x11ON_FAILURE_IGNORE\x10\x02*^\n" +
+	"\x11ON_FAILURE_IGNORE\x10\x02\x12\x17\n" +
+	"\x13ON_FAILURE_CONTINUE\x10\x03*^\n" +
 	"\n" +
 	"CancelMode\x12\x1b\n" +
 	"\x17CANCEL_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +

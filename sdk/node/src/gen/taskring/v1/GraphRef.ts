@@ -18,6 +18,10 @@ export interface GraphRef {
    * how many tasks it depends on
    */
   'parents'?: (number);
+  /**
+   * some task depends on it with on_failure continue: a failed
+   */
+  'continue_dependents'?: (boolean);
 }
 
 /**
@@ -37,4 +41,8 @@ export interface GraphRef__Output {
    * how many tasks it depends on
    */
   'parents': (number);
+  /**
+   * some task depends on it with on_failure continue: a failed
+   */
+  'continue_dependents': (boolean);
 }

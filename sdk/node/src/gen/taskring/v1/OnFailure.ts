@@ -13,6 +13,10 @@ export const OnFailure = {
    * counts as done, as if it had succeeded without a result; recorded
    */
   ON_FAILURE_IGNORE: 'ON_FAILURE_IGNORE',
+  /**
+   * the parent's first failed attempt lets this task go at once, as
+   */
+  ON_FAILURE_CONTINUE: 'ON_FAILURE_CONTINUE',
 } as const;
 
 /**
@@ -31,6 +35,11 @@ export type OnFailure =
    */
   | 'ON_FAILURE_IGNORE'
   | 2
+  /**
+   * the parent's first failed attempt lets this task go at once, as
+   */
+  | 'ON_FAILURE_CONTINUE'
+  | 3
 
 /**
  * What a parent's failure (dead-lettered) means to one dependent. UNSPECIFIED is SKIP.

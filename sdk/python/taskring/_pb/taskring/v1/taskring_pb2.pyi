@@ -43,6 +43,7 @@ class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ON_FAILURE_UNSPECIFIED: _ClassVar[OnFailure]
     ON_FAILURE_SKIP: _ClassVar[OnFailure]
     ON_FAILURE_IGNORE: _ClassVar[OnFailure]
+    ON_FAILURE_CONTINUE: _ClassVar[OnFailure]
 
 class CancelMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -93,6 +94,7 @@ JOIN_RULE_AT_LEAST: JoinRule
 ON_FAILURE_UNSPECIFIED: OnFailure
 ON_FAILURE_SKIP: OnFailure
 ON_FAILURE_IGNORE: OnFailure
+ON_FAILURE_CONTINUE: OnFailure
 CANCEL_MODE_UNSPECIFIED: CancelMode
 CANCEL_MODE_GRACEFUL: CancelMode
 CANCEL_MODE_IMMEDIATE: CancelMode
@@ -165,16 +167,18 @@ class Task(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., namespace: _Optional[str] = ..., task_type: _Optional[str] = ..., payload_json: _Optional[str] = ..., payload_version: _Optional[int] = ..., schedule_time: _Optional[str] = ..., delay_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., max_retries: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., retry_count: _Optional[int] = ..., priority: _Optional[_Union[Priority, str]] = ..., unique_key: _Optional[str] = ..., unique_ttl_ms: _Optional[int] = ..., trace_id: _Optional[str] = ..., created_at: _Optional[str] = ..., cron_rule: _Optional[str] = ..., cron_fire_time: _Optional[str] = ..., graph: _Optional[_Union[GraphRef, _Mapping]] = ...) -> None: ...
 
 class GraphRef(_message.Message):
-    __slots__ = ("graph_id", "key", "has_dependents", "parents")
+    __slots__ = ("graph_id", "key", "has_dependents", "parents", "continue_dependents")
     GRAPH_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     HAS_DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
     PARENTS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_DEPENDENTS_FIELD_NUMBER: _ClassVar[int]
     graph_id: str
     key: str
     has_dependents: bool
     parents: int
-    def __init__(self, graph_id: _Optional[str] = ..., key: _Optional[str] = ..., has_dependents: _Optional[bool] = ..., parents: _Optional[int] = ...) -> None: ...
+    continue_dependents: bool
+    def __init__(self, graph_id: _Optional[str] = ..., key: _Optional[str] = ..., has_dependents: _Optional[bool] = ..., parents: _Optional[int] = ..., continue_dependents: _Optional[bool] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
     __slots__ = ("task",)
