@@ -22,7 +22,8 @@ import (
 // Graph whose Tasks are set directly is sent as it is, for the server to
 // judge (as a TaskSpec's name syntax and sizes are).
 
-// OnFailure is what the failure (dead letter) of a task means to one task after it.
+// OnFailure is what the failure (dead letter, or with OnFailureContinue a
+// failed attempt) of a task means to one task after it.
 type OnFailure string
 
 const (
@@ -32,18 +33,27 @@ const (
 	// OnFailureIgnore: counts as done, as if it had succeeded without a
 	// result; recorded on the edge ("ignored").
 	OnFailureIgnore OnFailure = "ignore"
+	// OnFailureContinue: the parent's first failed attempt lets the task go
+	// at once, as done ("continued"), without waiting for its retries; a
+	// success before any failure counts as a success.
+	OnFailureContinue OnFailure = "continue"
 )
 
 var onFailureToPB = map[OnFailure]pb.OnFailure{
-	"":              pb.OnFailure_ON_FAILURE_SKIP,
-	OnFailureSkip:   pb.OnFailure_ON_FAILURE_SKIP,
-	OnFailureIgnore: pb.OnFailure_ON_FAILURE_IGNORE,
+	"":                pb.OnFailure_ON_FAILURE_SKIP,
+	OnFailureSkip:     pb.OnFailure_ON_FAILURE_SKIP,
+	OnFailureIgnore:   pb.OnFailure_ON_FAILURE_IGNORE,
+	OnFailureContinue: pb.OnFailure_ON_FAILURE_CONTINUE,
 }
 
-// onFailureFromPB reads UNSPECIFIED as skip, as the server does.
+// onFailureFromPB reads UNSPECIFIED as skip, as the server does (and a policy
+// newer than this SDK as skip too, as Python does).
 func onFailureFromPB(v pb.OnFailure) OnFailure {
-	if v == pb.OnFailure_ON_FAILURE_IGNORE {
+	switch v {
+	case pb.OnFailure_ON_FAILURE_IGNORE:
 		return OnFailureIgnore
+	case pb.OnFailure_ON_FAILURE_CONTINUE:
+		return OnFailureContinue
 	}
 	return OnFailureSkip
 }
@@ -191,7 +201,7 @@ func graphTaskToPB(t *GraphTask, namespace string, i int) (*pb.GraphTask, *Valid
 		policy, ok := onFailureToPB[d.OnFailure]
 		if !ok {
 			return nil, invalid(fmt.Sprintf("%sdepends_on[%d].on_failure", prefix, j),
-				"must be skip or ignore, got %q", string(d.OnFailure))
+				"must be skip, ignore or continue, got %q", string(d.OnFailure))
 		}
 		out.DependsOn[j] = &pb.Dependency{Key: d.Key, OnFailure: policy}
 	}

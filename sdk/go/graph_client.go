@@ -39,7 +39,8 @@ type GraphEdge struct {
 	ParentKey string
 	OnFailure OnFailure
 	// Outcome is how the parent ended for this edge: succeeded, failed,
-	// ignored (failed under OnFailureIgnore), skipped, cancelled; "" while it has not.
+	// ignored (failed under OnFailureIgnore), continued (failed an attempt
+	// under OnFailureContinue), skipped, cancelled; "" while it has not.
 	Outcome string
 }
 

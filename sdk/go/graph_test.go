@@ -116,6 +116,44 @@ func TestGraphToPB(t *testing.T) {
 	}
 }
 
+func TestGraphOnFailurePolicies(t *testing.T) {
+	g := NewGraph("shop", "g")
+	_ = g.Add(GraphTask{Key: "charge", Spec: TaskSpec{TaskType: "t"}})
+	err := g.Add(GraphTask{Key: "receipt", Spec: TaskSpec{TaskType: "t"}, After: []Dependency{
+		After("charge").WithOnFailure(OnFailureContinue)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Add(GraphTask{Key: "close", Spec: TaskSpec{TaskType: "t"}, After: []Dependency{
+		After("charge"), After("receipt").WithOnFailure(OnFailureIgnore), {Key: "charge", OnFailure: "maybe"}}})
+	var verr *ValidationError
+	if !errors.As(err, &verr) || verr.Field != "tasks[2].depends_on[2].on_failure" ||
+		verr.Problem != `must be skip, ignore or continue, got "maybe"` {
+		t.Fatalf("an unknown policy: %v", err)
+	}
+	req, verr := graphToPB(g)
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	deps := req.GetTasks()[1].GetDependsOn()
+	if len(deps) != 1 || deps[0].GetOnFailure() != pb.OnFailure_ON_FAILURE_CONTINUE {
+		t.Errorf("receipt: %v", req.GetTasks()[1])
+	}
+	// Read back: each policy is itself, UNSPECIFIED is skip as the server reads
+	// it, and a policy newer than this SDK is skip too.
+	for v, want := range map[pb.OnFailure]OnFailure{
+		pb.OnFailure_ON_FAILURE_UNSPECIFIED: OnFailureSkip,
+		pb.OnFailure_ON_FAILURE_SKIP:        OnFailureSkip,
+		pb.OnFailure_ON_FAILURE_IGNORE:      OnFailureIgnore,
+		pb.OnFailure_ON_FAILURE_CONTINUE:    OnFailureContinue,
+		pb.OnFailure(99):                    OnFailureSkip,
+	} {
+		if got := onFailureFromPB(v); got != want {
+			t.Errorf("%v: read %q, want %q", v, got, want)
+		}
+	}
+}
+
 // fakeGraphs is an in-process GraphService that records its requests and
 // answers as the dispatcher does.
 type fakeGraphs struct {
@@ -165,7 +203,7 @@ func (f *fakeGraphs) GetGraph(_ context.Context, r *pb.GetGraphRequest) (*pb.Get
 			{Key: "close", TaskId: "id-close", State: pb.TaskState_TASK_STATE_WAITING,
 				Join: &pb.Join{Rule: pb.JoinRule_JOIN_RULE_AT_LEAST, AtLeast: 1},
 				DependsOn: []*pb.GraphEdge{{ParentKey: "charge", OnFailure: pb.OnFailure_ON_FAILURE_IGNORE, Outcome: "succeeded"},
-					{ParentKey: "ship"}},
+					{ParentKey: "ship"}, {ParentKey: "receipt", OnFailure: pb.OnFailure_ON_FAILURE_CONTINUE, Outcome: "continued"}},
 				Waiting: "ship"},
 		}}, nil
 }
@@ -239,9 +277,10 @@ func TestClientGetGraph(t *testing.T) {
 	}
 	closeNode := g.Node("close")
 	if closeNode.State != StateWaiting || closeNode.Waiting != "ship" || closeNode.Join != AtLeastSucceeded(1) ||
-		len(closeNode.DependsOn) != 2 ||
+		len(closeNode.DependsOn) != 3 ||
 		closeNode.DependsOn[0] != (GraphEdge{ParentKey: "charge", OnFailure: OnFailureIgnore, Outcome: "succeeded"}) ||
-		closeNode.DependsOn[1] != (GraphEdge{ParentKey: "ship", OnFailure: OnFailureSkip}) {
+		closeNode.DependsOn[1] != (GraphEdge{ParentKey: "ship", OnFailure: OnFailureSkip}) ||
+		closeNode.DependsOn[2] != (GraphEdge{ParentKey: "receipt", OnFailure: OnFailureContinue, Outcome: "continued"}) {
 		t.Errorf("close: %+v", closeNode)
 	}
 	if g.Node("nope") != nil {

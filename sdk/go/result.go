@@ -29,7 +29,8 @@ type ParentResult struct {
 	Key    string
 	TaskID string
 	// Outcome is "succeeded", "failed", "ignored" (failed under
-	// OnFailureIgnore), "skipped" or "cancelled".
+	// OnFailureIgnore), "continued" (failed an attempt under
+	// OnFailureContinue), "skipped" or "cancelled".
 	Outcome string
 	Error   string          // its last error, for one that failed
 	Result  json.RawMessage // its handler's result as JSON; nil when it gave none or did not succeed

@@ -4,7 +4,7 @@
  *
  *   cli.js graph submit --nodes H:P,... --file GRAPH.json
  *     GRAPH.json: {"namespace", "graph_id", "tasks": [{"key", "task_type", "payload",
- *     "after": [{"key", "on_failure": "skip"|"ignore"}], "join": {"rule", "at_least"}}]};
+ *     "after": [{"key", "on_failure": "skip"|"ignore"|"continue"}], "join": {"rule", "at_least"}}]};
  *     prints {"graph_id", "duplicate", "tasks": {key: {"task_id", "state", "slot"}}}.
  *   cli.js graph get --nodes H:P,... --namespace NS --graph-id ID [--with-results]
  *     prints {"graph_id", "namespace", "state", "counts", "nodes": {key: {"task_id", "state",

@@ -35,7 +35,10 @@ export interface SubmittedGraph {
 export interface GraphEdge {
   parentKey: string;
   onFailure: OnFailure;
-  /** How the parent ended for this edge: succeeded, failed, ignored, skipped, cancelled; "" while it has not. */
+  /**
+   * How the parent ended for this edge: succeeded, failed, ignored, continued
+   * (failed an attempt under 'continue'), skipped, cancelled; "" while it has not.
+   */
   outcome: string;
 }
 
@@ -73,6 +76,7 @@ const ON_FAILURE_FROM_WIRE: Readonly<Record<string, OnFailure>> = {
   ON_FAILURE_UNSPECIFIED: 'skip', // the proto's default policy
   ON_FAILURE_SKIP: 'skip',
   ON_FAILURE_IGNORE: 'ignore',
+  ON_FAILURE_CONTINUE: 'continue',
 };
 
 const RULE_FROM_WIRE: Readonly<Record<string, JoinRule>> = {

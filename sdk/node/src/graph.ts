@@ -31,9 +31,12 @@ import type { TaskSpec } from './task';
 /**
  * What the failure (dead letter) of a task means to one task after it: 'skip'
  * counts it as failed (the join rule decides; the default rule then skips),
- * 'ignore' counts it as done, as if it had succeeded without a result.
+ * 'ignore' counts it as done, as if it had succeeded without a result;
+ * 'continue' lets the task go at once on the parent's first failed attempt, as
+ * done ("continued"), without waiting for its retries (a success before any
+ * failure counts as a success).
  */
-export type OnFailure = 'skip' | 'ignore';
+export type OnFailure = 'skip' | 'ignore' | 'continue';
 
 /** When a task becomes due, from the ends of the tasks it comes after (see `Join`). */
 export type JoinRule = 'all_succeeded' | 'all_done' | 'none_failed' | 'any_succeeded' | 'at_least';
@@ -90,6 +93,7 @@ export interface GraphSpec {
 const ON_FAILURE_TO_WIRE: Readonly<Record<OnFailure, WireOnFailure>> = {
   skip: 'ON_FAILURE_SKIP',
   ignore: 'ON_FAILURE_IGNORE',
+  continue: 'ON_FAILURE_CONTINUE',
 };
 
 const RULE_TO_WIRE: Readonly<Record<JoinRule, WireJoinRule>> = {
@@ -103,7 +107,7 @@ const RULE_TO_WIRE: Readonly<Record<JoinRule, WireJoinRule>> = {
 function onFailureToWire(value: unknown, field: string): WireOnFailure {
   const policy = value === undefined ? 'skip' : value;
   if (typeof policy !== 'string' || !Object.hasOwn(ON_FAILURE_TO_WIRE, policy)) {
-    throw new ValidationError(field, `must be skip or ignore, got ${JSON.stringify(value)}`);
+    throw new ValidationError(field, `must be skip, ignore or continue, got ${JSON.stringify(value)}`);
   }
   return ON_FAILURE_TO_WIRE[policy as OnFailure];
 }

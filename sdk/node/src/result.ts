@@ -47,7 +47,10 @@ export function resultJsonOf(value: unknown): { json: string; error: string } {
 export class ParentResult {
   readonly key: string;
   readonly taskId: string;
-  /** 'succeeded', 'failed', 'ignored' (failed under onFailure('ignore')), 'skipped' or 'cancelled'. */
+  /**
+   * 'succeeded', 'failed', 'ignored' (failed under onFailure('ignore')), 'continued'
+   * (failed an attempt under onFailure('continue')), 'skipped' or 'cancelled'.
+   */
   readonly outcome: string;
   /** Its last error, for one that failed; "" otherwise. */
   readonly error: string;

@@ -75,6 +75,10 @@ test('graphFileSpec: the contract\'s file as a GraphSpec, every task of the grap
   const cyclic = structuredClone(ORDER);
   cyclic.tasks[0].after = [{ key: 'close' }];
   assert.deepEqual(graphToWire(graphFileSpec(JSON.stringify(cyclic))).tasks[0].depends_on, [{ key: 'close', on_failure: 'ON_FAILURE_SKIP' }]);
+  // continue goes on as skip and ignore do.
+  const receipt = structuredClone(ORDER);
+  receipt.tasks[3].after[1].on_failure = 'continue';
+  assert.deepEqual(graphToWire(graphFileSpec(JSON.stringify(receipt))).tasks[3].depends_on[1], { key: 'email', on_failure: 'ON_FAILURE_CONTINUE' });
   const atLeast = graphFileSpec(JSON.stringify({ ...ORDER, tasks: [{ key: 'a', task_type: 't', join: { rule: 'at_least', at_least: 2 } }] }));
   assert.deepEqual(atLeast.tasks[0].join, { rule: 'at_least', atLeast: 2 });
 });
@@ -112,10 +116,14 @@ test('graphInfoJson: the contract\'s keys; result decoded, null when none; edges
         result_json: '{"type":"charge","saw":{}}', waiting: '' },
       { key: 'email', task_id: 'id-e', state: 'TASK_STATE_DEAD_LETTERED', attempts: 1, join: { rule: 'JOIN_RULE_ALL_SUCCEEDED', at_least: 0 },
         depends_on: [{ parent_key: 'charge', on_failure: 'ON_FAILURE_IGNORE', outcome: 'succeeded' }],
-        reason: 'NonRetryableError: no', result_json: '', waiting: '' }] }));
+        reason: 'NonRetryableError: no', result_json: '', waiting: '' },
+      { key: 'receipt', task_id: 'id-r', state: 'TASK_STATE_SUCCEEDED', attempts: 1, join: null,
+        depends_on: [{ parent_key: 'email', on_failure: 'ON_FAILURE_CONTINUE', outcome: 'continued' }],
+        reason: '', result_json: '', waiting: '' }] }));
   assert.deepEqual(Object.keys(out), ['graph_id', 'namespace', 'state', 'counts', 'nodes']);
   assert.deepEqual(out.nodes.email, { task_id: 'id-e', state: 'dead_lettered', attempts: 1, reason: 'NonRetryableError: no',
     waiting: '', result: null, depends_on: [{ parent_key: 'charge', on_failure: 'ignore', outcome: 'succeeded' }] });
+  assert.deepEqual(out.nodes.receipt.depends_on, [{ parent_key: 'email', on_failure: 'continue', outcome: 'continued' }]);
   assert.deepEqual(out.nodes.charge.result, { type: 'charge', saw: {} });
   assert.deepEqual([out.state, out.counts], ['finished', { succeeded: 1, dead_lettered: 1 }]);
 });
@@ -211,7 +219,7 @@ test('cli graph: submit and get print one JSON line; a refusal exits 1 with the 
     fs.writeFileSync(file, JSON.stringify({ ...ORDER, tasks: [{ key: 'a', task_type: 't', after: [{ key: 'b', on_failure: 'never' }] }] }));
     const local = await cli(['submit', '--nodes', node.address, '--file', file]);
     assert.equal(local.code, 1);
-    assert.match(local.stderr, /^graph submit: tasks\[0\]\.depends_on\[0\]\.on_failure: must be skip or ignore/);
+    assert.match(local.stderr, /^graph submit: tasks\[0\]\.depends_on\[0\]\.on_failure: must be skip, ignore or continue/);
     assert.equal(node.calls.length, 4);
 
     // A bad command line or file: exit 2 with the usage, nothing sent.

@@ -86,10 +86,21 @@ test('Graph: a dependency on a task not added before is refused naming tasks[i].
   const other = new Graph('other').task('charge', spec('charge'));
   refused(() => g.task('close', spec('close'), { after: [other] }), 'tasks[2].depends_on[0]', /another graph/);
   refused(() => g.task('close', spec('close'), { after: [{ key: 'charge', onFailure: 'retry' }] }),
-    'tasks[2].depends_on[0].on_failure', /skip or ignore/);
+    'tasks[2].depends_on[0].on_failure', /^must be skip, ignore or continue, got "retry"$/);
   refused(() => g.task('close', spec('close'), { after: [charge], join: { rule: 'most' } }), 'tasks[2].join.rule');
   refused(() => g.task('close', spec('close', [1])), 'tasks[2].task.payload'); // the spec's own check, prefixed
   assert.deepEqual(g.toSpec().tasks.map((t) => t.key), ['charge', 'ship']); // none of them was added
+});
+
+test('Graph: every failure policy goes on the wire as itself, continue too', () => {
+  const g = new Graph('receipt-7');
+  const charge = g.task('charge', spec('charge'));
+  g.task('receipt', spec('receipt'), { after: [charge.onFailure('continue')] });
+  g.task('close', spec('close'), { after: [charge.onFailure('skip'), { key: 'receipt', onFailure: 'ignore' }] });
+  assert.deepEqual(graphToWire(g.toSpec()).tasks.map((t) => t.depends_on), [
+    [],
+    [{ key: 'charge', on_failure: 'ON_FAILURE_CONTINUE' }],
+    [{ key: 'charge', on_failure: 'ON_FAILURE_SKIP' }, { key: 'receipt', on_failure: 'ON_FAILURE_IGNORE' }]]);
 });
 
 test('Graph: an empty graph id or graph is refused', () => {
@@ -145,7 +156,8 @@ test('graphInfoFromWire: states, edges, joins, results decoded (null when none)'
     wireNode('close', { state: 'TASK_STATE_WAITING', attempts: 0, join: { rule: 'JOIN_RULE_AT_LEAST', at_least: 1 },
       waiting: 'for 1 of 2 parent(s): ship (running)', depends_on: [
         { parent_key: 'charge', on_failure: 'ON_FAILURE_IGNORE', outcome: 'succeeded' },
-        { parent_key: 'ship', on_failure: 'ON_FAILURE_UNSPECIFIED', outcome: '' }] }),
+        { parent_key: 'ship', on_failure: 'ON_FAILURE_UNSPECIFIED', outcome: '' },
+        { parent_key: 'receipt', on_failure: 'ON_FAILURE_CONTINUE', outcome: 'continued' }] }),
     wireNode('plain', { join: null }),
   ] });
   assert.deepEqual([g.graphId, g.namespace, g.state, g.counts], ['g', 'shop', 'running', { succeeded: 1, waiting: 1 }]);
@@ -154,7 +166,8 @@ test('graphInfoFromWire: states, edges, joins, results decoded (null when none)'
   assert.deepEqual([charge.result, charge.resultJson], [{ type: 'charge', n: [1, 2] }, '{"type":"charge","n":[1,2]}']);
   const close = g.nodes.get('close');
   assert.deepEqual(close, { key: 'close', taskId: 'id-close', state: 'waiting', attempts: 0, join: { rule: 'at_least', atLeast: 1 },
-    dependsOn: [{ parentKey: 'charge', onFailure: 'ignore', outcome: 'succeeded' }, { parentKey: 'ship', onFailure: 'skip', outcome: '' }],
+    dependsOn: [{ parentKey: 'charge', onFailure: 'ignore', outcome: 'succeeded' }, { parentKey: 'ship', onFailure: 'skip', outcome: '' },
+      { parentKey: 'receipt', onFailure: 'continue', outcome: 'continued' }],
     reason: '', waiting: 'for 1 of 2 parent(s): ship (running)', resultJson: '', result: null });
   assert.deepEqual(g.nodes.get('plain').join, { rule: 'all_succeeded', atLeast: 0 });
 });

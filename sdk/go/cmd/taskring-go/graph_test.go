@@ -75,6 +75,11 @@ func TestReadGraphTakesTheFileAsItIs(t *testing.T) {
 		closeTask.After[1] != (taskring.Dependency{Key: "email", OnFailure: taskring.OnFailureIgnore}) {
 		t.Errorf("close: %+v", closeTask)
 	}
+	// continue is read as the other policies are; an unknown one is the SDK's to refuse when sent.
+	cont, err := readGraph([]byte(strings.Replace(orderFile, `"on_failure": "ignore"`, `"on_failure": "continue"`, 1)))
+	if err != nil || cont.Tasks[3].After[1] != (taskring.Dependency{Key: "email", OnFailure: taskring.OnFailureContinue}) {
+		t.Errorf("continue: %+v %v", cont, err)
+	}
 	// A dependency on a later task is kept: the server names the cycle.
 	cyclic, err := readGraph([]byte(strings.Replace(orderFile, `"payload": {"order": 7}`,
 		`"payload": {"order": 7}, "after": [{"key": "close"}]`, 1)))

@@ -35,8 +35,9 @@
 //	taskring-go graph submit --nodes host:port,... --file GRAPH.json
 //	taskring-go graph get --nodes host:port,... --namespace NS --graph-id ID [--with-results]
 //	    GRAPH.json is {"namespace", "graph_id", "tasks": [{"key", "task_type",
-//	    "payload", "after": [{"key", "on_failure": "skip"|"ignore"}], "join":
-//	    {"rule", "at_least"}}]}, sent as it is (the server judges it whole).
+//	    "payload", "after": [{"key", "on_failure":
+//	    "skip"|"ignore"|"continue"}], "join": {"rule", "at_least"}}]}, sent as
+//	    it is (the server judges it whole).
 //	    submit prints {"graph_id", "duplicate", "tasks": {key: {"task_id",
 //	    "state", "slot"}}}; get prints {"graph_id", "namespace", "state",
 //	    "counts", "nodes": {key: {"task_id", "state", "attempts", "reason",

@@ -19,7 +19,8 @@ import java.util.Set;
  *
  * <pre>
  *   {"namespace": NS, "graph_id": ID, "tasks": [
- *     {"key": K, "task_type": T, "payload": {...}, "after": [{"key": K, "on_failure": "skip"|"ignore"}],
+ *     {"key": K, "task_type": T, "payload": {...},
+ *      "after": [{"key": K, "on_failure": "skip"|"ignore"|"continue"}],
  *      "join": {"rule": "all_succeeded"|"all_done"|"none_failed"|"any_succeeded"|"at_least", "at_least": N}}]}
  * </pre>
  *

@@ -8,7 +8,8 @@ import io.taskring.Payloads;
  * ({@link TaskContext#parentResults()}; Python: {@code ParentResult}).
  *
  * @param outcome {@code "succeeded"}, {@code "failed"}, {@code "ignored"} (failed under
- *     on_failure ignore), {@code "skipped"} or {@code "cancelled"}
+ *     on_failure ignore), {@code "continued"} (failed an attempt under on_failure continue),
+ *     {@code "skipped"} or {@code "cancelled"}
  * @param error its last error, for one that failed; {@code ""} otherwise
  * @param resultJson its handler's result as JSON; {@code ""} when it kept none or failed
  * @param truncated the parents' results came to more than 1 MiB and this one's was left out of

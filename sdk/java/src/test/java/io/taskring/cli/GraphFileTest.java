@@ -26,13 +26,22 @@ class GraphFileTest {
     }
 
     @Test
+    void everyFailurePolicyIsAccepted() {
+        Graph g = GraphFile.parse(graph("{\"key\": \"a\", \"task_type\": \"t\"},"
+                + "{\"key\": \"b\", \"task_type\": \"t\", \"after\": [{\"key\": \"a\", \"on_failure\": \"skip\"}]},"
+                + "{\"key\": \"c\", \"task_type\": \"t\", \"after\": [{\"key\": \"a\", \"on_failure\": \"ignore\"}]},"
+                + "{\"key\": \"d\", \"task_type\": \"t\", \"after\": [{\"key\": \"a\", \"on_failure\": \"continue\"}]}"));
+        assertEquals(4, g.size());
+    }
+
+    @Test
     void mistakesAreNamedByTheirPath() {
         assertEquals("tasks: must be a non-empty array", refused(graph("")));
         assertEquals("graph_id: must be a string", refused("{\"namespace\": \"shop\", \"tasks\": []}"));
         assertEquals("tasks[0].task_type: must be a string", refused(graph("{\"key\": \"a\"}")));
         assertEquals("tasks[0].payload: must be a JSON object, got array",
                 refused(graph("{\"key\": \"a\", \"task_type\": \"t\", \"payload\": [1]}")));
-        assertEquals("tasks[0].after[0].on_failure must be skip or ignore, got 'retry'",
+        assertEquals("tasks[0].after[0].on_failure must be skip, ignore or continue, got 'retry'",
                 refused(graph("{\"key\": \"a\", \"task_type\": \"t\", \"after\": [{\"key\": \"b\", \"on_failure\": \"retry\"}]}")));
         assertEquals("tasks[0].after[0].when: unknown field",
                 refused(graph("{\"key\": \"a\", \"task_type\": \"t\", \"after\": [{\"key\": \"b\", \"when\": 1}]}")));

@@ -96,6 +96,23 @@ class GraphCliTest {
     }
 
     @Test
+    void continueIsSentFromTheFileAndPrintedBack() throws Exception {
+        String receipt = file(ORDER.replace("\"on_failure\": \"ignore\"", "\"on_failure\": \"continue\""));
+        assertEquals(0, run("submit", "--file", receipt), stderr());
+        Taskring.SubmitGraphRequest sent = (Taskring.SubmitGraphRequest) node.requests.get(0);
+        assertEquals(Taskring.OnFailure.ON_FAILURE_CONTINUE, sent.getTasks(3).getDependsOn(1).getOnFailure());
+
+        Taskring.GetGraphResponse.Builder b = FakeGraphService.finishedOrder().toBuilder();
+        b.getNodesBuilder(3).setDependsOn(1, Taskring.GraphEdge.newBuilder().setParentKey("email")
+                .setOnFailure(Taskring.OnFailure.ON_FAILURE_CONTINUE).setOutcome("continued"));
+        node.graph = b.build();
+        assertEquals(0, run("get", "--namespace", "shop", "--graph-id", "order-7"), stderr());
+        JsonNode edge = new ObjectMapper().readTree(stdout()).get("nodes").get("close").get("depends_on").get(1);
+        assertEquals(new ObjectMapper().readTree(
+                "{\"parent_key\":\"email\",\"on_failure\":\"continue\",\"outcome\":\"continued\"}"), edge);
+    }
+
+    @Test
     void getPrintsTheGraphWithResultsOnlyWhenAsked() throws Exception {
         node.graph = FakeGraphService.finishedOrder();
         assertEquals(0, run("get", "--namespace", "shop", "--graph-id", "order-7", "--with-results"), stderr());

@@ -109,6 +109,17 @@ class GraphClientTest {
     }
 
     @Test
+    void aContinueEdgeIsReadWithItsPolicyAndOutcome() {
+        Taskring.GetGraphResponse.Builder b = FakeGraphService.finishedOrder().toBuilder();
+        b.getNodesBuilder(3).setDependsOn(1, Taskring.GraphEdge.newBuilder().setParentKey("email")
+                .setOnFailure(Taskring.OnFailure.ON_FAILURE_CONTINUE).setOutcome("continued"));
+        Taskring.GetGraphResponse graph = b.build();
+        nodes.forEach(n -> n.graph = graph);
+        GraphNode close = client.blocking().getGraph("shop", "order-7").nodes().get("close");
+        assertEquals(new GraphEdge("email", OnFailure.CONTINUE, "continued"), close.dependsOn().get(1));
+    }
+
+    @Test
     void resultsComeOnlyWhenAskedForDecoded() {
         nodes.forEach(n -> n.graph = FakeGraphService.finishedOrder());
         GraphInfo g = client.blocking().getGraph("shop", "order-7", true);

@@ -51,6 +51,22 @@ class GraphTest {
     }
 
     @Test
+    void everyFailurePolicyIsSentAndReadBackAsItself() {
+        Graph g = new Graph("receipt-7");
+        Graph.Node charge = g.task("charge", spec("charge_card"));
+        g.task("receipt", spec("send_receipt"), charge.onFailure(OnFailure.CONTINUE));
+        assertEquals(Taskring.Dependency.newBuilder().setKey("charge").setOnFailure(Taskring.OnFailure.ON_FAILURE_CONTINUE).build(),
+                g.toWire().getTasks(1).getDependsOn(0));
+        for (OnFailure p : OnFailure.values()) {
+            assertEquals(p, OnFailure.fromWire(p.toWire()));
+            assertEquals(p, OnFailure.parse(p.wireName()));
+        }
+        assertEquals("continue", OnFailure.CONTINUE.wireName());
+        // A policy newer than this SDK reads as the default, as UNSPECIFIED does.
+        assertEquals(OnFailure.SKIP, OnFailure.fromWire(Taskring.OnFailure.UNRECOGNIZED));
+    }
+
+    @Test
     void aRepeatedKeyIsRefusedNamingTheField() {
         Graph g = new Graph("g");
         g.task("a", spec("t"));
@@ -106,7 +122,9 @@ class GraphTest {
         assertEquals(JoinRule.ANY_SUCCEEDED, JoinRule.parse("any_succeeded"));
         assertThrows(IllegalArgumentException.class, () -> JoinRule.parse("ALL_DONE"));
         assertEquals(OnFailure.IGNORE, OnFailure.parse("ignore"));
-        assertThrows(IllegalArgumentException.class, () -> OnFailure.parse("retry"));
+        assertEquals(OnFailure.CONTINUE, OnFailure.parse("continue"));
+        assertEquals("on_failure must be skip, ignore or continue, got 'retry'",
+                assertThrows(IllegalArgumentException.class, () -> OnFailure.parse("retry")).getMessage());
         // Read back as the server applies them: UNSPECIFIED is the default.
         assertEquals(Join.allSucceeded(), Join.fromWire(Taskring.Join.getDefaultInstance()));
         assertEquals(OnFailure.SKIP, OnFailure.fromWire(Taskring.OnFailure.ON_FAILURE_UNSPECIFIED));
