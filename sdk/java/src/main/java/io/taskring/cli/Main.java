@@ -71,16 +71,26 @@ public final class Main {
         if (args.length < 1 || !(args[0].equals("get") || args[0].equals("cancel") || args[0].equals("submit"))) {
             return usage(err, "give a mode: get, cancel, submit, cron, policies, graph or executor");
         }
+        boolean submit = args[0].equals("submit");
+        // A flag this mode does not know is refused, not ignored: a --max-retries that did nothing
+        // would submit a task other than the one asked for.
+        java.util.Set<String> known = submit
+                ? java.util.Set.of("nodes", "namespace", "type", "payload", "task-id", "delay-ms", "timeout-ms")
+                : java.util.Set.of("nodes", "task-id", "timeout-ms");
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
             if (!args[i].startsWith("--") || i + 1 >= args.length) {
                 return usage(err, "unexpected argument " + args[i]);
             }
-            opts.put(args[i].substring(2), args[++i]);
+            String name = args[i].substring(2);
+            if (!known.contains(name)) {
+                return usage(err, "--" + name + ": not a flag of " + args[0] + " (its flags: --"
+                        + String.join(", --", new java.util.TreeSet<>(known)) + ")");
+            }
+            opts.put(name, args[++i]);
         }
         String nodes = opts.get("nodes");
         String taskId = opts.get("task-id");
-        boolean submit = args[0].equals("submit");
         if (submit ? nodes == null || opts.get("namespace") == null || opts.get("type") == null
                 : nodes == null || taskId == null) {
             return usage(err, submit ? "--nodes, --namespace and --type are required" : "--nodes and --task-id are required");

@@ -62,4 +62,14 @@ class CliTest {
         assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("NotFoundException: NOT_FOUND: task_id: no task abc"));
         assertEquals(2, run("frobnicate"));
     }
+
+    @Test
+    void aFlagTheModeDoesNotKnowIsRefusedNamingIt() {
+        assertEquals(2, run("submit", "--nodes", nodes(), "--namespace", "shop", "--type", "ok", "--max-retries", "2"));
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("--max-retries: not a flag of submit"),
+                err.toString(StandardCharsets.UTF_8));
+        assertEquals("", out.toString(StandardCharsets.UTF_8), "nothing submitted");
+        assertEquals(2, run("get", "--nodes", nodes(), "--task-id", "abc", "--delay-ms", "5"));
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("--delay-ms: not a flag of get"));
+    }
 }
