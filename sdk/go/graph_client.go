@@ -89,6 +89,30 @@ func (g *GraphInfo) Node(key string) *GraphNode {
 	return nil
 }
 
+// CancelMode is how Client.CancelGraph treats the graph's running tasks.
+type CancelMode string
+
+const (
+	// CancelGraceful (also what "" means): running tasks finish (a failed
+	// one is not retried); nothing new starts.
+	CancelGraceful CancelMode = "graceful"
+	// CancelImmediate: running tasks of types that heartbeat are told to stop
+	// at their next heartbeat too; the others finish as in CancelGraceful.
+	CancelImmediate CancelMode = "immediate"
+)
+
+var cancelModeToPB = map[CancelMode]pb.CancelMode{
+	"":              pb.CancelMode_CANCEL_MODE_GRACEFUL,
+	CancelGraceful:  pb.CancelMode_CANCEL_MODE_GRACEFUL,
+	CancelImmediate: pb.CancelMode_CANCEL_MODE_IMMEDIATE,
+}
+
+// CancelledGraph is what Client.CancelGraph did.
+type CancelledGraph struct {
+	Cancelled uint32   // tasks cancelled now
+	Running   []string // keys of the tasks left to finish (graceful, or types without heartbeats)
+}
+
 // GraphReadOption is an option of Client.GetGraph.
 type GraphReadOption func(*pb.GetGraphRequest)
 
@@ -148,6 +172,37 @@ func (c *Client) GetGraph(ctx context.Context, namespace, graphID string, opts .
 		return nil, err
 	}
 	return graphInfoFromPB(resp)
+}
+
+// CancelGraph cancels every task of the graph that has not ended. With
+// CancelGraceful ("" too) running tasks finish (a failed one is not retried)
+// and nothing new starts; with CancelImmediate running tasks of types that
+// heartbeat are told to stop too. reason ("" for the server's) is kept in
+// each cancelled task's history. Another mode is a *ValidationError on
+// "mode" and nothing is sent; an unknown graph is a *NotFoundError. A
+// repeated cancel cancels nothing more, so the call is tried on a second
+// node after UNAVAILABLE.
+func (c *Client) CancelGraph(ctx context.Context, namespace, graphID string, mode CancelMode, reason string) (*CancelledGraph, error) {
+	wire, ok := cancelModeToPB[mode]
+	if !ok {
+		return nil, invalid("mode", "must be graceful or immediate, got %q", string(mode))
+	}
+	req := &pb.CancelGraphRequest{Namespace: namespace, GraphId: graphID, Mode: wire, Reason: reason}
+	ctx, cancel := c.timeout.bound(ctx)
+	defer cancel()
+	var resp *pb.CancelGraphResponse
+	err := c.nodes.callGraphs(ctx, true, func(ctx context.Context, s pb.GraphServiceClient) (err error) {
+		resp, err = s.CancelGraph(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	running := resp.GetRunning()
+	if running == nil {
+		running = []string{}
+	}
+	return &CancelledGraph{Cancelled: resp.GetCancelled(), Running: running}, nil
 }
 
 func submittedGraphFromPB(m *pb.SubmitGraphResponse) (*SubmittedGraph, error) {

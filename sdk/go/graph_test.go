@@ -161,6 +161,7 @@ type fakeGraphs struct {
 	mu       sync.Mutex
 	submits  []*pb.SubmitGraphRequest
 	gets     []*pb.GetGraphRequest
+	cancels  []*pb.CancelGraphRequest
 	failWith error
 }
 
@@ -206,6 +207,22 @@ func (f *fakeGraphs) GetGraph(_ context.Context, r *pb.GetGraphRequest) (*pb.Get
 					{ParentKey: "ship"}, {ParentKey: "receipt", OnFailure: pb.OnFailure_ON_FAILURE_CONTINUE, Outcome: "continued"}},
 				Waiting: "ship"},
 		}}, nil
+}
+
+func (f *fakeGraphs) CancelGraph(_ context.Context, r *pb.CancelGraphRequest) (*pb.CancelGraphResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels = append(f.cancels, r)
+	if f.failWith != nil {
+		return nil, f.failWith
+	}
+	if r.GetGraphId() != "order-1042" {
+		return nil, status.Errorf(codes.NotFound, "no graph %q in namespace %q", r.GetGraphId(), r.GetNamespace())
+	}
+	if r.GetMode() == pb.CancelMode_CANCEL_MODE_IMMEDIATE {
+		return &pb.CancelGraphResponse{Cancelled: 3}, nil // ship heartbeats: stopped too
+	}
+	return &pb.CancelGraphResponse{Cancelled: 2, Running: []string{"ship"}}, nil
 }
 
 func graphCluster(t *testing.T) (*fakeGraphs, *Client) {
@@ -302,6 +319,55 @@ func TestClientGetGraph(t *testing.T) {
 	var nf *NotFoundError
 	if _, err := c.GetGraph(ctx, "shop", "other"); !errors.As(err, &nf) {
 		t.Errorf("unknown graph: %v", err)
+	}
+}
+
+func TestClientCancelGraph(t *testing.T) {
+	f, c := graphCluster(t)
+	ctx := context.Background()
+	got, err := c.CancelGraph(ctx, "shop", "order-1042", CancelGraceful, "customer left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cancelled != 2 || len(got.Running) != 1 || got.Running[0] != "ship" {
+		t.Errorf("graceful: %+v", got)
+	}
+	want := &pb.CancelGraphRequest{Namespace: "shop", GraphId: "order-1042", Mode: pb.CancelMode_CANCEL_MODE_GRACEFUL,
+		Reason: "customer left"}
+	if sent := f.cancels[0]; sent.GetNamespace() != want.Namespace || sent.GetGraphId() != want.GraphId ||
+		sent.GetMode() != want.Mode || sent.GetReason() != want.Reason {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+
+	got, err = c.CancelGraph(ctx, "shop", "order-1042", CancelImmediate, "")
+	if err != nil || got.Cancelled != 3 || got.Running == nil || len(got.Running) != 0 {
+		t.Errorf("immediate: %+v %v (running must be empty, not nil)", got, err)
+	}
+	if m := f.cancels[1].GetMode(); m != pb.CancelMode_CANCEL_MODE_IMMEDIATE || f.cancels[1].GetReason() != "" {
+		t.Errorf("immediate sent %v", f.cancels[1])
+	}
+	// "" is graceful, as the proto's UNSPECIFIED is; it goes on the wire as GRACEFUL.
+	if _, err := c.CancelGraph(ctx, "shop", "order-1042", "", ""); err != nil || f.cancels[2].GetMode() != pb.CancelMode_CANCEL_MODE_GRACEFUL {
+		t.Errorf("zero mode: %v, sent %v", err, f.cancels[2])
+	}
+
+	// Another mode is refused here, naming the field; nothing is sent.
+	var verr *ValidationError
+	if _, err := c.CancelGraph(ctx, "shop", "order-1042", "Immediate", ""); !errors.As(err, &verr) ||
+		verr.Field != "mode" || verr.Problem != `must be graceful or immediate, got "Immediate"` || len(f.cancels) != 3 {
+		t.Errorf("bad mode: %v (%d cancels)", err, len(f.cancels))
+	}
+
+	// The server's refusals are the SDK's error tree.
+	var nf *NotFoundError
+	if _, err := c.CancelGraph(ctx, "shop", "other", CancelGraceful, ""); !errors.As(err, &nf) {
+		t.Errorf("unknown graph: %v", err)
+	}
+	f.failWith = status.Error(codes.InvalidArgument, "reason: is 1001 characters, at most 1000")
+	var inv *InvalidArgumentError
+	if _, err := c.CancelGraph(ctx, "shop", "order-1042", CancelGraceful, "x"); !errors.As(err, &inv) ||
+		inv.Field != "reason" || inv.Problem != "is 1001 characters, at most 1000" {
+		t.Errorf("refusal: %#v", err)
 	}
 }
 

@@ -114,3 +114,27 @@ def test_a_graph_runs_in_order_and_results_reach_what_depends_on_them(taskring_e
         assert "closes the cycle" in refused.stderr
     finally:
         executor.stop()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_each_cli_cancels_a_graph_and_what_had_not_started_ends_cancelled(taskring_env, node, tools, language,
+                                                                         tmp_path):
+    ns = f"{language}-cancel"
+    log = taskring_env.logs / f"graphs-cancel-{language}.log"
+    spec = tmp_path / "graph.json"
+    graph = _graph(ns, "order-9")   # no executor of this namespace runs here: nothing starts
+    spec.write_text(json.dumps({**graph, "tasks": graph["tasks"][:2]}))
+    assert run_cli(tools.cli(language, "graph", "submit", "--nodes", node.target, "--file", str(spec)),
+                   log).returncode == 0
+    bad = run_cli(tools.cli(language, "graph", "cancel", "--nodes", node.target, "--namespace", ns,
+                            "--graph-id", "order-9", "--mode", "now"), log)
+    assert bad.returncode == 2 and "mode" in bad.stderr, bad.describe()
+    done = run_cli(tools.cli(language, "graph", "cancel", "--nodes", node.target, "--namespace", ns,
+                             "--graph-id", "order-9", "--mode", "immediate", "--reason", "order withdrawn"), log)
+    assert done.json() == {"cancelled": 2, "running": []}, done.describe()
+    got = run_cli(tools.cli(language, "graph", "get", "--nodes", node.target, "--namespace", ns,
+                            "--graph-id", "order-9"), log).json()
+    assert {k: n["state"] for k, n in got["nodes"].items()} == {"charge": "cancelled", "ship": "cancelled"}
+    missing = run_cli(tools.cli(language, "graph", "cancel", "--nodes", node.target, "--namespace", ns,
+                                "--graph-id", "no-such-graph"), log)
+    assert missing.returncode == 1 and "NOT_FOUND" in missing.stderr.upper().replace(" ", "_"), missing.describe()

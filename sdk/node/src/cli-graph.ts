@@ -9,6 +9,9 @@
  *   cli.js graph get --nodes H:P,... --namespace NS --graph-id ID [--with-results]
  *     prints {"graph_id", "namespace", "state", "counts", "nodes": {key: {"task_id", "state",
  *     "attempts", "reason", "waiting", "result", "depends_on": [{"parent_key", "on_failure", "outcome"}]}}}.
+ *   cli.js graph cancel --nodes H:P,... --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]
+ *     prints {"cancelled", "running": [key, ...]}: how many tasks it cancelled and the running ones
+ *     left to finish. A --mode other than graceful or immediate is a UsageError: exit 2, nothing sent.
  *
  * The file is sent as a `GraphSpec`, not through the `Graph` builder: the
  * server is the judge of a graph from elsewhere (a cycle, a key named before
@@ -19,11 +22,11 @@ import { readFileSync } from 'node:fs';
 import { UsageError, intOption } from './cli-args';
 import type { TaskContext } from './context';
 import { NonRetryableError } from './errors';
-import type { Dependency, GraphSpec, GraphTaskSpec, Join } from './graph';
-import type { GraphInfo, SubmittedGraph } from './graph-info';
+import type { CancelMode, Dependency, GraphSpec, GraphTaskSpec, Join } from './graph';
+import type { CancelledGraph, GraphInfo, SubmittedGraph } from './graph-info';
 import type { Handler } from './runner';
 
-export const GRAPH_ACTIONS = ['submit', 'get'] as const;
+export const GRAPH_ACTIONS = ['submit', 'get', 'cancel'] as const;
 export type GraphAction = (typeof GRAPH_ACTIONS)[number];
 
 const CONNECT = {
@@ -37,6 +40,14 @@ const GET_OPTIONS = {
   'graph-id': { type: 'string' },
   'with-results': { type: 'boolean', default: false },
 } as const;
+const CANCEL_OPTIONS = {
+  ...CONNECT,
+  namespace: { type: 'string' },
+  'graph-id': { type: 'string' },
+  mode: { type: 'string', default: 'graceful' },
+  reason: { type: 'string', default: '' },
+} as const;
+const CANCEL_MODES: readonly string[] = ['graceful', 'immediate'] satisfies CancelMode[];
 
 /** What `graph <action>` does: the parsed command line, checked (UsageError otherwise). */
 export interface GraphArgs {
@@ -48,6 +59,10 @@ export interface GraphArgs {
   namespace: string;
   graphId: string;
   withResults: boolean;
+  /** cancel: 'graceful' unless --mode immediate. */
+  mode: CancelMode;
+  /** cancel: "" unless --reason. */
+  reason: string;
 }
 
 /**
@@ -60,12 +75,16 @@ export function graphArgs(rest: string[]): GraphArgs {
     throw new UsageError(`the action must be one of ${GRAPH_ACTIONS.join(', ')}, got ${JSON.stringify(action ?? '')}`);
   }
   const act = action as GraphAction;
-  const options: NonNullable<ParseArgsConfig['options']> = act === 'submit' ? SUBMIT_OPTIONS : GET_OPTIONS;
+  const options: NonNullable<ParseArgsConfig['options']> =
+    act === 'submit' ? SUBMIT_OPTIONS : act === 'get' ? GET_OPTIONS : CANCEL_OPTIONS;
   const values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as
     Record<string, string | boolean | undefined>;
   if (!values.nodes) throw new UsageError('--nodes is required');
   if (act === 'submit' && !values.file) throw new UsageError('--file is required');
-  if (act === 'get' && (!values.namespace || !values['graph-id'])) throw new UsageError('--namespace and --graph-id are required');
+  if (act !== 'submit' && (!values.namespace || !values['graph-id'])) throw new UsageError('--namespace and --graph-id are required');
+  if (act === 'cancel' && !CANCEL_MODES.includes(String(values.mode))) {
+    throw new UsageError(`--mode: must be graceful or immediate, got ${JSON.stringify(values.mode)}`);
+  }
   return {
     action: act,
     nodes: String(values.nodes),
@@ -74,6 +93,8 @@ export function graphArgs(rest: string[]): GraphArgs {
     namespace: String(values.namespace ?? ''),
     graphId: String(values['graph-id'] ?? ''),
     withResults: values['with-results'] === true,
+    mode: (values.mode ?? 'graceful') as CancelMode,
+    reason: String(values.reason ?? ''),
   };
 }
 
@@ -168,6 +189,11 @@ export function graphInfoJson(g: GraphInfo): Json {
       depends_on: n.dependsOn.map((e) => ({ parent_key: e.parentKey, on_failure: e.onFailure, outcome: e.outcome })),
     }])),
   };
+}
+
+/** The JSON line `graph cancel` prints: exactly cancelled, running (keys, as the server gave them). */
+export function cancelledGraphJson(c: CancelledGraph): Json {
+  return { cancelled: c.cancelled, running: c.running };
 }
 
 /** What a `graph-results` handler saw of its parents: {key: {outcome, result}}. */

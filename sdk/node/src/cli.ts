@@ -48,7 +48,8 @@
  *
  *   node dist/cli.js graph submit --nodes H:P --file GRAPH.json
  *   node dist/cli.js graph get --nodes H:P --namespace NS --graph-id ID [--with-results]
- *     print one JSON line (`submittedGraphJson`, `graphInfoJson`; the file and the keys in cli-graph.ts),
+ *   node dist/cli.js graph cancel --nodes H:P --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]
+ *     print one JSON line (`submittedGraphJson`, `graphInfoJson`, `cancelledGraphJson`; the file and the keys in cli-graph.ts),
  *     the same command and keys as the Go and Java CLIs.
  *
  * submit, get, cron, policies and graph read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and, for TLS,
@@ -60,8 +61,8 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError, intOption } from './cli-args';
-import { GRAPH_ACTIONS, graphArgs, graphInfoJson, graphResultsHandler, readGraphFile, submittedGraphJson,
-  type GraphAction, type GraphArgs } from './cli-graph';
+import { GRAPH_ACTIONS, cancelledGraphJson, graphArgs, graphInfoJson, graphResultsHandler, readGraphFile,
+  submittedGraphJson, type GraphAction, type GraphArgs } from './cli-graph';
 import { Client, tlsCredentials, type ClientOptions } from './client';
 import type { CronRuleInfo, CronRuleSpec } from './cron';
 import type { GraphSpec } from './graph';
@@ -85,6 +86,7 @@ const USAGE = 'usage: cli.js submit --nodes H:P,... --namespace NS --type T [--p
   '       cli.js policies list --nodes H:P,... [--namespace NS]\n' +
   '       cli.js graph submit --nodes H:P,... --file GRAPH.json\n' +
   '       cli.js graph get --nodes H:P,... --namespace NS --graph-id ID [--with-results]\n' +
+  '       cli.js graph cancel --nodes H:P,... --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]\n' +
   '       cli.js executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ' +
   '[--behavior ok|reject-once|fail-once|heartbeat|graph-results] [--host H] [--port P] [--max-in-flight N] [--instance-id ID] ' +
   '[--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]';
@@ -467,7 +469,9 @@ async function graphMode(rest: string[]): Promise<number> {
   try {
     const out = spec !== undefined
       ? submittedGraphJson(await client.submitGraph(spec))
-      : graphInfoJson(await client.getGraph(a.namespace, a.graphId, { withResults: a.withResults }));
+      : a.action === 'cancel'
+        ? cancelledGraphJson(await client.cancelGraph(a.namespace, a.graphId, { mode: a.mode, reason: a.reason }))
+        : graphInfoJson(await client.getGraph(a.namespace, a.graphId, { withResults: a.withResults }));
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return 0;
   } catch (e) {

@@ -7,7 +7,7 @@
  * Several dispatcher nodes can be given; calls go round-robin over them, and
  * an idempotent call that meets UNAVAILABLE is tried once on the next node
  * (nodes.ts). Idempotent means: get, cancel, and a submit (or a batch) whose
- * tasks all carry a `taskId`, submitGraph (idempotent by its graph id) and getGraph
+ * tasks all carry a `taskId`, submitGraph (idempotent by its graph id), getGraph and cancelGraph
  * (for `client.cron`, see cron.ts; for `client.policies`, policies.ts). The Python SDK does not make ids on the client
  * (the server assigns a UUIDv7), so neither does this one: a submit without a
  * taskId is never retried, since the retry could create a second task.
@@ -17,6 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CronRules, type CronInvoke } from './cron';
 import { ProtocolError, fromRpcError } from './errors';
 import { requiredText, specToWire, stateFromWire, submitResultFromWire, taskInfoFromWire } from './envelope';
+import type { CancelGraphResponse__Output } from './gen/taskring/v1/CancelGraphResponse';
 import type { CancelResponse__Output } from './gen/taskring/v1/CancelResponse';
 import type { CronServiceClient } from './gen/taskring/v1/CronService';
 import type { GetGraphResponse__Output } from './gen/taskring/v1/GetGraphResponse';
@@ -27,8 +28,9 @@ import type { SubmitBatchResponse__Output } from './gen/taskring/v1/SubmitBatchR
 import type { SubmitGraphResponse__Output } from './gen/taskring/v1/SubmitGraphResponse';
 import type { SubmitResponse__Output } from './gen/taskring/v1/SubmitResponse';
 import type { TaskServiceClient } from './gen/taskring/v1/TaskService';
-import { Graph, graphToWire, type GraphSpec } from './graph';
-import { graphInfoFromWire, submittedGraphFromWire, type GraphInfo, type SubmittedGraph } from './graph-info';
+import { Graph, cancelGraphToWire, graphToWire, type CancelGraphOptions, type GraphSpec } from './graph';
+import { cancelledGraphFromWire, graphInfoFromWire, submittedGraphFromWire, type CancelledGraph, type GraphInfo,
+  type SubmittedGraph } from './graph-info';
 import { NodeList } from './nodes';
 import { Policies, type PolicyInvoke } from './policies';
 import type { SubmitResult, TaskInfo, TaskSpec, TaskState } from './task';
@@ -213,6 +215,23 @@ export class Client {
     const resp = await this.rpc<GraphServiceClient, GetGraphResponse__Output>(true, (n) => n.graph,
       (s, m, o, done) => s.GetGraph(request, m, o, done));
     return graphInfoFromWire(resp);
+  }
+
+  /**
+   * Cancel every task of the graph that has not ended. `mode` 'graceful' (the
+   * default): running tasks finish (a failed one is not retried) and nothing
+   * new starts; 'immediate': running tasks of types that heartbeat are told to
+   * stop too. `reason` ("" for the server's) is kept in each cancelled task's
+   * history. Resolves to how many were cancelled and the keys of those left
+   * running. Another mode is a ValidationError, nothing sent; NotFoundError for
+   * an unknown graph. A repeated cancel cancels nothing more, so the call is
+   * retried on the next node after UNAVAILABLE.
+   */
+  async cancelGraph(namespace: string, graphId: string, options: CancelGraphOptions = {}): Promise<CancelledGraph> {
+    const request = cancelGraphToWire(namespace, graphId, options);
+    const resp = await this.rpc<GraphServiceClient, CancelGraphResponse__Output>(true, (n) => n.graph,
+      (s, m, o, done) => s.CancelGraph(request, m, o, done));
+    return cancelledGraphFromWire(resp);
   }
 
   /** Close every channel (the other services' stubs share them). Safe to call twice. */

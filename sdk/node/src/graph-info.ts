@@ -1,12 +1,13 @@
 /**
- * What the server answers about a graph (Python: SubmittedGraph, GraphInfo in
- * taskring/graph.py): the receipt of `Client.submitGraph` and the view of
- * `Client.getGraph`. Tasks and nodes are Maps by key, in the order the tasks
+ * What the server answers about a graph (Python: SubmittedGraph, GraphInfo,
+ * CancelledGraph in taskring/graph.py): the receipt of `Client.submitGraph`,
+ * the view of `Client.getGraph` and what `Client.cancelGraph` did. Tasks and nodes are Maps by key, in the order the tasks
  * were added (a key may be any name, "constructor" too, which a plain object
  * would confuse with its prototype's).
  */
 import { ProtocolError } from './errors';
 import { stateFromWire } from './envelope';
+import type { CancelGraphResponse__Output } from './gen/taskring/v1/CancelGraphResponse';
 import type { GetGraphResponse__Output } from './gen/taskring/v1/GetGraphResponse';
 import type { GraphNode__Output } from './gen/taskring/v1/GraphNode';
 import type { SubmitGraphResponse__Output } from './gen/taskring/v1/SubmitGraphResponse';
@@ -72,6 +73,14 @@ export interface GraphInfo {
   nodes: ReadonlyMap<string, GraphNode>;
 }
 
+/** What `Client.cancelGraph` did. */
+export interface CancelledGraph {
+  /** Tasks cancelled now. */
+  cancelled: number;
+  /** Keys of the running tasks left to finish ('graceful', or types without heartbeats). */
+  running: string[];
+}
+
 const ON_FAILURE_FROM_WIRE: Readonly<Record<string, OnFailure>> = {
   ON_FAILURE_UNSPECIFIED: 'skip', // the proto's default policy
   ON_FAILURE_SKIP: 'skip',
@@ -111,6 +120,10 @@ export function submittedGraphFromWire(msg: SubmitGraphResponse__Output): Submit
     duplicate: msg.duplicate,
     tasks: new Map(msg.tasks.map((t) => [t.key, { key: t.key, taskId: t.task_id, state: stateFromWire(t.state), slot: t.slot }])),
   };
+}
+
+export function cancelledGraphFromWire(msg: CancelGraphResponse__Output): CancelledGraph {
+  return { cancelled: msg.cancelled, running: [...msg.running] };
 }
 
 function nodeFromWire(n: GraphNode__Output): GraphNode {

@@ -22,6 +22,8 @@
  */
 import { ValidationError } from './errors';
 import { INT32_MAX, integer, requiredText, specToWire } from './envelope';
+import type { CancelGraphRequest } from './gen/taskring/v1/CancelGraphRequest';
+import type { CancelMode as WireCancelMode } from './gen/taskring/v1/CancelMode';
 import type { OnFailure as WireOnFailure } from './gen/taskring/v1/OnFailure';
 import type { JoinRule as WireJoinRule } from './gen/taskring/v1/JoinRule';
 import type { SubmitGraphRequest } from './gen/taskring/v1/SubmitGraphRequest';
@@ -154,6 +156,45 @@ export function graphToWire(spec: GraphSpec, traceId = ''): SubmitGraphRequest {
         join: joinToWire(t.join, `${p}.join`),
       };
     }),
+  };
+}
+
+/**
+ * How `Client.cancelGraph` treats the graph's running tasks: 'graceful' (the
+ * default) lets them finish (a failed one is not retried) and starts nothing
+ * new; 'immediate' also tells those of types that heartbeat to stop at their
+ * next heartbeat (the others finish as under 'graceful').
+ */
+export type CancelMode = 'graceful' | 'immediate';
+
+/** The options of `Client.cancelGraph`. */
+export interface CancelGraphOptions {
+  /** Default 'graceful'. */
+  mode?: CancelMode;
+  /** Kept in each cancelled task's history; "" (the default): the server's. */
+  reason?: string;
+}
+
+const CANCEL_MODE_TO_WIRE: Readonly<Record<CancelMode, WireCancelMode>> = {
+  graceful: 'CANCEL_MODE_GRACEFUL',
+  immediate: 'CANCEL_MODE_IMMEDIATE',
+};
+
+/**
+ * The wire CancelGraphRequest (Python: `cancel_graph_request`): a mode other
+ * than 'graceful' or 'immediate' is a ValidationError on `mode`, nothing sent.
+ */
+export function cancelGraphToWire(namespace: string, graphId: string, options: CancelGraphOptions = {}): CancelGraphRequest {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'must be an object');
+  const mode = options.mode === undefined ? 'graceful' : options.mode;
+  if (typeof mode !== 'string' || !Object.hasOwn(CANCEL_MODE_TO_WIRE, mode)) {
+    throw new ValidationError('mode', `must be graceful or immediate, got ${JSON.stringify(options.mode)}`);
+  }
+  return {
+    namespace: requiredText(namespace, 'namespace'),
+    graph_id: requiredText(graphId, 'graph_id'),
+    mode: CANCEL_MODE_TO_WIRE[mode],
+    reason: requiredText(options.reason === undefined ? '' : options.reason, 'reason'),
   };
 }
 

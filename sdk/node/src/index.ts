@@ -30,13 +30,15 @@ export {
   Graph,
   GraphTaskHandle,
   Join,
+  type CancelGraphOptions,
+  type CancelMode,
   type Dependency,
   type GraphSpec,
   type GraphTaskSpec,
   type JoinRule,
   type OnFailure,
 } from './graph';
-export type { GraphEdge, GraphInfo, GraphNode, GraphTaskRef, SubmittedGraph } from './graph-info';
+export type { CancelledGraph, GraphEdge, GraphInfo, GraphNode, GraphTaskRef, SubmittedGraph } from './graph-info';
 export { formatInstant, parseInstant } from './instant';
 export { consoleLogger, silentLogger, type Logger } from './log';
 export { Policies, type PolicySource, type TypePolicy } from './policies';

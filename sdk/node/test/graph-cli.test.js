@@ -1,5 +1,5 @@
 'use strict';
-// `cli.js graph submit|get` and the executor's `graph-results` behaviour
+// `cli.js graph submit|get|cancel` and the executor's `graph-results` behaviour
 // (src/cli-graph.ts): argument parsing, GRAPH.json -> GraphSpec, the JSON
 // lines (the contract shared with Go and Java, tests/integration/test_sdk_graphs.py),
 // and the commands against an in-process fake GraphService.
@@ -12,9 +12,9 @@ const grpc = require('@grpc/grpc-js');
 const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const sdk = require('../dist/index');
-const { graphArgs, graphFileSpec, graphInfoJson, graphResultsHandler, submittedGraphJson } = require('../dist/cli-graph');
+const { cancelledGraphJson, graphArgs, graphFileSpec, graphInfoJson, graphResultsHandler, submittedGraphJson } = require('../dist/cli-graph');
 const { handlerFor } = require('../dist/cli');
-const { graphInfoFromWire, submittedGraphFromWire } = require('../dist/graph-info');
+const { cancelledGraphFromWire, graphInfoFromWire, submittedGraphFromWire } = require('../dist/graph-info');
 const { graphToWire } = require('../dist/graph');
 const { parentResultsFromWire } = require('../dist/result');
 const { fakeGraphNode } = require('./helpers');
@@ -35,10 +35,16 @@ const ORDER = { namespace: 'shop', graph_id: 'order-7', tasks: [
 test('graphArgs: each action\'s flags', () => {
   const nodes = ['--nodes', '127.0.0.1:7070'];
   assert.deepEqual(graphArgs(['submit', ...nodes, '--file', 'g.json']), { action: 'submit', nodes: '127.0.0.1:7070',
-    rpcTimeoutMs: 10_000, file: 'g.json', namespace: '', graphId: '', withResults: false });
+    rpcTimeoutMs: 10_000, file: 'g.json', namespace: '', graphId: '', withResults: false, mode: 'graceful', reason: '' });
   assert.deepEqual(graphArgs(['get', ...nodes, '--namespace', 'shop', '--graph-id', 'order-7', '--with-results', '--rpc-timeout-ms', '500']),
-    { action: 'get', nodes: '127.0.0.1:7070', rpcTimeoutMs: 500, file: '', namespace: 'shop', graphId: 'order-7', withResults: true });
+    { action: 'get', nodes: '127.0.0.1:7070', rpcTimeoutMs: 500, file: '', namespace: 'shop', graphId: 'order-7', withResults: true,
+      mode: 'graceful', reason: '' });
   assert.equal(graphArgs(['get', ...nodes, '--namespace', 'shop', '--graph-id', 'g']).withResults, false);
+  assert.deepEqual(graphArgs(['cancel', ...nodes, '--namespace', 'shop', '--graph-id', 'order-7', '--mode', 'immediate',
+    '--reason', 'customer left']), { action: 'cancel', nodes: '127.0.0.1:7070', rpcTimeoutMs: 10_000, file: '', namespace: 'shop',
+    graphId: 'order-7', withResults: false, mode: 'immediate', reason: 'customer left' });
+  const cancel = graphArgs(['cancel', ...nodes, '--namespace', 'shop', '--graph-id', 'g']);
+  assert.deepEqual([cancel.mode, cancel.reason], ['graceful', '']);
 });
 
 test('graphArgs: a bad command line throws', () => {
@@ -54,8 +60,16 @@ test('graphArgs: a bad command line throws', () => {
     ['get', ...nodes, '--namespace', 'shop', '--graph-id', 'g', '--file', 'x'], // nor --file of get
     ['get', ...nodes, '--namespace', 'shop', '--graph-id', 'g', '--rpc-timeout-ms', 'soon'],
     ['get', ...nodes, '--namespace', 'shop', '--graph-id', 'g', 'extra'],
+    ['cancel', ...nodes, '--namespace', 'shop'], // no --graph-id
+    ['cancel', ...nodes, '--graph-id', 'g'], // no --namespace
+    ['cancel', ...nodes, '--namespace', 'shop', '--graph-id', 'g', '--with-results'], // an option of get
+    ['get', ...nodes, '--namespace', 'shop', '--graph-id', 'g', '--mode', 'graceful'], // an option of cancel
   ]) {
     assert.throws(() => graphArgs(args), Error, args.join(' '));
+  }
+  for (const mode of ['hard', 'IMMEDIATE', '']) {
+    assert.throws(() => graphArgs(['cancel', ...nodes, '--namespace', 'shop', '--graph-id', 'g', '--mode', mode]),
+      (e) => e.constructor.name === 'UsageError' && e.message === `--mode: must be graceful or immediate, got ${JSON.stringify(mode)}`, mode);
   }
 });
 
@@ -126,6 +140,12 @@ test('graphInfoJson: the contract\'s keys; result decoded, null when none; edges
   assert.deepEqual(out.nodes.receipt.depends_on, [{ parent_key: 'email', on_failure: 'continue', outcome: 'continued' }]);
   assert.deepEqual(out.nodes.charge.result, { type: 'charge', saw: {} });
   assert.deepEqual([out.state, out.counts], ['finished', { succeeded: 1, dead_lettered: 1 }]);
+});
+
+test('cancelledGraphJson: exactly cancelled, running', () => {
+  assert.equal(JSON.stringify(cancelledGraphJson(cancelledGraphFromWire({ cancelled: 2, running: ['ship', 'email'] }))),
+    '{"cancelled":2,"running":["ship","email"]}');
+  assert.equal(JSON.stringify(cancelledGraphJson(cancelledGraphFromWire({ cancelled: 0, running: [] }))), '{"cancelled":0,"running":[]}');
 });
 
 // ---- graph-results ----
@@ -231,6 +251,43 @@ test('cli graph: submit and get print one JSON line; a refusal exits 1 with the 
       assert.match(r.stderr, /usage:/);
     }
     assert.equal(node.calls.length, 4);
+  } finally {
+    await node.close();
+  }
+});
+
+test('cli graph cancel: sends the mode and reason, prints one JSON line; a refusal exits 1; a bad --mode exits 2 unsent', async () => {
+  const node = await fakeGraphNode('n0', {
+    CancelGraph: (req) => {
+      if (req.graph_id !== 'order-7') throw { code: grpc.status.NOT_FOUND, details: `graph ${req.namespace}/${req.graph_id}: not found` };
+      return req.mode === 'CANCEL_MODE_IMMEDIATE' ? { cancelled: 3, running: [] } : { cancelled: 2, running: ['ship', 'email'] };
+    },
+  });
+  try {
+    const graceful = await cli(['cancel', '--nodes', node.address, '--namespace', 'shop', '--graph-id', 'order-7', '--reason', 'customer left']);
+    assert.equal(graceful.code, 0, graceful.stderr);
+    assert.equal(graceful.stdout, '{"cancelled":2,"running":["ship","email"]}\n');
+    assert.deepEqual(node.calls[0].request, { namespace: 'shop', graph_id: 'order-7', mode: 'CANCEL_MODE_GRACEFUL', reason: 'customer left' });
+
+    const immediate = await cli(['cancel', '--nodes', node.address, '--namespace', 'shop', '--graph-id', 'order-7', '--mode', 'immediate']);
+    assert.equal(immediate.code, 0, immediate.stderr);
+    assert.equal(immediate.stdout, '{"cancelled":3,"running":[]}\n');
+    assert.deepEqual(node.calls[1].request, { namespace: 'shop', graph_id: 'order-7', mode: 'CANCEL_MODE_IMMEDIATE', reason: '' });
+
+    const missing = await cli(['cancel', '--nodes', node.address, '--namespace', 'shop', '--graph-id', 'nope']);
+    assert.deepEqual([missing.code, missing.stdout], [1, '']);
+    assert.equal(missing.stderr, 'graph cancel: NOT_FOUND: graph shop/nope: not found\n');
+    assert.equal(node.calls.length, 3);
+
+    for (const args of [['--mode', 'hard'], ['--mode', 'IMMEDIATE'], ['--with-results']]) {
+      const r = await cli(['cancel', '--nodes', node.address, '--namespace', 'shop', '--graph-id', 'order-7', ...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /usage:/);
+    }
+    const bad = await cli(['cancel', '--nodes', node.address, '--namespace', 'shop', '--graph-id', 'order-7', '--mode', 'hard']);
+    assert.match(bad.stderr, /^graph cancel: --mode: must be graceful or immediate, got "hard"\n/);
+    assert.match(bad.stderr, /cli\.js graph cancel --nodes H:P,\.\.\. --namespace NS --graph-id ID \[--mode graceful\|immediate\] \[--reason TEXT\]/);
+    assert.equal(node.calls.length, 3);
   } finally {
     await node.close();
   }

@@ -253,3 +253,58 @@ test('UNAVAILABLE: submitGraph (idempotent by graph id) and getGraph are tried o
     await b.close();
   }
 });
+
+test('cancelGraph: the mode and reason sent over the real wire, what comes back, the errors mapped', async () => {
+  const node = await fakeGraphNode('n0', {
+    CancelGraph: (req) => {
+      if (req.graph_id === 'nope') throw { code: grpc.status.NOT_FOUND, details: 'graph shop/nope: not found' };
+      if (req.reason.length > 1000) throw { code: grpc.status.INVALID_ARGUMENT, details: `reason: is ${req.reason.length} characters, at most 1000` };
+      return req.mode === 'CANCEL_MODE_IMMEDIATE' ? { cancelled: 3, running: [] } : { cancelled: 2, running: ['ship'] };
+    },
+  });
+  const client = new sdk.Client({ nodes: node.address, rpcTimeoutMs: 5_000, token: 'trk_graph' });
+  try {
+    assert.deepEqual(await client.cancelGraph('shop', 'order-7'), { cancelled: 2, running: ['ship'] });
+    assert.deepEqual(await client.cancelGraph('shop', 'order-7', { mode: 'immediate', reason: 'customer left' }), { cancelled: 3, running: [] });
+    assert.deepEqual(await client.cancelGraph('shop', 'order-7', { mode: 'graceful' }), { cancelled: 2, running: ['ship'] });
+    assert.deepEqual(node.calls.map((c) => [c.method, c.request]), [
+      ['CancelGraph', { namespace: 'shop', graph_id: 'order-7', mode: 'CANCEL_MODE_GRACEFUL', reason: '' }],
+      ['CancelGraph', { namespace: 'shop', graph_id: 'order-7', mode: 'CANCEL_MODE_IMMEDIATE', reason: 'customer left' }],
+      ['CancelGraph', { namespace: 'shop', graph_id: 'order-7', mode: 'CANCEL_MODE_GRACEFUL', reason: '' }]]);
+    assert.ok(node.calls.every((c) => c.authorization[0] === 'Bearer trk_graph'));
+
+    // Refused on the client, naming the field: nothing sent.
+    for (const [options, field] of [[{ mode: 'hard' }, 'mode'], [{ mode: 'IMMEDIATE' }, 'mode'], [{ mode: null }, 'mode'],
+      [{ reason: 7 }, 'reason']]) {
+      await assert.rejects(client.cancelGraph('shop', 'order-7', options), (e) => e instanceof ValidationError && e.field === field,
+        JSON.stringify(options));
+    }
+    const bad = await client.cancelGraph('shop', 'order-7', { mode: 'hard' }).catch((e) => e);
+    assert.equal(bad.problem, 'must be graceful or immediate, got "hard"');
+    await assert.rejects(client.cancelGraph('shop', 42), ValidationError);
+    assert.equal(node.calls.length, 3);
+
+    // The server's refusals are the client's RpcError classes.
+    assert.ok((await client.cancelGraph('shop', 'nope').catch((e) => e)) instanceof sdk.NotFoundError);
+    const long = await client.cancelGraph('shop', 'order-7', { reason: 'x'.repeat(1001) }).catch((e) => e);
+    assert.ok(long instanceof sdk.InvalidArgumentError, String(long));
+    assert.deepEqual([long.field, long.problem], ['reason', 'is 1001 characters, at most 1000']);
+  } finally {
+    client.close();
+    await node.close();
+  }
+});
+
+test('UNAVAILABLE: cancelGraph (a repeat cancels nothing more) is tried on the next node', async () => {
+  const a = await fakeGraphNode('a', { CancelGraph: () => { throw { code: grpc.status.UNAVAILABLE, details: 'restarting' }; } });
+  const b = await fakeGraphNode('b', { CancelGraph: () => ({ cancelled: 1, running: [] }) });
+  const client = new sdk.Client({ nodes: [a.address, b.address], rpcTimeoutMs: 5_000 });
+  try {
+    assert.deepEqual(await client.cancelGraph('shop', 'order-7'), { cancelled: 1, running: [] });
+    assert.deepEqual([a.calls.length, b.calls.length], [1, 1]);
+  } finally {
+    client.close();
+    await a.close();
+    await b.close();
+  }
+});

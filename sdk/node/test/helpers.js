@@ -240,7 +240,7 @@ async function fakeGraphNode(name, graph = {}) {
   const wire = loadWire();
   const calls = [];
   const impl = {};
-  for (const method of ['SubmitGraph', 'GetGraph']) {
+  for (const method of ['SubmitGraph', 'GetGraph', 'CancelGraph']) {
     impl[method] = (call, callback) => {
       calls.push({ method, request: call.request, node: name, authorization: call.metadata.get('authorization') });
       const h = graph[method];

@@ -19,18 +19,37 @@ import (
 type graphArgs struct {
 	action      string
 	nodes       []string
-	file        string // submit
-	namespace   string // get
-	graphID     string // get
-	withResults bool   // get
+	file        string              // submit
+	namespace   string              // get, cancel
+	graphID     string              // get, cancel
+	withResults bool                // get
+	mode        taskring.CancelMode // cancel
+	reason      string              // cancel
 	rpcTimeout  time.Duration
 }
 
+// usageError is a bad graph command line (a --mode other than graceful or
+// immediate, a missing flag): run exits 2 for it, as for an unknown command,
+// and nothing is sent.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
 // parseGraph reads the same command line as the Java and Node CLIs' `graph`
-// (the contract in tests/integration/test_sdk_graphs.py).
+// (the contract in tests/integration/test_sdk_graphs.py). Its errors are
+// *usageError (exit 2).
 func parseGraph(args []string) (graphArgs, error) {
+	a, err := parseGraphArgs(args)
+	if err != nil {
+		return graphArgs{}, &usageError{err}
+	}
+	return a, nil
+}
+
+func parseGraphArgs(args []string) (graphArgs, error) {
 	if len(args) == 0 {
-		return graphArgs{}, errors.New("graph needs an action: submit or get")
+		return graphArgs{}, errors.New("graph needs an action: submit, get or cancel")
 	}
 	a := graphArgs{action: args[0]}
 	fs := flag.NewFlagSet("graph "+a.action, flag.ContinueOnError)
@@ -43,8 +62,13 @@ func parseGraph(args []string) (graphArgs, error) {
 		fs.StringVar(&a.namespace, "namespace", "", "the graph's namespace")
 		fs.StringVar(&a.graphID, "graph-id", "", "the graph's id")
 		fs.BoolVar(&a.withResults, "with-results", false, "read each task's kept result too")
+	case "cancel":
+		fs.StringVar(&a.namespace, "namespace", "", "the graph's namespace")
+		fs.StringVar(&a.graphID, "graph-id", "", "the graph's id")
+		fs.StringVar((*string)(&a.mode), "mode", string(taskring.CancelGraceful), "graceful or immediate")
+		fs.StringVar(&a.reason, "reason", "", "kept in each cancelled task's history")
 	default:
-		return graphArgs{}, fmt.Errorf("graph: unknown action %q (submit or get)", a.action)
+		return graphArgs{}, fmt.Errorf("graph: unknown action %q (submit, get or cancel)", a.action)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return graphArgs{}, err
@@ -59,8 +83,11 @@ func parseGraph(args []string) (graphArgs, error) {
 	if a.action == "submit" && a.file == "" {
 		return graphArgs{}, errors.New("graph submit needs --file")
 	}
-	if a.action == "get" && (a.namespace == "" || a.graphID == "") {
-		return graphArgs{}, errors.New("graph get needs --namespace and --graph-id")
+	if (a.action == "get" || a.action == "cancel") && (a.namespace == "" || a.graphID == "") {
+		return graphArgs{}, fmt.Errorf("graph %s needs --namespace and --graph-id", a.action)
+	}
+	if a.action == "cancel" && a.mode != taskring.CancelGraceful && a.mode != taskring.CancelImmediate {
+		return graphArgs{}, fmt.Errorf("graph cancel: --mode must be graceful or immediate, got %q", string(a.mode))
 	}
 	return a, nil
 }
@@ -114,7 +141,8 @@ func readGraph(text []byte) (*taskring.Graph, error) {
 	return g, nil
 }
 
-// runGraph prints one JSON line: the receipt of submit (submittedJSON) or the graph of get (graphJSON).
+// runGraph prints one JSON line: the receipt of submit (submittedJSON), the
+// graph of get (graphJSON) or what cancel did (cancelledJSON).
 func runGraph(args []string, out io.Writer) error {
 	a, err := parseGraph(args)
 	if err != nil {
@@ -153,6 +181,11 @@ func runGraph(args []string, out io.Writer) error {
 		if info, err = client.GetGraph(context.Background(), a.namespace, a.graphID, read...); err == nil {
 			line = graphJSON(info)
 		}
+	case "cancel":
+		var res *taskring.CancelledGraph
+		if res, err = client.CancelGraph(context.Background(), a.namespace, a.graphID, a.mode, a.reason); err == nil {
+			line = cancelledJSON(res)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("graph %s: %w", a.action, err)
@@ -172,6 +205,16 @@ func submittedJSON(s *taskring.SubmittedGraph) map[string]any {
 		tasks[i] = member{t.Key, map[string]any{"task_id": t.TaskID, "state": string(t.State), "slot": t.Slot}}
 	}
 	return map[string]any{"graph_id": s.GraphID, "duplicate": s.Duplicate, "tasks": tasks}
+}
+
+// cancelledJSON is {"cancelled", "running": [key, ...]}: how many tasks were
+// cancelled now and the keys of the running ones left to finish.
+func cancelledJSON(c *taskring.CancelledGraph) map[string]any {
+	running := c.Running
+	if running == nil {
+		running = []string{}
+	}
+	return map[string]any{"cancelled": c.Cancelled, "running": running}
 }
 
 // graphJSON is {"graph_id", "namespace", "state", "counts", "nodes": {key:

@@ -32,6 +32,16 @@ func TestParseGraph(t *testing.T) {
 	if a, _ = parseGraph([]string{"get", "--nodes", "a:1", "--namespace", "shop", "--graph-id", "g"}); a.withResults {
 		t.Error("--with-results without the flag")
 	}
+	a, err = parseGraph([]string{"cancel", "--nodes", "a:1", "--namespace", "shop", "--graph-id", "order-7",
+		"--mode", "immediate", "--reason", "customer left"})
+	if err != nil || a.namespace != "shop" || a.graphID != "order-7" || a.mode != taskring.CancelImmediate ||
+		a.reason != "customer left" {
+		t.Errorf("cancel: %+v %v", a, err)
+	}
+	if a, err = parseGraph([]string{"cancel", "--nodes", "a:1", "--namespace", "shop", "--graph-id", "g"}); err != nil ||
+		a.mode != taskring.CancelGraceful || a.reason != "" {
+		t.Errorf("cancel's defaults: %+v %v", a, err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -44,9 +54,17 @@ func TestParseGraph(t *testing.T) {
 		{[]string{"get", "--nodes", "a:1", "--graph-id", "g"}, "--namespace"},
 		{[]string{"submit", "--nodes", "a:1", "--file", "g.json", "--with-results"}, "with-results"},
 		{[]string{"get", "--nodes", "a:1", "--namespace", "s", "--graph-id", "g", "extra"}, "unexpected"},
+		{[]string{"cancel", "--nodes", "a:1", "--namespace", "shop"}, "--graph-id"},
+		{[]string{"cancel", "--nodes", "a:1", "--graph-id", "g"}, "--namespace"},
+		{[]string{"cancel", "--nodes", "a:1", "--namespace", "s", "--graph-id", "g", "--mode", "now"},
+			`--mode must be graceful or immediate, got "now"`},
+		{[]string{"cancel", "--nodes", "a:1", "--namespace", "s", "--graph-id", "g", "--mode", ""}, "--mode"},
+		{[]string{"cancel", "--nodes", "a:1", "--namespace", "s", "--graph-id", "g", "--with-results"}, "with-results"},
 	} {
-		if _, err := parseGraph(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: want an error about %s, got %v", c.args, c.want, err)
+		_, err := parseGraph(c.args)
+		var usage *usageError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &usage) {
+			t.Errorf("%q: want a usage error about %s, got %v", c.args, c.want, err)
 		}
 	}
 }
@@ -184,6 +202,19 @@ func (n *graphNode) GetGraph(_ context.Context, r *pb.GetGraphRequest) (*pb.GetG
 		Counts: map[string]uint32{"succeeded": 1}, Nodes: []*pb.GraphNode{node}}, nil
 }
 
+func (n *graphNode) CancelGraph(_ context.Context, r *pb.CancelGraphRequest) (*pb.CancelGraphResponse, error) {
+	n.mu.Lock()
+	n.reqs = append(n.reqs, r)
+	n.mu.Unlock()
+	if r.GetGraphId() != "order-7" {
+		return nil, status.Errorf(codes.NotFound, "no graph %q", r.GetGraphId())
+	}
+	if r.GetMode() == pb.CancelMode_CANCEL_MODE_IMMEDIATE {
+		return &pb.CancelGraphResponse{Cancelled: 3}, nil
+	}
+	return &pb.CancelGraphResponse{Cancelled: 2, Running: []string{"ship", "email"}}, nil
+}
+
 func serveGraphNode(t *testing.T) (*graphNode, string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -252,6 +283,59 @@ func TestRunGraphRefusalNamesTheCodeAndTheField(t *testing.T) {
 	}
 	if code := run([]string{"graph", "submit", "--nodes", addr, "--file", filepath.Join(t.TempDir(), "missing.json")}); code != 1 {
 		t.Errorf("a missing file: exit %d, want 1", code)
+	}
+}
+
+func TestRunGraphCancel(t *testing.T) {
+	n, addr := serveGraphNode(t)
+	t.Setenv("TASKRING_TOKEN", "")
+	var out bytes.Buffer
+	if err := runGraph([]string{"cancel", "--nodes", addr, "--namespace", "shop", "--graph-id", "order-7",
+		"--reason", "customer left"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	sent := n.reqs[0].(*pb.CancelGraphRequest)
+	if sent.GetNamespace() != "shop" || sent.GetGraphId() != "order-7" || sent.GetMode() != pb.CancelMode_CANCEL_MODE_GRACEFUL ||
+		sent.GetReason() != "customer left" {
+		t.Errorf("sent %v", sent)
+	}
+	if got := out.String(); got != `{"cancelled":2,"running":["ship","email"]}`+"\n" {
+		t.Errorf("printed %q", got)
+	}
+
+	out.Reset()
+	if err := runGraph([]string{"cancel", "--nodes", addr, "--namespace", "shop", "--graph-id", "order-7",
+		"--mode", "immediate"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if sent := n.reqs[1].(*pb.CancelGraphRequest); sent.GetMode() != pb.CancelMode_CANCEL_MODE_IMMEDIATE || sent.GetReason() != "" {
+		t.Errorf("sent %v", sent)
+	}
+	if got := out.String(); got != `{"cancelled":3,"running":[]}`+"\n" {
+		t.Errorf("printed %q", got)
+	}
+
+	out.Reset()
+	err := runGraph([]string{"cancel", "--nodes", addr, "--namespace", "shop", "--graph-id", "nope"}, &out)
+	if got := describe(err); got != `graph cancel: NOT_FOUND: no graph "nope"` || out.Len() != 0 {
+		t.Errorf("stderr line %q; printed %q", got, out.String())
+	}
+	if code := run([]string{"graph", "cancel", "--nodes", addr, "--namespace", "shop", "--graph-id", "nope"}); code != 1 {
+		t.Errorf("a refusal: exit %d, want 1", code)
+	}
+
+	// A bad --mode (or any bad graph command line) exits 2 and sends nothing.
+	before := len(n.reqs)
+	for _, args := range [][]string{
+		{"graph", "cancel", "--nodes", addr, "--namespace", "shop", "--graph-id", "order-7", "--mode", "hard"},
+		{"graph", "cancel", "--nodes", addr, "--namespace", "shop"},
+	} {
+		if code := run(args); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	if len(n.reqs) != before {
+		t.Errorf("a bad command line sent %d requests", len(n.reqs)-before)
 	}
 }
 

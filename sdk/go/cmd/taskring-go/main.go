@@ -34,6 +34,7 @@
 //
 //	taskring-go graph submit --nodes host:port,... --file GRAPH.json
 //	taskring-go graph get --nodes host:port,... --namespace NS --graph-id ID [--with-results]
+//	taskring-go graph cancel --nodes host:port,... --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]
 //	    GRAPH.json is {"namespace", "graph_id", "tasks": [{"key", "task_type",
 //	    "payload", "after": [{"key", "on_failure":
 //	    "skip"|"ignore"|"continue"}], "join": {"rule", "at_least"}}]}, sent as
@@ -42,8 +43,12 @@
 //	    "state", "slot"}}}; get prints {"graph_id", "namespace", "state",
 //	    "counts", "nodes": {key: {"task_id", "state", "attempts", "reason",
 //	    "waiting", "result", "depends_on": [{"parent_key", "on_failure",
-//	    "outcome"}]}}}, tasks in their order, one JSON line; a refusal exits 1
-//	    like cron's, e.g. "graph submit: INVALID_ARGUMENT: tasks[0].depends_on[0]: ...".
+//	    "outcome"}]}}}, tasks in their order; cancel (graceful by default)
+//	    prints {"cancelled", "running": [key, ...]}: how many tasks it
+//	    cancelled and the running ones left to finish. One JSON line; a
+//	    refusal exits 1 like cron's, e.g. "graph submit: INVALID_ARGUMENT:
+//	    tasks[0].depends_on[0]: ...". A bad graph command line (a --mode other
+//	    than graceful or immediate, a missing flag) exits 2, nothing sent.
 //
 //	submit, get, cron, policies and graph read TASKRING_TOKEN (sent as `authorization: Bearer ...`) and,
 //	for TLS, TASKRING_CA_FILE [TASKRING_CLIENT_CERT_FILE TASKRING_CLIENT_KEY_FILE]
@@ -110,6 +115,10 @@ func run(args []string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "taskring-go:", describe(err))
+		var usage *usageError
+		if errors.As(err, &usage) {
+			return 2
+		}
 		return 1
 	}
 	return 0

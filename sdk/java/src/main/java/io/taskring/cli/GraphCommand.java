@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.taskring.client.BlockingClient;
+import io.taskring.client.CancelMode;
+import io.taskring.client.CancelledGraph;
 import io.taskring.client.Graph;
 import io.taskring.client.GraphEdge;
 import io.taskring.client.GraphInfo;
@@ -28,6 +30,7 @@ import java.util.Set;
  * <pre>
  *   graph submit --nodes HOST:PORT --file GRAPH.json
  *   graph get    --nodes HOST:PORT --namespace NS --graph-id ID [--with-results]
+ *   graph cancel --nodes HOST:PORT --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]
  * </pre>
  *
  * <p>{@code submit} reads the graph file ({@link GraphFile}) and prints one JSON line
@@ -35,13 +38,17 @@ import java.util.Set;
  * prints {@code {"graph_id", "namespace", "state", "counts", "nodes": {key: {"task_id", "state",
  * "attempts", "reason", "waiting", "result", "depends_on": [{"parent_key", "on_failure",
  * "outcome"}]}}}}, {@code result} being the kept result (null without {@code --with-results} or
- * when none). A file that is no graph is bad usage (exit 2, naming the field), nothing sent; the
+ * when none); {@code cancel} (graceful unless {@code --mode immediate}) prints {@code {"cancelled",
+ * "running": [key, ...]}}: how many tasks it cancelled and the running ones left to finish. A file that
+ * is no graph, or a {@code --mode} other than graceful or immediate, is bad usage (exit 2, naming the
+ * field), nothing sent; the
  * server's refusals exit 1 with the status and its message, which names the field
  * ({@code tasks[0].depends_on[0]: closes the cycle ...}), as in {@link PoliciesCommand}.
  */
 final class GraphCommand {
     private static final Set<String> SUBMIT = Set.of("nodes", "file");
     private static final Set<String> GET = Set.of("nodes", "namespace", "graph-id", "with-results");
+    private static final Set<String> CANCEL = Set.of("nodes", "namespace", "graph-id", "mode", "reason");
     /** Flags that take no value. */
     private static final Set<String> SWITCHES = Set.of("with-results");
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -51,16 +58,17 @@ final class GraphCommand {
     /** {@code args} without the leading "graph". Exit status as {@link Main}: 0, 1 refused, 2 usage. */
     static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
         if (args.length < 1) {
-            return usage(err, "give an action: submit or get");
+            return usage(err, "give an action: submit, get or cancel");
         }
         String action = args[0];
         Set<String> allowed = switch (action) {
             case "submit" -> SUBMIT;
             case "get" -> GET;
+            case "cancel" -> CANCEL;
             default -> null;
         };
         if (allowed == null) {
-            return usage(err, "unknown action " + action + ": submit or get");
+            return usage(err, "unknown action " + action + ": submit, get or cancel");
         }
         Map<String, String> opts = new HashMap<>();
         for (int i = 1; i < args.length; i++) {
@@ -77,6 +85,14 @@ final class GraphCommand {
                 return usage(err, "graph " + action + " needs --" + String.join(", --", required));
             }
         }
+        CancelMode mode = CancelMode.GRACEFUL;
+        if (opts.containsKey("mode")) {
+            try {
+                mode = CancelMode.parse(opts.get("mode"));
+            } catch (IllegalArgumentException e) {
+                return usage(err, "--" + e.getMessage());
+            }
+        }
         Graph graph = null;
         if (action.equals("submit")) {
             try {
@@ -89,9 +105,13 @@ final class GraphCommand {
         }
         try (TaskringClient client = Main.security(TaskringClient.builder(), env).nodes(opts.get("nodes")).build()) {
             BlockingClient blocking = client.blocking();
-            ObjectNode line = graph != null ? toJson(blocking.submitGraph(graph))
-                    : toJson(blocking.getGraph(opts.get("namespace"), opts.get("graph-id"),
-                            opts.containsKey("with-results")));
+            ObjectNode line = switch (action) {
+                case "submit" -> toJson(blocking.submitGraph(graph));
+                case "cancel" -> toJson(blocking.cancelGraph(opts.get("namespace"), opts.get("graph-id"), mode,
+                        opts.getOrDefault("reason", "")));
+                default -> toJson(blocking.getGraph(opts.get("namespace"), opts.get("graph-id"),
+                        opts.containsKey("with-results")));
+            };
             out.println(JSON.writeValueAsString(line));
             return 0;
         } catch (TaskringException e) {
@@ -116,6 +136,15 @@ final class GraphCommand {
             one.put("state", t.state().wireName());
             one.put("slot", t.slot());
         }
+        return o;
+    }
+
+    /** What a cancel did, as every SDK's CLI prints it. */
+    static ObjectNode toJson(CancelledGraph c) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("cancelled", c.cancelled());
+        ArrayNode running = o.putArray("running");
+        c.running().forEach(running::add);
         return o;
     }
 
@@ -151,6 +180,7 @@ final class GraphCommand {
         err.println("taskring: " + problem);
         err.println("usage: graph submit --nodes HOST:PORT --file GRAPH.json");
         err.println("       graph get --nodes HOST:PORT --namespace NS --graph-id ID [--with-results]");
+        err.println("       graph cancel --nodes HOST:PORT --namespace NS --graph-id ID [--mode graceful|immediate] [--reason TEXT]");
         return 2;
     }
 }

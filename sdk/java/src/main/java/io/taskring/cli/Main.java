@@ -29,8 +29,9 @@ import java.util.Map;
  *   cron   create|update|get|list|pause|resume|delete ...                    one JSON line per rule ({@link CronCommand})
  *   policies put|get|delete|list ...                                         one JSON line per task type's policy
  *                                                                            ({@link PoliciesCommand})
- *   graph  submit|get ...                                                    one JSON line: the graph's receipt or
- *                                                                            state ({@link GraphCommand})
+ *   graph  submit|get|cancel ...                                             one JSON line: the graph's receipt,
+ *                                                                            state or what was cancelled
+ *                                                                            ({@link GraphCommand})
  *   executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ...          serves until SIGTERM; one line per outcome
  *                                                                            ({@link ExecutorCommand})
  * </pre>
@@ -170,7 +171,7 @@ public final class Main {
         err.println("       submit --nodes host:port[,host:port...] --namespace NS --type T [--payload JSON] [--task-id ID] [--delay-ms N]");
         err.println("       cron create|update|get|list|pause|resume|delete ... (see: cron)");
         err.println("       policies put|get|delete|list ... (see: policies)");
-        err.println("       graph submit|get ... (see: graph)");
+        err.println("       graph submit|get|cancel ... (see: graph)");
         err.println("       executor --zk HOST:PORT[/chroot] --namespace NS --types a,b ... (see: executor)");
         return 2;
     }

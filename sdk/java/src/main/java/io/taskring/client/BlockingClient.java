@@ -50,6 +50,16 @@ public final class BlockingClient {
         return join(client.getGraph(namespace, graphId, withResults));
     }
 
+    /** {@link TaskringClient#cancelGraph(String, String)}, waiting. */
+    public CancelledGraph cancelGraph(String namespace, String graphId) {
+        return join(client.cancelGraph(namespace, graphId));
+    }
+
+    /** {@link TaskringClient#cancelGraph(String, String, CancelMode, String)}, waiting. */
+    public CancelledGraph cancelGraph(String namespace, String graphId, CancelMode mode, String reason) {
+        return join(client.cancelGraph(namespace, graphId, mode, reason));
+    }
+
     /** {@link TaskringClient#cron()}, waiting. */
     public BlockingCronRules cron() {
         return new BlockingCronRules(client.cron());

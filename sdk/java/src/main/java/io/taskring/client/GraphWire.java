@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import taskring.v1.Taskring;
 
-/** The graph answers of the wire as the SDK's types (Python: {@code submitted_from_pb}, {@code graph_from_pb}). */
+/** The graph answers of the wire as the SDK's types (Python: {@code submitted_from_pb}, {@code graph_from_pb}, {@code CancelledGraph}). */
 final class GraphWire {
     private GraphWire() {}
 
@@ -24,6 +24,10 @@ final class GraphWire {
                     t.getSlot()));
         }
         return new SubmittedGraph(r.getGraphId(), r.getDuplicate(), Collections.unmodifiableMap(tasks));
+    }
+
+    static CancelledGraph fromWire(Taskring.CancelGraphResponse r) {
+        return new CancelledGraph(Integer.toUnsignedLong(r.getCancelled()), List.copyOf(r.getRunningList()));
     }
 
     static GraphInfo fromWire(Taskring.GetGraphResponse r) {

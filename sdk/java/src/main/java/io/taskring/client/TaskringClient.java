@@ -36,7 +36,7 @@ import taskring.v1.Taskring;
  * {@link RpcException} subclass; {@link #blocking()} gives the same calls, waiting.
  *
  * <p>Calls go round robin over the configured nodes. A call that may be repeated
- * safely (get, cancel, a graph's submit and get, and a submit that carries its own task id) is tried once more
+ * safely (get, cancel, a graph's submit, get and cancel, and a submit that carries its own task id) is tried once more
  * on the next node when the first answers UNAVAILABLE. A submit without a task id is
  * never retried: the server assigns ids, so a retry could create a second task.
  * Future callbacks run on gRPC's threads: keep them short or hop to your own executor.
@@ -132,6 +132,29 @@ public final class TaskringClient implements AutoCloseable {
                 .setNamespace(Objects.requireNonNull(namespace, "namespace"))
                 .setGraphId(Objects.requireNonNull(graphId, "graphId")).setWithResults(withResults).build();
         return call(GraphServiceGrpc.getGetGraphMethod(), req, true).thenApply(GraphWire::fromWire);
+    }
+
+    /** {@link #cancelGraph(String, String, CancelMode, String)}: graceful, with the server's reason. */
+    public CompletableFuture<CancelledGraph> cancelGraph(String namespace, String graphId) {
+        return cancelGraph(namespace, graphId, CancelMode.GRACEFUL, "");
+    }
+
+    /**
+     * Cancel every task of the graph that has not ended. {@link CancelMode#GRACEFUL}: running tasks
+     * finish (a failed one is not retried) and nothing new starts; {@link CancelMode#IMMEDIATE}: running
+     * tasks of types that heartbeat are told to stop too. {@code reason} ({@code ""}: the server's) is
+     * kept in each cancelled task's history. Completes with how many were cancelled and the keys of
+     * those left running; NotFoundException for a graph that does not exist. A repeated cancel cancels
+     * nothing more, so it is tried once more on the next node after UNAVAILABLE.
+     */
+    public CompletableFuture<CancelledGraph> cancelGraph(String namespace, String graphId, CancelMode mode,
+            String reason) {
+        Taskring.CancelGraphRequest req = Taskring.CancelGraphRequest.newBuilder()
+                .setNamespace(Objects.requireNonNull(namespace, "namespace"))
+                .setGraphId(Objects.requireNonNull(graphId, "graphId"))
+                .setMode(Objects.requireNonNull(mode, "mode").toWire())
+                .setReason(Objects.requireNonNull(reason, "reason")).build();
+        return call(GraphServiceGrpc.getCancelGraphMethod(), req, true).thenApply(GraphWire::fromWire);
     }
 
     /** Cron rules (create, update, get, list, pause, resume, delete) over this client's nodes. */

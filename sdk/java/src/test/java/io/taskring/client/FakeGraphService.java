@@ -16,7 +16,8 @@ import taskring.v1.Taskring;
  * a derived id, state WAITING for one with parents (QUEUED without), and is a duplicate when the
  * same graph id comes again with the same request; a cycle of two is refused naming the edge as
  * the server does; a get answers {@link #graph} as set by the test (results only when asked), or
- * NOT_FOUND. Or every call fails with {@link #failWith}. Records the requests.
+ * NOT_FOUND; a cancel answers {@link #cancelled} as set by the test, or NOT_FOUND. Or every call fails
+ * with {@link #failWith}. Records the requests.
  */
 final class FakeGraphService extends GraphServiceGrpc.GraphServiceImplBase {
     final List<Object> requests = Collections.synchronizedList(new ArrayList<>());
@@ -25,6 +26,8 @@ final class FakeGraphService extends GraphServiceGrpc.GraphServiceImplBase {
     volatile Status failWith;
     /** What GetGraph answers (with every result_json set); null: NOT_FOUND. */
     volatile Taskring.GetGraphResponse graph;
+    /** What CancelGraph answers; null: NOT_FOUND. */
+    volatile Taskring.CancelGraphResponse cancelled;
 
     private boolean failed(Object request, StreamObserver<?> out) {
         calls.incrementAndGet();
@@ -86,6 +89,26 @@ final class FakeGraphService extends GraphServiceGrpc.GraphServiceImplBase {
         }
         out.onNext(g);
         out.onCompleted();
+    }
+
+    @Override
+    public void cancelGraph(Taskring.CancelGraphRequest req, StreamObserver<Taskring.CancelGraphResponse> out) {
+        if (failed(req, out)) {
+            return;
+        }
+        Taskring.CancelGraphResponse c = cancelled;
+        if (c == null) {
+            out.onError(Status.NOT_FOUND.withDescription("graph " + req.getNamespace() + "/" + req.getGraphId()
+                    + " does not exist").asRuntimeException());
+            return;
+        }
+        out.onNext(c);
+        out.onCompleted();
+    }
+
+    /** Two tasks cancelled, ship and email left to finish. */
+    static Taskring.CancelGraphResponse twoCancelledTwoRunning() {
+        return Taskring.CancelGraphResponse.newBuilder().setCancelled(2).addRunning("ship").addRunning("email").build();
     }
 
     /** The graph charge -> ship, charge -> email (ignore), ship + email -> close, finished, email dead-lettered. */

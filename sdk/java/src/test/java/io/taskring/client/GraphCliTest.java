@@ -169,6 +169,43 @@ class GraphCliTest {
         assertEquals(0, node.calls.get());
     }
 
+    @Test
+    void cancelSendsTheModeAndReasonAndPrintsWhatItDidAsOneJsonLine() throws Exception {
+        node.cancelled = FakeGraphService.twoCancelledTwoRunning();
+        assertEquals(0, run("cancel", "--namespace", "shop", "--graph-id", "order-7", "--mode", "immediate",
+                "--reason", "customer left"), stderr());
+        assertEquals("{\"cancelled\":2,\"running\":[\"ship\",\"email\"]}\n", stdout());
+        assertEquals(Taskring.CancelGraphRequest.newBuilder().setNamespace("shop").setGraphId("order-7")
+                .setMode(Taskring.CancelMode.CANCEL_MODE_IMMEDIATE).setReason("customer left").build(),
+                node.requests.get(0));
+
+        node.cancelled = Taskring.CancelGraphResponse.newBuilder().setCancelled(4).build();
+        assertEquals(0, run("cancel", "--namespace", "shop", "--graph-id", "order-7"), stderr());
+        assertEquals("{\"cancelled\":4,\"running\":[]}\n", stdout());
+        assertEquals(Taskring.CancelGraphRequest.newBuilder().setNamespace("shop").setGraphId("order-7")
+                .setMode(Taskring.CancelMode.CANCEL_MODE_GRACEFUL).build(), node.requests.get(1),
+                "graceful by default, the server's reason");
+    }
+
+    @Test
+    void cancelsRefusalExitsOneAndABadModeExitsTwoWithoutACall() throws Exception {
+        assertEquals(1, run("cancel", "--namespace", "shop", "--graph-id", "nope"));
+        assertTrue(stderr().startsWith("NotFoundException: NOT_FOUND: graph shop/nope does not exist"), stderr());
+        assertEquals("", stdout());
+        assertEquals(1, node.calls.get());
+
+        assertEquals(2, run("cancel", "--namespace", "shop", "--graph-id", "order-7", "--mode", "hard"));
+        assertTrue(stderr().contains("--mode must be graceful or immediate, got 'hard'"), stderr());
+        assertTrue(stderr().contains("graph cancel --nodes HOST:PORT --namespace NS --graph-id ID"), stderr());
+        assertEquals(2, run("cancel", "--namespace", "shop", "--graph-id", "order-7", "--mode", "IMMEDIATE"));
+        assertEquals(2, run("cancel", "--namespace", "shop"));
+        assertTrue(stderr().contains("--graph-id"), stderr());
+        assertEquals(2, run("cancel", "--namespace", "shop", "--graph-id", "order-7", "--with-results"),
+                "an option of another action");
+        assertEquals(2, run("cancel", "--namespace", "shop", "--graph-id", "order-7", "--reason"), "no value");
+        assertEquals(1, node.calls.get(), "nothing more sent");
+    }
+
     private static List<String> keys(JsonNode o) {
         List<String> keys = new ArrayList<>();
         o.fieldNames().forEachRemaining(keys::add);

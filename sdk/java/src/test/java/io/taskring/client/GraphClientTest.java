@@ -23,7 +23,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import taskring.v1.Taskring;
 
-/** submitGraph and getGraph against two in-process fake nodes: receipts, graphs, errors, retries. */
+/** submitGraph, getGraph and cancelGraph against two in-process fake nodes: receipts, graphs, errors, retries. */
 class GraphClientTest {
     private final List<FakeGraphService> nodes = new ArrayList<>();
     private final List<Server> servers = new ArrayList<>();
@@ -134,5 +134,58 @@ class GraphClientTest {
     @Test
     void anUnknownGraphIsNotFound() {
         assertThrows(NotFoundException.class, () -> client.blocking().getGraph("shop", "nope", true));
+    }
+
+    @Test
+    void aCancelSendsTheModeAndReasonAndAnswersWhatItDid() {
+        nodes.forEach(n -> n.cancelled = FakeGraphService.twoCancelledTwoRunning());
+        CancelledGraph c = client.blocking().cancelGraph("shop", "order-7", CancelMode.IMMEDIATE, "customer left");
+        assertEquals(new CancelledGraph(2, List.of("ship", "email")), c);
+        assertEquals(Taskring.CancelGraphRequest.newBuilder().setNamespace("shop").setGraphId("order-7")
+                .setMode(Taskring.CancelMode.CANCEL_MODE_IMMEDIATE).setReason("customer left").build(),
+                nodes.get(0).requests.get(0));
+    }
+
+    @Test
+    void theShortCancelIsGracefulWithTheServersReasonAndTheAsyncClientAnswersTheSame() {
+        Taskring.CancelGraphResponse none = Taskring.CancelGraphResponse.newBuilder().setCancelled(0).build();
+        nodes.forEach(n -> n.cancelled = none);
+        assertEquals(new CancelledGraph(0, List.of()), client.blocking().cancelGraph("shop", "order-7")); // node 0
+        assertEquals(new CancelledGraph(0, List.of()),
+                client.cancelGraph("shop", "order-7", CancelMode.GRACEFUL, "").join()); // node 1
+        Taskring.CancelGraphRequest graceful = Taskring.CancelGraphRequest.newBuilder().setNamespace("shop")
+                .setGraphId("order-7").setMode(Taskring.CancelMode.CANCEL_MODE_GRACEFUL).build();
+        assertEquals(List.of(graceful), nodes.get(0).requests, "graceful is sent as GRACEFUL, not left UNSPECIFIED");
+        assertEquals(List.of(graceful), nodes.get(1).requests);
+    }
+
+    @Test
+    void aCancelsModesAreNamedAsEverySdkNamesThem() {
+        assertEquals(CancelMode.GRACEFUL, CancelMode.parse("graceful"));
+        assertEquals(CancelMode.IMMEDIATE, CancelMode.parse("immediate"));
+        assertEquals("immediate", CancelMode.IMMEDIATE.wireName());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CancelMode.parse("IMMEDIATE"));
+        assertEquals("mode must be graceful or immediate, got 'IMMEDIATE'", e.getMessage());
+        assertThrows(NullPointerException.class, () -> client.blocking().cancelGraph("shop", "order-7", null, ""));
+        assertEquals(0, nodes.get(0).calls.get() + nodes.get(1).calls.get(), "nothing sent");
+    }
+
+    @Test
+    void aCancelIsTriedOnTheNextNodeAfterUnavailable() {
+        nodes.get(0).failWith = Status.UNAVAILABLE;
+        nodes.get(1).cancelled = FakeGraphService.twoCancelledTwoRunning();
+        assertEquals(2, client.blocking().cancelGraph("shop", "order-7").cancelled());
+        assertEquals(1, nodes.get(0).calls.get());
+        assertEquals(1, nodes.get(1).calls.get(), "a repeated cancel cancels nothing more: retried");
+    }
+
+    @Test
+    void aCancelsRefusalsAreTheSdksExceptions() {
+        assertThrows(NotFoundException.class, () -> client.blocking().cancelGraph("shop", "nope"));
+        nodes.forEach(n -> n.failWith = Status.INVALID_ARGUMENT.withDescription("reason: is 1001 characters, at most 1000"));
+        InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                () -> client.blocking().cancelGraph("shop", "order-7", CancelMode.GRACEFUL, "x".repeat(1001)));
+        assertEquals("reason", e.field());
+        assertEquals("is 1001 characters, at most 1000", e.problem());
     }
 }
