@@ -19,7 +19,8 @@ an end counted before step 2 (an attempt given up meanwhile) is counted again by
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dispatcher.store import fenced
 from dispatcher.store import records as r
@@ -29,7 +30,8 @@ from dispatcher.store.interface_graphs import AddedTasks, NewNode
 from dispatcher.store.shards import Shards
 
 
-def add_tasks(shards: Shards, index_of_shard, insert_nodes, namespace: str, graph_id: str,
+def add_tasks(shards: Shards, index_of_shard: Callable[[Sequence[Any], Callable[[Any], int]], dict[int, list[Any]]],
+              insert_nodes: Callable[[Any, str, Sequence[NewNode], str], None], namespace: str, graph_id: str,
               adder: tuple[str, int, int], nodes: Sequence[NewNode], targets: Sequence[tuple[int, str, str, int]],
               node: str) -> AddedTasks:
     """`adder` is (task id, slot, attempt); `targets` (index in also_before, key, task id, slot)."""

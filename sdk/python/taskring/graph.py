@@ -110,38 +110,51 @@ class Node:
     """A task added to a `Graph`: name it in another task's ``after``."""
 
     key: str
-    _graph: Graph | Additions = field(repr=False, compare=False)
+    _graph: _Tasks = field(repr=False, compare=False)
 
     def on_failure(self, policy: OnFailure | str) -> After:
         """This dependency with another failure policy: ``charge.on_failure("ignore")``."""
         return After(self.key, OnFailure(policy))
 
 
-class Graph:
-    """A graph of tasks of one namespace, to submit with `Client.submit_graph`."""
+class _Tasks:
+    """Tasks with keys and dependencies, as a `Graph` and `Additions` build them."""
 
-    def __init__(self, graph_id: str):
-        if not graph_id:
-            raise ValueError("graph_id: must not be empty")
-        self.graph_id = graph_id
+    def __init__(self) -> None:
         self._tasks: list[tuple[str, TaskSpec, tuple[After, ...], Join]] = []
         self._keys: set[str] = set()
 
     def task(self, key: str, spec: TaskSpec, *, after: Sequence[Node | After] = (), join: Join | None = None) -> Node:
-        """Add a task that runs after `after` (tasks added before it) by `join`."""
+        """Add a task that runs after `after` by `join`."""
+        i = len(self._tasks)
         if key in self._keys:
-            raise ValueError(f"tasks[{len(self._tasks)}].key: repeats {key!r}")
-        deps: list[After] = []
-        for j, a in enumerate(after):
-            dep = After(a.key) if isinstance(a, Node) else a
-            if isinstance(a, Node) and a._graph is not self:
-                raise ValueError(f"tasks[{len(self._tasks)}].depends_on[{j}]: {a.key!r} is a task of another graph")
-            if not isinstance(dep, After) or dep.key not in self._keys:
-                raise ValueError(f"tasks[{len(self._tasks)}].depends_on[{j}]: must be a task added before this one")
-            deps.append(dep)
+            raise ValueError(f"tasks[{i}].key: repeats {key!r}")
+        deps = [self._dependency(f"tasks[{i}].depends_on[{j}]", a) for j, a in enumerate(after)]
         self._keys.add(key)
         self._tasks.append((key, spec, tuple(deps), join or Join()))
         return Node(key, self)
+
+    def _dependency(self, field: str, a: Node | After) -> After:
+        raise NotImplementedError
+
+
+class Graph(_Tasks):
+    """A graph of tasks of one namespace, to submit with `Client.submit_graph`. A task comes
+    after tasks added to it before."""
+
+    def __init__(self, graph_id: str):
+        if not graph_id:
+            raise ValueError("graph_id: must not be empty")
+        super().__init__()
+        self.graph_id = graph_id
+
+    def _dependency(self, field: str, a: Node | After) -> After:
+        if isinstance(a, Node) and a._graph is not self:
+            raise ValueError(f"{field}: {a.key!r} is a task of another graph")
+        dep = After(a.key) if isinstance(a, Node) else a
+        if not isinstance(dep, After) or dep.key not in self._keys:
+            raise ValueError(f"{field}: must be a task added before this one")
+        return dep
 
     @property
     def namespace(self) -> str:
@@ -160,7 +173,7 @@ def _tasks_pb(tasks: Sequence[tuple[str, TaskSpec, tuple[After, ...], Join]]) ->
             for key, spec, deps, join in tasks]
 
 
-class Additions:
+class Additions(_Tasks):
     """Tasks a running task of a graph adds to it (``ctx.add_tasks``), built as a `Graph` is:
 
         lines = Additions()
@@ -171,27 +184,15 @@ class Additions:
     ``after`` names tasks added here before (their `Node`) or tasks already in the graph by their
     key (``After("charge")``); each new task also waits for the task adding it."""
 
-    def __init__(self) -> None:
-        self._tasks: list[tuple[str, TaskSpec, tuple[After, ...], Join]] = []
-        self._keys: set[str] = set()
-
-    def task(self, key: str, spec: TaskSpec, *, after: Sequence[Node | After] = (), join: Join | None = None) -> Node:
-        if key in self._keys:
-            raise ValueError(f"tasks[{len(self._tasks)}].key: repeats {key!r}")
-        deps: list[After] = []
-        for j, a in enumerate(after):
-            if isinstance(a, Node):
-                if a._graph is not self or a.key not in self._keys:
-                    raise ValueError(f"tasks[{len(self._tasks)}].depends_on[{j}]: {a.key!r} must be added here"
-                                     " before, or named by its key in the graph: After(key)")
-                deps.append(After(a.key))
-            elif isinstance(a, After):
-                deps.append(a)
-            else:
-                raise TypeError(f"tasks[{len(self._tasks)}].depends_on[{j}]: a Node or an After, got {a!r}")
-        self._keys.add(key)
-        self._tasks.append((key, spec, tuple(deps), join or Join()))
-        return Node(key, self)
+    def _dependency(self, field: str, a: Node | After) -> After:
+        if isinstance(a, Node):
+            if a._graph is not self or a.key not in self._keys:
+                raise ValueError(f"{field}: {a.key!r} must be added here before, or named by its key in the"
+                                 " graph: After(key)")
+            return After(a.key)
+        if isinstance(a, After):
+            return a
+        raise TypeError(f"{field}: a Node or an After, got {a!r}")
 
     def to_pb(self, namespace: str, graph_id: str, adder_task_id: str, adder_attempt: int,
               also_before: Sequence[str]) -> pb.AddGraphTasksRequest:
